@@ -1,0 +1,48 @@
+# One helper per optional dependency: each CUNUMPY_ENABLE_<X> is AUTO (use it if
+# found), ON (fail loudly when missing) or OFF (do not look for it).  The result is
+# CUNUMPY_WITH_<X> (TRUE/FALSE) plus one line in the feature summary.
+
+set(_cunumpy_feature_lines "")
+
+function(cunumpy_option name help)
+  set(CUNUMPY_ENABLE_${name} AUTO CACHE STRING "${help} (AUTO, ON or OFF)")
+  set_property(CACHE CUNUMPY_ENABLE_${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${CUNUMPY_ENABLE_${name}}" value)
+  if(value MATCHES "^(1|TRUE|YES|Y)$")
+    set(value ON)
+  elseif(value MATCHES "^(0|FALSE|NO|N)$")
+    set(value OFF)
+  endif()
+  if(NOT value MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR
+      "CUNUMPY_ENABLE_${name}=${CUNUMPY_ENABLE_${name}} is not AUTO, ON or OFF; "
+      "pass -DCUNUMPY_ENABLE_${name}=AUTO (use it if found), ON (require it) or OFF.")
+  endif()
+  set(CUNUMPY_MODE_${name} ${value} PARENT_SCOPE)
+endfunction()
+
+# cunumpy_resolve(<name> <found> <detail>): apply the mode to what was found.
+function(cunumpy_resolve name found detail)
+  set(mode ${CUNUMPY_MODE_${name}})
+  if(mode STREQUAL "OFF")
+    set(with FALSE)
+    set(line "OFF (disabled by CUNUMPY_ENABLE_${name}=OFF)")
+  elseif(found)
+    set(with TRUE)
+    set(line "ON  (${detail})")
+  elseif(mode STREQUAL "ON")
+    message(FATAL_ERROR
+      "CUNUMPY_ENABLE_${name}=ON but ${name} was not found: ${detail}. "
+      "Install it (scripts/install_deps.sh installs every dependency) or configure with "
+      "-DCUNUMPY_ENABLE_${name}=AUTO/OFF.")
+  else()
+    set(with FALSE)
+    set(line "OFF (not found: ${detail})")
+  endif()
+  set(CUNUMPY_WITH_${name} ${with} PARENT_SCOPE)
+  set(_cunumpy_feature_lines "${_cunumpy_feature_lines}  ${name}: ${line}\n" PARENT_SCOPE)
+endfunction()
+
+function(cunumpy_print_summary)
+  message(STATUS "cunumpy ${PROJECT_VERSION} feature summary:\n${_cunumpy_feature_lines}")
+endfunction()

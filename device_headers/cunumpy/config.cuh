@@ -1,0 +1,40 @@
+// cunumpy/config.cuh: the one place that spells CUDA's function qualifiers.
+//
+// Every host+device function of cunumpy is declared CUNUMPY_HD (or CUNUMPY_HD_INLINE);
+// lambdas handed to parallel_for are written CUNUMPY_LAMBDA.  Compiled by a host compiler
+// (g++, clang) the qualifiers are empty, so the same header builds everywhere.  Conditions
+// are function-like macros: a typo is a preprocessor error instead of a silent 0.
+#pragma once
+
+// True in any compilation by nvcc or NVRTC (host and device passes).
+#if defined(__CUDACC__)
+#define CUNUMPY_CUDA_COMPILATION() 1
+#else
+#define CUNUMPY_CUDA_COMPILATION() 0
+#endif
+
+// True only in the device pass of nvcc, or under NVRTC.
+#if defined(__CUDA_ARCH__) || defined(__CUDACC_RTC__)
+#define CUNUMPY_DEVICE_PASS() 1
+#else
+#define CUNUMPY_DEVICE_PASS() 0
+#endif
+
+// True under NVRTC, where the C++ standard library is not available.
+#if defined(__CUDACC_RTC__)
+#define CUNUMPY_NVRTC() 1
+#else
+#define CUNUMPY_NVRTC() 0
+#endif
+
+#if CUNUMPY_CUDA_COMPILATION()
+#define CUNUMPY_HD __host__ __device__
+#define CUNUMPY_HD_INLINE __host__ __device__ __forceinline__
+#define CUNUMPY_DEVICE __device__
+#define CUNUMPY_LAMBDA [=] __host__ __device__
+#else
+#define CUNUMPY_HD
+#define CUNUMPY_HD_INLINE inline
+#define CUNUMPY_DEVICE
+#define CUNUMPY_LAMBDA [=]
+#endif

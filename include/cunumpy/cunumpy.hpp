@@ -1,0 +1,11 @@
+// cunumpy/cunumpy.hpp: the umbrella header, everything a simulation uses.
+#pragma once
+
+#include <cunumpy/array.hpp>
+#include <cunumpy/atomic.cuh>
+#include <cunumpy/backend.hpp>
+#include <cunumpy/build_config.hpp>
+#include <cunumpy/errors.hpp>
+#include <cunumpy/parallel.hpp>
+#include <cunumpy/profiling.hpp>
+#include <cunumpy/transfer.hpp>

@@ -1,0 +1,90 @@
+// cunumpy/backend.hpp: which backend new arrays and parallel loops use.
+//
+// Three backends: `host` (CPU memory, OpenMP loops), `cuda` (a real GPU) and `emulated`
+// (host memory behind the device API, so that every device code path runs in CI without a
+// GPU).  The initial backend comes from CUNUMPY_BACKEND=host|cuda|emulated (the Python
+// reference's ARRAY_BACKEND=numpy|cupy is accepted too); asking for cuda without a working
+// device falls back to host, and backend_reason() says why.  The selection is process-wide
+// and, like the Python library's, not thread-safe.
+#pragma once
+
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+namespace cunumpy {
+
+enum class Backend { host, cuda, emulated };
+
+// "host", "cuda" or "emulated".
+std::string_view to_string(Backend backend) noexcept;
+
+// Parses "host", "cuda", "emulated" (and the Python names "numpy" -> host, "cupy" -> cuda).
+// Throws ValueError naming the accepted values.
+Backend parse_backend(std::string_view name);
+
+// Selects the process-wide backend.  Backend::cuda without a functional CUDA device selects
+// host instead and records the reason.  Existing arrays do not move.
+void set_backend(Backend backend);
+void set_backend(std::string_view name);
+
+// The active backend and why it is the one it is (e.g. "CUNUMPY_BACKEND=cuda requested;
+// CUDA unavailable (no driver: cudaGetDeviceCount returned 35); using host").
+Backend get_backend();
+std::string backend_reason();
+
+// Convenience checks of the active backend.
+bool host_backend();
+bool cuda_backend();
+bool emulated_backend();
+// cuda or emulated: arrays created now live in device memory.
+bool device_backend();
+
+// RAII guard: selects `backend` for its scope and restores the previous selection (and
+// reason) when the scope ends, also when it is left by an exception.
+class [[nodiscard]] UseBackend {
+ public:
+  explicit UseBackend(Backend backend);
+  ~UseBackend();
+  UseBackend(const UseBackend&) = delete;
+  UseBackend& operator=(const UseBackend&) = delete;
+
+ private:
+  Backend previous_;
+  std::string previous_reason_;
+};
+[[nodiscard]] inline UseBackend use_backend(Backend backend) { return UseBackend(backend); }
+
+// Whether a CUDA device can be used by this process (cached).  Without one,
+// cuda_unavailable_reason() says why: "built without CUDA", "no driver: cudaGetDeviceCount
+// returned 35 (cudaErrorInsufficientDriver)", "no CUDA device visible".
+bool cuda_available();
+std::string cuda_unavailable_reason();
+
+// Number of visible CUDA devices; 0 when CUDA is unavailable.  Independent of the active
+// backend.
+int device_count();
+
+// Waits for all queued device work (cuda), counted as a device synchronisation on the
+// device backends; a no-op on host.
+void synchronize(std::source_location where = std::source_location::current());
+
+// The cunumpy version ("0.1.0") and a check for components that need a minimum version:
+// throws VersionError when the library is older than `minimum` (numeric parts compared,
+// e.g. "0.4.0", "1.2", "0.5.0rc1" -> 0.5.0).  ValueError when `minimum` has no number.
+std::string_view version() noexcept;
+void require_version(std::string_view minimum);
+
+namespace detail {
+// What the environment asks for: the backend, the reason text, and a warning for a value
+// that is not understood (empty when there is none).  Exposed for tests.
+struct BackendRequest {
+  Backend backend = Backend::host;
+  std::string reason;
+  std::string warning;
+};
+BackendRequest backend_from_environment(const char* cunumpy_backend, const char* array_backend);
+}  // namespace detail
+
+}  // namespace cunumpy

@@ -1,0 +1,26 @@
+// cunumpy/cuda_check.hpp: checking CUDA runtime return codes.
+//
+//   CUNUMPY_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream));
+//
+// A failed call throws CudaError naming the error, the call, its file and line, after
+// clearing the runtime's last error.  Sticky errors (illegal address, launch failure,
+// hardware traps, device-side assert), which leave the CUDA context unusable, are fatal:
+// the message is printed and the process aborts, since nothing after them can succeed.
+// The header needs no CUDA headers; the macro is one expression, safe in if/else chains.
+#pragma once
+
+namespace cunumpy::detail {
+
+// Returns when `code` is 0 (cudaSuccess); throws CudaError or aborts otherwise.
+void cuda_check(int code, const char* call, const char* file, int line);
+
+// Whether `code` is one of the sticky errors that leave the context unusable.
+bool cuda_error_is_sticky(int code) noexcept;
+
+// "cudaErrorInsufficientDriver" (or "CUDA error <code>" without the CUDA runtime).
+const char* cuda_error_name(int code) noexcept;
+
+}  // namespace cunumpy::detail
+
+#define CUNUMPY_CUDA_CHECK(call) \
+  ::cunumpy::detail::cuda_check(static_cast<int>(call), #call, __FILE__, __LINE__)

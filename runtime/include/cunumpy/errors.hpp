@@ -1,0 +1,53 @@
+// cunumpy/errors.hpp: the exception types cunumpy throws, all derived from cunumpy::Error.
+//
+// The names follow the Python reference's error kinds: a wrong value or shape is a
+// ValueError, a wrong kind of argument (mixed backends, dtype) a TypeError, an unavailable
+// backend or a call that the current state cannot serve a RuntimeError.
+#pragma once
+
+#include <cunumpy/error.hpp>
+
+namespace cunumpy {
+
+// A value, shape or size outside what the call accepts.
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An argument of the wrong kind: arrays on different backends, the wrong element type.
+class TypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The backend or device cannot do what was asked (no CUDA device, host access to device
+// memory, ...).
+class BackendError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A CUDA runtime call failed; the message names the call, its file and line.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& message, int code) : Error(message), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+// The installed cunumpy is older than a component requires (require_version).
+class VersionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// assert_no_transfers saw a transfer; the message is the transfer report.
+class TransferAssertionError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace cunumpy

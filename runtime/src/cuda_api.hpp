@@ -1,0 +1,30 @@
+// runtime/src/cuda_api.hpp: the runtime's private door to the CUDA runtime.
+//
+// Implemented by cuda_api.cpp (built with CUDA) or cuda_api_none.cpp (built without), so
+// that nothing else in the runtime includes CUDA headers or needs #ifs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace cunumpy::detail::cuda_api {
+
+// Whether this build has the CUDA runtime at all.
+bool built_with_cuda() noexcept;
+
+// Asks the runtime for the visible devices.  On failure count is 0 and reason says why.
+struct Probe {
+  int count = 0;
+  std::string reason;
+};
+Probe probe();
+
+void* allocate(std::size_t bytes);
+void deallocate(void* p) noexcept;
+
+enum class Direction { host_to_device, device_to_host, device_to_device };
+// Copies on `stream` and waits for it: the data has landed when this returns.
+void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
+void device_synchronize();
+
+}  // namespace cunumpy::detail::cuda_api

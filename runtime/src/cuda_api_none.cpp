@@ -1,0 +1,47 @@
+// cuda_api.hpp and cuda_check.hpp for a build without CUDA: the probe explains why there is
+// no device, and nothing else is reachable (the cuda backend cannot be selected).
+#include "cuda_api.hpp"
+
+#include <string>
+
+#include <cunumpy/cuda_check.hpp>
+#include <cunumpy/detail/memory.hpp>
+#include <cunumpy/errors.hpp>
+
+namespace cunumpy::detail {
+
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  throw BackendError(std::string(what) +
+                     ": cunumpy was built without CUDA (CUNUMPY_ENABLE_CUDA=OFF or no CUDA "
+                     "toolkit at configure time); rebuild with -DCUNUMPY_ENABLE_CUDA=ON, or use "
+                     "Backend::host or CUNUMPY_BACKEND=emulated");
+}
+}  // namespace
+
+const char* cuda_error_name(int) noexcept { return "CUDA error (cunumpy built without CUDA)"; }
+bool cuda_error_is_sticky(int) noexcept { return false; }
+void cuda_check(int code, const char* call, const char* file, int line) {
+  if (code == 0) return;
+  throw CudaError(std::string("CUDA error ") + std::to_string(code) + "\n  in " + call +
+                      "\n  at " + file + ":" + std::to_string(line),
+                  code);
+}
+
+void cuda_fill(void*, DType, long long, const void*) { no_cuda("cuda_fill"); }
+void cuda_arange(void*, DType, long long, const void*, const void*) { no_cuda("cuda_arange"); }
+void cuda_linspace(void*, DType, long long, double, double, bool, double) {
+  no_cuda("cuda_linspace");
+}
+
+namespace cuda_api {
+bool built_with_cuda() noexcept { return false; }
+Probe probe() {
+  return {0, "built without CUDA (CUNUMPY_ENABLE_CUDA=OFF or no CUDA toolkit at configure time)"};
+}
+void* allocate(std::size_t) { no_cuda("cuda allocation"); }
+void deallocate(void*) noexcept {}
+void copy(void*, const void*, std::size_t, Direction, void*) { no_cuda("cuda copy"); }
+void device_synchronize() { no_cuda("cuda synchronize"); }
+}  // namespace cuda_api
+}  // namespace cunumpy::detail

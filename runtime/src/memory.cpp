@@ -1,0 +1,75 @@
+// Raw memory of the three backends (detail/memory.hpp).
+#include <cunumpy/detail/memory.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include <cunumpy/errors.hpp>
+
+#include "cuda_api.hpp"
+#include "emulated_arena.hpp"
+
+namespace cunumpy::detail {
+namespace {
+
+constexpr std::size_t kHostAlignment = 64;
+
+thread_local void* t_current_stream = nullptr;
+
+void* host_allocate(std::size_t bytes) {
+  const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  void* p = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+  if (p == nullptr)
+    throw ValueError("host allocation of " + std::to_string(bytes) +
+                     " bytes failed; reduce the problem size or free arrays");
+  return p;
+}
+
+}  // namespace
+
+Allocation::~Allocation() {
+  switch (backend) {
+    case Backend::host: std::free(ptr); break;
+    case Backend::cuda: cuda_api::deallocate(ptr); break;
+    case Backend::emulated: emulated_arena::deallocate(ptr); break;
+  }
+}
+
+std::shared_ptr<Allocation> allocate(Backend backend, std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<long long>::max()))
+    throw ValueError("allocation of " + std::to_string(bytes) + " bytes is too large");
+  void* p = nullptr;
+  switch (backend) {
+    case Backend::host: p = host_allocate(bytes); break;
+    case Backend::emulated: p = emulated_arena::allocate(bytes); break;
+    case Backend::cuda:
+      if (!cuda_available())
+        throw BackendError("allocation on the cuda backend: CUDA is unavailable (" +
+                           cuda_unavailable_reason() +
+                           "); use Backend::host or CUNUMPY_BACKEND=emulated");
+      p = cuda_api::allocate(bytes);
+      break;
+  }
+  return std::make_shared<Allocation>(p, bytes, backend);
+}
+
+void copy_memory(void* dst, Backend dst_backend, const void* src, Backend src_backend,
+                 std::size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_backend != Backend::cuda && src_backend != Backend::cuda) {
+    std::memcpy(dst, src, bytes);  // host and emulated memory are both host-addressable
+    return;
+  }
+  using cuda_api::Direction;
+  const Direction direction = src_backend != Backend::cuda  ? Direction::host_to_device
+                              : dst_backend != Backend::cuda ? Direction::device_to_host
+                                                             : Direction::device_to_device;
+  cuda_api::copy(dst, src, bytes, direction, current_stream());
+}
+
+void* current_stream() noexcept { return t_current_stream; }
+void set_current_stream(void* stream) noexcept { t_current_stream = stream; }
+
+}  // namespace cunumpy::detail
