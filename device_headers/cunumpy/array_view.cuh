@@ -11,7 +11,7 @@
 #include "cunumpy/config.cuh"
 #include "cunumpy/error.hpp"
 
-#if defined(CUNUMPY_BOUNDS_CHECK) && !CUNUMPY_DEVICE_PASS()
+#if defined(CUNUMPY_BOUNDS_CHECK) && !CUNUMPY_NVRTC()
 #include <string>
 #endif
 #if defined(CUNUMPY_BOUNDS_CHECK) && CUNUMPY_DEVICE_PASS() && !CUNUMPY_NVRTC()

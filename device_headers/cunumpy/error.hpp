@@ -2,12 +2,12 @@
 //
 // Every error cunumpy throws derives from cunumpy::Error.  It lives in the lowest layer so
 // that the host side of the device headers (bounds checks) can throw it too; the other
-// error types are in <cunumpy/errors.hpp>.  Host compilation only.
+// error types are in <cunumpy/errors.hpp>.  Absent under NVRTC, which has no standard library.
 #pragma once
 
 #include "cunumpy/config.cuh"
 
-#if !CUNUMPY_DEVICE_PASS()
+#if !CUNUMPY_NVRTC()
 #include <stdexcept>
 #include <string>
 

@@ -72,6 +72,8 @@ std::string_view to_string(Backend backend) noexcept {
   return "unknown";
 }
 
+std::ostream& operator<<(std::ostream& os, Backend backend) { return os << to_string(backend); }
+
 Backend parse_backend(std::string_view name) {
   if (auto b = backend_named(name)) return *b;
   throw ValueError("unknown backend '" + std::string(name) +

@@ -26,34 +26,17 @@
 #include <cunumpy/config.cuh>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/profiling.hpp>
+#include <cunumpy/reduce_op.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 namespace cunumpy {
-
-enum class ReduceOp { sum, min, max };
-
 namespace detail {
 
 [[noreturn]] void throw_no_cuda_in_translation_unit(std::string_view name);
 void check_extent(std::string_view name, long long n);
-
-template <typename T>
-CUNUMPY_HD_INLINE T reduce_identity(ReduceOp op) {
-  if (op == ReduceOp::sum) return T(0);
-  using limits = std::numeric_limits<T>;
-  if (op == ReduceOp::min) return limits::has_infinity ? limits::infinity() : limits::max();
-  return limits::has_infinity ? -limits::infinity() : limits::lowest();
-}
-
-template <typename T>
-CUNUMPY_HD_INLINE T reduce_combine(ReduceOp op, T a, T b) {
-  if (op == ReduceOp::sum) return a + b;
-  if (op == ReduceOp::min) return b < a ? b : a;
-  return a < b ? b : a;
-}
 
 // Host loops: OpenMP when the including file is compiled with it, otherwise serial.
 template <typename F>

@@ -8,6 +8,7 @@
 // and, like the Python library's, not thread-safe.
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -19,6 +20,8 @@ enum class Backend { host, cuda, emulated };
 
 // "host", "cuda" or "emulated".
 std::string_view to_string(Backend backend) noexcept;
+
+std::ostream& operator<<(std::ostream& os, Backend backend);
 
 // Parses "host", "cuda", "emulated" (and the Python names "numpy" -> host, "cupy" -> cuda).
 // Throws ValueError naming the accepted values.

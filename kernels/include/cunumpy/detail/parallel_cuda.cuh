@@ -13,6 +13,7 @@
 #include <cunumpy/cuda_check.hpp>
 #include <cunumpy/detail/memory.hpp>
 #include <cunumpy/ledger.hpp>
+#include <cunumpy/reduce_op.hpp>
 
 namespace cunumpy::detail {
 

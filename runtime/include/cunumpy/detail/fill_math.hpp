@@ -13,11 +13,11 @@ CUNUMPY_HD_INLINE T arange_value(T start, T step, long long i) {
 }
 
 // linspace: start + i * step computed in double, then converted; with `endpoint` the last
-// element is exactly `stop`.
+// element is exactly `stop` (when there are at least two, as in NumPy).
 template <typename T>
 CUNUMPY_HD_INLINE T linspace_value(double start, double step, long long i, long long n,
                                    bool endpoint, double stop) {
-  if (endpoint && i == n - 1) return static_cast<T>(stop);
+  if (endpoint && n > 1 && i == n - 1) return static_cast<T>(stop);
   return static_cast<T>(start + static_cast<double>(i) * step);
 }
 

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures and builds cunumpy.  BUILD_DIR (default build) and extra CMake arguments:
+#   scripts/build.sh -DCUNUMPY_ENABLE_CUDA=OFF
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build}"
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$CUNUMPY_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
+cmake --build "$BUILD_DIR" -j "$JOBS"

@@ -1,0 +1,12 @@
+# Sourced by the scripts: the toolchain environment shared by build, test and demo.
+# CUDA toolkit on PATH when installed in the usual place.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+# Open MPI refuses to run as root without these; --oversubscribe lets 4 ranks share 2 cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+CUNUMPY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CUNUMPY_ROOT
+JOBS="${JOBS:-2}"

@@ -1,0 +1,21 @@
+// A user's program built against the installed cunumpy package.
+#include <cstdio>
+
+#include <cunumpy/cunumpy.hpp>
+
+int main() {
+  namespace cn = cunumpy;
+  cn::require_version("0.1.0");
+  auto counter = cn::count_transfers();
+  auto x = cn::arange<double>(0.0, 10.0, 1.0);
+  auto v = x.view<1>();
+  cn::parallel_for("square", x.size(), CUNUMPY_LAMBDA(long long i) { v(i) = v(i) * v(i); });
+  const double sum = cn::parallel_reduce("sum", x.size(), cn::ReduceOp::sum,
+                                         CUNUMPY_LAMBDA(long long i) { return v(i); });
+  auto h = cn::to_host(x);
+  std::printf("backend %s, sum %.0f, h(3) %.0f\n%s\n", cn::to_string(cn::get_backend()).data(), sum,
+              h(3), counter.report().c_str());
+  const bool ok = sum == 285.0 && h(3) == 9.0 && counter.to_host() == (x.is_device() ? 1 : 0);
+  std::printf(ok ? "consumer: ok\n" : "consumer: FAILED\n");
+  return ok ? 0 : 1;
+}

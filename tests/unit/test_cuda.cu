@@ -1,0 +1,116 @@
+// The cuda backend, compiled by nvcc: error checking (runs everywhere), and the device paths
+// of arrays, transfers and parallel loops (skipped with the reason when there is no GPU).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include <cunumpy/cuda_check.hpp>
+#include <cunumpy/cunumpy.hpp>
+
+namespace cn = cunumpy;
+
+TEST(CudaCheck, ThrowsWithCallFileAndLine) {
+  const int line = __LINE__ + 2;
+  try {
+    CUNUMPY_CUDA_CHECK(cudaErrorInvalidValue);
+    FAIL() << "expected CudaError";
+  } catch (const cn::CudaError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), static_cast<int>(cudaErrorInvalidValue));
+    EXPECT_NE(what.find("cudaErrorInvalidValue"), std::string::npos) << what;
+    EXPECT_NE(what.find("in cudaErrorInvalidValue"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string(__FILE__) + ":" + std::to_string(line)), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(CUNUMPY_CUDA_CHECK(cudaSuccess));
+}
+
+TEST(CudaCheck, StickyErrorsAreFatal) {
+  EXPECT_TRUE(cn::detail::cuda_error_is_sticky(cudaErrorIllegalAddress));
+  EXPECT_TRUE(cn::detail::cuda_error_is_sticky(cudaErrorLaunchFailure));
+  EXPECT_FALSE(cn::detail::cuda_error_is_sticky(cudaErrorInvalidValue));
+  EXPECT_FALSE(cn::detail::cuda_error_is_sticky(cudaErrorMemoryAllocation));
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(CUNUMPY_CUDA_CHECK(cudaErrorIllegalAddress), "fatal: CUDA error cudaErrorIllegalAddress");
+}
+
+TEST(CudaBackend, NoDriverIsReportedAndFallsBack) {
+  if (cn::cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(cn::device_count(), 0);
+  EXPECT_FALSE(cn::cuda_unavailable_reason().empty());
+  cn::set_backend(cn::Backend::cuda);
+  EXPECT_EQ(cn::get_backend(), cn::Backend::host);
+  cn::set_backend(cn::Backend::host);
+}
+
+namespace {
+class OnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cn::cuda_available())
+      GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
+    cn::set_backend(cn::Backend::cuda);
+  }
+  void TearDown() override { cn::set_backend(cn::Backend::host); }
+};
+}  // namespace
+
+TEST_F(OnGpu, CreationAndTransfers) {
+  auto counter = cn::count_transfers();
+  auto z = cn::full<double>({1000}, 3.0);
+  EXPECT_EQ(z.backend(), cn::Backend::cuda);
+  EXPECT_THROW(z(0), cn::BackendError);
+  auto h = cn::to_host(z);
+  EXPECT_EQ(h(999), 3.0);
+  auto a = cn::to_host(cn::arange<int>(0, 10, 3));
+  EXPECT_EQ(a.size(), 4);
+  EXPECT_EQ(a(3), 9);
+  auto l = cn::to_host(cn::linspace<float>(0.0, 1.0, 5));
+  EXPECT_EQ(l(4), 1.0f);
+  EXPECT_EQ(l(1), 0.25f);
+  auto c = cn::to_host(cn::full<std::complex<double>>({3}, {1.0, 2.0}));
+  EXPECT_EQ(c(2), std::complex<double>(1.0, 2.0));
+  EXPECT_EQ(counter.to_host(), 4);
+}
+
+// Extended __host__ __device__ lambdas cannot live in a gtest TestBody (a private member),
+// so the loop bodies are in free functions.
+void check_parallel_for_and_reduce() {
+  const long long n = (1 << 22) + 17;
+  auto x = cn::zeros<double>({n});
+  auto v = x.view<1>();
+  cn::parallel_for("fill", n, CUNUMPY_LAMBDA(long long i) { v(i) = static_cast<double>(i % 1000); });
+  auto counter = cn::count_transfers();
+  const double sum = cn::parallel_reduce("sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
+  EXPECT_EQ(counter.total(), 0);
+  EXPECT_EQ(counter.synchronizations(cn::SyncKind::reduction), 1);
+  double expected = 0;
+  for (long long i = 0; i < n; ++i) expected += static_cast<double>(i % 1000);
+  EXPECT_EQ(sum, expected);
+  EXPECT_EQ(cn::parallel_reduce("max", n, cn::ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return v(i); }), 999.0);
+  EXPECT_EQ(cn::parallel_reduce("min", n, cn::ReduceOp::min, CUNUMPY_LAMBDA(long long i) { return v(i) + 1.0; }), 1.0);
+
+  auto g = cn::zeros<double>({8, 16});
+  auto gv = g.view<2>();
+  cn::parallel_for("2d", 8, 16, CUNUMPY_LAMBDA(long long i, long long j) { gv(i, j) = 100.0 * i + j; });
+  auto hg = cn::to_host(g);
+  EXPECT_EQ(hg(7, 15), 715.0);
+
+  auto b = cn::zeros<int>({3, 4, 5});
+  auto bv = b.view<3>();
+  cn::parallel_for("3d", 3, 4, 5, CUNUMPY_LAMBDA(long long i, long long j, long long k) {
+    bv(i, j, k) = static_cast<int>(100 * i + 10 * j + k);
+  });
+  auto hb = cn::to_host(b);
+  EXPECT_EQ(hb(2, 3, 4), 234);
+
+  auto cells = cn::zeros<double>({4});
+  auto cv = cells.view<1>();
+  cn::parallel_for("atomics", n, CUNUMPY_LAMBDA(long long i) { cunumpy_atomic_add(&cv(i % 4), 1.0); });
+  auto hc = cn::to_host(cells);
+  EXPECT_EQ(hc(0) + hc(1) + hc(2) + hc(3), static_cast<double>(n));
+}
+
+TEST_F(OnGpu, ParallelForAndReduce) { check_parallel_for_and_reduce(); }
