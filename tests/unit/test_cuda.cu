@@ -9,6 +9,11 @@
 
 #include <cunumpy/cuda_check.hpp>
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/index.cuh>
+
+#ifndef CUNUMPY_BOUNDS_CHECK
+#error "test_cuda is compiled with CUNUMPY_BOUNDS_CHECK, so the device bounds check is built"
+#endif
 
 namespace cn = cunumpy;
 
@@ -43,6 +48,28 @@ TEST(CudaBackend, NoDriverIsReportedAndFallsBack) {
   cn::set_backend(cn::Backend::cuda);
   EXPECT_EQ(cn::get_backend(), cn::Backend::host);
   cn::set_backend(cn::Backend::host);
+}
+
+// A hand-written kernel using the device headers: index macros, views, atomics.
+__global__ void histogram_kernel(cunumpy::Array1D<const double> values, cunumpy::Array1D<double> bins) {
+  CUNUMPY_THREAD_1D(i, values.shape[0]);
+  const long long b = static_cast<long long>(values(i)) % bins.shape[0];
+  cunumpy_atomic_add(&bins(b), 1.0);
+}
+
+__global__ void grid_stride_kernel(cunumpy::Array2D<float> a) {
+  CUNUMPY_GRID_STRIDE_1D(k, a.size()) { a(k / a.shape[1], k % a.shape[1]) = static_cast<float>(k); }
+}
+
+__global__ void out_of_bounds_kernel(cunumpy::Array1D<double> a) {
+  CUNUMPY_THREAD_1D(i, 1);
+  a(i + a.shape[0]) = 1.0;  // one past the end: the bounds check traps
+}
+
+void launch_out_of_bounds() {
+  auto a = cn::zeros<double>({4});
+  out_of_bounds_kernel<<<1, 32>>>(a.view<1>());
+  CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 namespace {
@@ -114,3 +141,24 @@ void check_parallel_for_and_reduce() {
 }
 
 TEST_F(OnGpu, ParallelForAndReduce) { check_parallel_for_and_reduce(); }
+
+TEST_F(OnGpu, HandWrittenKernelsWithTheDeviceHeaders) {
+  auto values = cn::arange<double>(0.0, 1000.0, 1.0);
+  auto bins = cn::zeros<double>({10});
+  auto vv = values.view<1>();
+  cunumpy::Array1D<const double> cv{vv.data, {vv.shape[0]}, {vv.strides[0]}};
+  histogram_kernel<<<4, 256>>>(cv, bins.view<1>());
+  CUNUMPY_CUDA_CHECK(cudaGetLastError());
+  auto h = cn::to_host(bins);
+  for (int b = 0; b < 10; ++b) EXPECT_EQ(h(b), 100.0);
+  auto a = cn::zeros<float>({37, 11});
+  grid_stride_kernel<<<2, 32>>>(a.view<2>());
+  CUNUMPY_CUDA_CHECK(cudaGetLastError());
+  auto ha = cn::to_host(a);
+  EXPECT_EQ(ha(36, 10), 36.0f * 11 + 10);
+}
+
+TEST_F(OnGpu, DeviceBoundsCheckTraps) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(launch_out_of_bounds(), "fatal: CUDA error");
+}

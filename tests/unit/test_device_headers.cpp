@@ -60,6 +60,71 @@ TEST(ArrayView, BoundsCheckedOnTheHost) {
   static_assert(std::is_base_of_v<cunumpy::Error, cunumpy::IndexError>);
 }
 
+// The index macros read CUDA's built-in variables; here they are stand-ins, so the macros'
+// arithmetic and early returns are checked on the host.
+namespace fake_cuda {
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+Dim3 blockIdx, blockDim, threadIdx, gridDim;
+
+// Like kernels, these return early (void) when the thread is outside the range; the index
+// is passed out, -1 meaning "returned early".
+void thread_1d_body(long long n, long long& out) {
+  out = -1;
+  CUNUMPY_THREAD_1D(i, n);
+  out = i;
+}
+void thread_2d_body(long long ni, long long nj, long long& out) {
+  out = -1;
+  CUNUMPY_THREAD_2D(i, j, ni, nj);
+  out = i * 1000 + j;
+}
+void thread_3d_body(long long ni, long long nj, long long nk, long long& out) {
+  out = -1;
+  CUNUMPY_THREAD_3D(i, j, k, ni, nj, nk);
+  out = (i * 1000 + j) * 1000 + k;
+}
+long long thread_1d(long long n) {
+  long long out;
+  thread_1d_body(n, out);
+  return out;
+}
+long long thread_2d(long long ni, long long nj) {
+  long long out;
+  thread_2d_body(ni, nj, out);
+  return out;
+}
+long long thread_3d(long long ni, long long nj, long long nk) {
+  long long out;
+  thread_3d_body(ni, nj, nk, out);
+  return out;
+}
+std::vector<long long> grid_stride(long long n) {
+  std::vector<long long> visited;
+  CUNUMPY_GRID_STRIDE_1D(i, n) { visited.push_back(i); }
+  return visited;
+}
+}  // namespace fake_cuda
+
+TEST(IndexMacros, ThreadIndicesAndEarlyReturn) {
+  using namespace fake_cuda;
+  blockDim = {128, 4, 2};
+  blockIdx = {3, 1, 2};
+  threadIdx = {5, 2, 1};
+  gridDim = {4, 1, 1};
+  EXPECT_EQ(thread_1d(1000), 3 * 128 + 5);
+  EXPECT_EQ(thread_1d(3 * 128 + 5), -1) << "i == n returns early";
+  EXPECT_EQ(thread_2d(1000, 10), (3 * 128 + 5) * 1000 + (1 * 4 + 2));
+  EXPECT_EQ(thread_2d(1000, 6), -1) << "j == nj returns early";
+  EXPECT_EQ(thread_3d(1000, 10, 10), ((3 * 128 + 5) * 1000 + 6) * 1000 + (2 * 2 + 1));
+  EXPECT_EQ(thread_3d(1000, 10, 5), -1) << "k == nk returns early";
+  blockIdx = {1, 0, 0};
+  threadIdx = {7, 0, 0};
+  // Thread 135 of a 512-thread grid visits 135, 647, 1159 below 1200.
+  EXPECT_EQ(grid_stride(1200), (std::vector<long long>{135, 647, 1159}));
+}
+
 TEST(Atomic, ReturnsTheOldValue) {
   double d = 1.5;
   EXPECT_EQ(cunumpy_atomic_add(&d, 2.0), 1.5);

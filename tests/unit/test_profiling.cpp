@@ -23,6 +23,15 @@ TEST(NvtxRange, NamesAreRegisteredOnceAndRangesNest) {
 #endif
 }
 
+TEST(NvtxRange, FactoryFunctionSpelling) {
+  auto range = cn::nvtx_range("factory");
+  auto region = cn::timed_region("factory region", false);
+  const cn::Timing& t = region.stop();
+  EXPECT_EQ(t.name, "factory region");
+  EXPECT_TRUE(t.elapsed.has_value());
+  EXPECT_EQ(&region.stop(), &t) << "stopping twice returns the same result";
+}
+
 TEST(NvtxRange, ClosesWhenLeftByAnException) {
   EXPECT_THROW(
       {

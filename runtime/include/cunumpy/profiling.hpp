@@ -136,6 +136,12 @@ class NvtxRange {
 #endif
 };
 
+// The Python reference's spelling: `auto range = nvtx_range("push");`.
+[[nodiscard]] inline NvtxRange nvtx_range(const std::string& name,
+                                          std::optional<int> color = std::nullopt) {
+  return NvtxRange(name, color);
+}
+
 namespace detail {
 // Number of distinct range names registered with NVTX so far (0 without NVTX).
 std::size_t nvtx_registered_names() noexcept;
@@ -176,6 +182,13 @@ class TimedRegion {
   NvtxRange range_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// The Python reference's spelling: `auto region = timed_region("push"); ... region.stop()`.
+[[nodiscard]] inline TimedRegion timed_region(
+    std::string name, bool sync = true, Timing* out = nullptr,
+    std::source_location where = std::source_location::current()) {
+  return TimedRegion(std::move(name), sync, out, where);
+}
 
 // Runs `body` in a TimedRegion and returns its Timing.  If `body` throws, the exception
 // propagates and the region still closes its NVTX range.
