@@ -5,7 +5,10 @@
 #include <cunumpy/atomic.cuh>
 #include <cunumpy/backend.hpp>
 #include <cunumpy/build_config.hpp>
+#include <cunumpy/comm.hpp>
+#include <cunumpy/device.hpp>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/launcher.hpp>
 #include <cunumpy/parallel.hpp>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/transfer.hpp>

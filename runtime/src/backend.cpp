@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <cunumpy/build_config.hpp>
+#include <cunumpy/device.hpp>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/ledger.hpp>
 
@@ -150,6 +151,24 @@ void synchronize(std::source_location where) {
   if (b == Backend::host) return;
   if (b == Backend::cuda) detail::cuda_api::device_synchronize();
   detail::record_sync(SyncKind::device, [] { return std::string("synchronize()"); }, where);
+}
+
+void set_device(int id) {
+  if (get_backend() != Backend::cuda) return;
+  if (id < 0 || id >= device_count())
+    throw ValueError("set_device: device " + std::to_string(id) + " does not exist; " +
+                     std::to_string(device_count()) + " device(s) are visible (check CUDA_VISIBLE_DEVICES)");
+  detail::cuda_api::set_device(id);
+}
+
+int current_device() { return cuda_available() ? detail::cuda_api::current_device() : 0; }
+
+int set_device_for_rank(int rank, int devices_per_node) {
+  const int count = device_count();
+  if (count == 0) return 0;
+  const int id = detail::device_for(rank, devices_per_node > 0 ? std::min(devices_per_node, count) : count);
+  set_device(id);
+  return id;
 }
 
 std::string_view version() noexcept { return CUNUMPY_VERSION_STRING; }

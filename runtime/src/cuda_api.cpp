@@ -102,5 +102,16 @@ void copy(void* dst, const void* src, std::size_t bytes, Direction direction, vo
 
 void device_synchronize() { CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+void set_device(int id) {
+  CUNUMPY_CUDA_CHECK(cudaSetDevice(id));
+  CUNUMPY_CUDA_CHECK(cudaFree(nullptr));  // create the context now, before MPI_Init
+}
+
+int current_device() {
+  int id = 0;
+  CUNUMPY_CUDA_CHECK(cudaGetDevice(&id));
+  return id;
+}
+
 }  // namespace cuda_api
 }  // namespace cunumpy::detail

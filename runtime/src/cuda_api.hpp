@@ -27,4 +27,8 @@ enum class Direction { host_to_device, device_to_host, device_to_device };
 void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
 void device_synchronize();
 
+// Selects the device and creates its primary context.
+void set_device(int id);
+int current_device();
+
 }  // namespace cunumpy::detail::cuda_api

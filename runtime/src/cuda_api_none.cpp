@@ -43,5 +43,7 @@ void* allocate(std::size_t) { no_cuda("cuda allocation"); }
 void deallocate(void*) noexcept {}
 void copy(void*, const void*, std::size_t, Direction, void*) { no_cuda("cuda copy"); }
 void device_synchronize() { no_cuda("cuda synchronize"); }
+void set_device(int) { no_cuda("set_device"); }
+int current_device() { return 0; }
 }  // namespace cuda_api
 }  // namespace cunumpy::detail

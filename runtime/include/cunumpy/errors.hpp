@@ -38,6 +38,13 @@ class CudaError : public Error {
   int code_;
 };
 
+// An MPI call failed, or a communication was used where it cannot work (after MPI_Finalize);
+// the message names the call and MPI's error string.
+class MpiError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The installed cunumpy is older than a component requires (require_version).
 class VersionError : public Error {
  public:

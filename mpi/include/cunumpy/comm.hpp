@@ -1,0 +1,213 @@
+// cunumpy/comm.hpp: Comm, a communicator that is real MPI under a launcher and the serial
+// stand-in otherwise, so the same code runs with and without MPI.
+//
+//   cunumpy::Comm world = cunumpy::Comm::world();
+//   world.allreduce(std::span(rho), cunumpy::Op::sum);          // in place
+//   double total = world.allreduce(local_energy, cunumpy::Op::sum);
+//
+// A Comm is a value: copies share one duplicated MPI communicator, freed with the last copy.
+// The serial stand-in behaves as one rank of size 1, as the Python reference's SerialComm:
+// collectives copy the send buffer into the receive buffer (nothing to do in place), sendrecv
+// works to and from rank 0 or proc_null, non-blocking calls return completed requests, and a
+// call one rank cannot serve (recv from a rank that is not 0, a root other than 0) throws
+// ValueError naming the call.  Buffers here are host memory (std::span).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <cunumpy/build_config.hpp>
+#include <cunumpy/dtype.hpp>
+
+#if CUNUMPY_HAS_MPI()
+#include <mpi.h>
+#endif
+
+namespace cunumpy {
+
+// Reduction operations.
+enum class Op { sum, prod, min, max, logical_and, logical_or, logical_xor, bit_and, bit_or, bit_xor };
+
+inline constexpr int proc_null = -2;  // as MPI_PROC_NULL: a send or receive that does nothing
+inline constexpr int any_source = -1;
+inline constexpr int any_tag = -1;
+
+namespace detail {
+struct CommState;
+struct RequestState;
+// A type-erased host buffer.
+struct RawBuffer {
+  void* data;
+  long long count;
+  DType dtype;
+};
+template <typename T>
+  requires Element<std::remove_const_t<T>>
+RawBuffer raw(std::span<T> s) {
+  return {const_cast<std::remove_const_t<T>*>(s.data()), static_cast<long long>(s.size()),
+          dtype_of<std::remove_const_t<T>>()};
+}
+// A send buffer of the receive buffer's element type (converts from spans and vectors).
+template <typename T>
+using In = std::span<const std::type_identity_t<T>>;
+}  // namespace detail
+
+// A pending non-blocking operation.  A default or completed Request is inactive.
+class Request {
+ public:
+  Request() = default;
+  void wait();
+  bool test();  // true when complete (then the request is inactive)
+  bool active() const noexcept { return state_ != nullptr; }
+  static void wait_all(std::span<Request> requests);
+
+ private:
+  friend class Comm;
+  explicit Request(std::shared_ptr<detail::RequestState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::RequestState> state_;
+};
+
+class Comm {
+ public:
+  // The world: a duplicate of MPI_COMM_WORLD when MPI is initialised, else the serial
+  // stand-in.  Comm::serial() is the stand-in always.
+  static Comm world();
+  static Comm serial();
+#if CUNUMPY_HAS_MPI()
+  // Duplicates `comm` (the duplicate is owned and freed with the last copy).
+  static Comm from_native(MPI_Comm comm);
+  // The MPI communicator, for code that calls MPI itself (MPI_COMM_SELF for the stand-in).
+  MPI_Comm native() const;
+#endif
+
+  int rank() const noexcept;
+  int size() const noexcept;
+  bool is_serial() const noexcept;
+
+  void barrier() const;
+
+  // ---- collectives on spans (count checked where the call defines it) ----
+  template <Element T>
+  void bcast(std::span<T> buffer, int root) const { bcast_raw(detail::raw(buffer), root); }
+  template <Element T>
+  T bcast(T value, int root) const {
+    bcast(std::span<T>(&value, 1), root);
+    return value;
+  }
+
+  template <Element T>
+  void allreduce(detail::In<T> send, std::span<T> recv, Op op) const {
+    allreduce_raw(detail::raw(send), detail::raw(recv), op, false);
+  }
+  template <Element T>
+  void allreduce(std::span<T> inout, Op op) const {  // in place
+    allreduce_raw(detail::raw(inout), detail::raw(inout), op, true);
+  }
+  template <Element T>
+  T allreduce(T value, Op op) const {
+    allreduce(std::span<T>(&value, 1), op);
+    return value;
+  }
+
+  // recv is used on root only (it may be empty elsewhere).
+  template <Element T>
+  void reduce(detail::In<T> send, std::span<T> recv, Op op, int root) const {
+    reduce_raw(detail::raw(send), detail::raw(recv), op, root);
+  }
+  template <Element T>
+  void scan(detail::In<T> send, std::span<T> recv, Op op) const {
+    scan_raw(detail::raw(send), detail::raw(recv), op);
+  }
+  template <Element T>
+  T scan(T value, Op op) const {
+    T out{};
+    scan<T>(std::span<const T>(&value, 1), std::span<T>(&out, 1), op);
+    return out;
+  }
+
+  // recv holds size() * send.size() elements (on root for gather).
+  template <Element T>
+  void allgather(detail::In<T> send, std::span<T> recv) const {
+    allgather_raw(detail::raw(send), detail::raw(recv));
+  }
+  template <Element T>
+  std::vector<T> allgather(T value) const {
+    std::vector<T> out(static_cast<std::size_t>(size()));
+    allgather<T>(std::span<const T>(&value, 1), std::span<T>(out));
+    return out;
+  }
+  template <Element T>
+  void gather(detail::In<T> send, std::span<T> recv, int root) const {
+    gather_raw(detail::raw(send), detail::raw(recv), root);
+  }
+  // send holds size() * recv.size() elements (on root).
+  template <Element T>
+  void scatter(detail::In<T> send, std::span<T> recv, int root) const {
+    scatter_raw(detail::raw(send), detail::raw(recv), root);
+  }
+  // send and recv hold size() blocks of equal length.
+  template <Element T>
+  void alltoall(detail::In<T> send, std::span<T> recv) const {
+    alltoall_raw(detail::raw(send), detail::raw(recv));
+  }
+
+  // ---- point to point ----
+  template <typename T>
+    requires Element<std::remove_const_t<T>>
+  void send(std::span<T> buffer, int dest, int tag = 0) const {
+    send_raw(detail::raw(buffer), dest, tag);
+  }
+  template <Element T>
+  void recv(std::span<T> buffer, int source, int tag = 0) const {
+    recv_raw(detail::raw(buffer), source, tag);
+  }
+  template <Element T>
+  void sendrecv(detail::In<T> send, int dest, std::span<T> recv, int source, int tag = 0) const {
+    sendrecv_raw(detail::raw(send), dest, detail::raw(recv), source, tag);
+  }
+  template <typename T>
+    requires Element<std::remove_const_t<T>>
+  [[nodiscard]] Request isend(std::span<T> buffer, int dest, int tag = 0) const {
+    return isend_raw(detail::raw(buffer), dest, tag);
+  }
+  template <Element T>
+  [[nodiscard]] Request irecv(std::span<T> buffer, int source, int tag = 0) const {
+    return irecv_raw(detail::raw(buffer), source, tag);
+  }
+
+  // New communicators: ranks with the same color form one, ordered by key (then rank).
+  Comm split(int color, int key) const;
+  Comm dup() const;
+
+ private:
+  explicit Comm(std::shared_ptr<detail::CommState> s) : state_(std::move(s)) {}
+
+  void bcast_raw(detail::RawBuffer b, int root) const;
+  void allreduce_raw(detail::RawBuffer send, detail::RawBuffer recv, Op op, bool in_place) const;
+  void reduce_raw(detail::RawBuffer send, detail::RawBuffer recv, Op op, int root) const;
+  void scan_raw(detail::RawBuffer send, detail::RawBuffer recv, Op op) const;
+  void allgather_raw(detail::RawBuffer send, detail::RawBuffer recv) const;
+  void gather_raw(detail::RawBuffer send, detail::RawBuffer recv, int root) const;
+  void scatter_raw(detail::RawBuffer send, detail::RawBuffer recv, int root) const;
+  void alltoall_raw(detail::RawBuffer send, detail::RawBuffer recv) const;
+  void send_raw(detail::RawBuffer b, int dest, int tag) const;
+  void recv_raw(detail::RawBuffer b, int source, int tag) const;
+  void sendrecv_raw(detail::RawBuffer send, int dest, detail::RawBuffer recv, int source, int tag) const;
+  Request isend_raw(detail::RawBuffer b, int dest, int tag) const;
+  Request irecv_raw(detail::RawBuffer b, int source, int tag) const;
+
+  std::shared_ptr<detail::CommState> state_;
+};
+
+// MPI started by cunumpy's start-up (or the application); false for the serial stand-in.
+bool mpi_initialized();
+// Starts MPI (MPI_Init_thread, funneled) if it is built in and not yet started; returns whether
+// this call started it.  finalize_mpi() ends it if it was started here.
+bool init_mpi(int* argc = nullptr, char*** argv = nullptr);
+void finalize_mpi();
+
+}  // namespace cunumpy

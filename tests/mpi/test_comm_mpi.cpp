@@ -1,0 +1,132 @@
+// Every Comm call with host buffers under mpiexec -n 1, 2 and 4.
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace cn = cunumpy;
+
+namespace {
+class Mpi : public ::testing::Test {
+ protected:
+  cn::Comm world = cn::Comm::world();
+  int rank = world.rank();
+  int size = world.size();
+};
+}  // namespace
+
+TEST_F(Mpi, WorldIsRealMpiAndMatchesTheLauncher) {
+  ASSERT_TRUE(cn::mpi_initialized());
+  EXPECT_FALSE(world.is_serial());
+  EXPECT_TRUE(cn::launched_under_mpi()) << cn::launcher_info().evidence;
+  ASSERT_TRUE(cn::launcher_info().world_size.has_value());
+  EXPECT_EQ(*cn::launcher_info().world_size, size);
+  EXPECT_EQ(cn::launcher_info().world_rank, rank);
+  EXPECT_LT(cn::local_rank(), cn::local_size());
+  world.barrier();
+}
+
+TEST_F(Mpi, Reductions) {
+  EXPECT_EQ(world.allreduce(rank + 1, cn::Op::sum), size * (size + 1) / 2);
+  const int factorial[] = {1, 1, 2, 6, 24};
+  EXPECT_EQ(world.allreduce(rank + 1, cn::Op::prod), factorial[size]);
+  EXPECT_EQ(world.allreduce(static_cast<double>(rank), cn::Op::max), size - 1.0);
+  EXPECT_EQ(world.allreduce(static_cast<float>(rank), cn::Op::min), 0.0f);
+  EXPECT_EQ(world.allreduce(rank == 0, cn::Op::logical_and), size == 1);
+  EXPECT_EQ(world.allreduce(rank == 0, cn::Op::logical_or), true);
+  EXPECT_EQ(world.allreduce(1 << rank, cn::Op::bit_or), (1 << size) - 1);
+  EXPECT_EQ(world.allreduce(std::complex<double>(rank, 1), cn::Op::sum),
+            std::complex<double>(size * (size - 1) / 2.0, size));
+  std::vector<double> v(5, static_cast<double>(rank)), out(5);
+  world.allreduce<double>(v, std::span(out), cn::Op::sum);
+  for (double x : out) EXPECT_EQ(x, size * (size - 1) / 2.0);
+  world.allreduce(std::span(v), cn::Op::sum);  // in place
+  EXPECT_EQ(v, out);
+  std::vector<long long> red(2, -1);
+  world.reduce<long long>(std::vector<long long>{rank, 1}, std::span(red), cn::Op::sum, size - 1);
+  if (rank == size - 1) EXPECT_EQ(red, (std::vector<long long>{size * (size - 1) / 2, size}));
+  EXPECT_EQ(world.scan(1, cn::Op::sum), rank + 1);
+}
+
+TEST_F(Mpi, GatherScatterAlltoallBcast) {
+  EXPECT_EQ(world.allgather(rank * 10), [&] {
+    std::vector<int> e(size);
+    for (int r = 0; r < size; ++r) e[r] = r * 10;
+    return e;
+  }());
+  std::vector<double> g(static_cast<std::size_t>(2 * size));
+  world.gather<double>(std::vector<double>{1.0 * rank, -1.0 * rank}, std::span(g), 0);
+  if (rank == 0)
+    for (int r = 0; r < size; ++r) EXPECT_EQ(g[2 * r], r);
+  std::vector<int> all(static_cast<std::size_t>(3 * size));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<int> mine(3);
+  world.scatter<int>(all, std::span(mine), 0);
+  EXPECT_EQ(mine, (std::vector<int>{3 * rank, 3 * rank + 1, 3 * rank + 2}));
+  std::vector<int> a2a_in(static_cast<std::size_t>(size)), a2a_out(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) a2a_in[r] = 100 * rank + r;
+  world.alltoall<int>(a2a_in, std::span(a2a_out));
+  for (int r = 0; r < size; ++r) EXPECT_EQ(a2a_out[r], 100 * r + rank);
+  std::vector<float> b(4, rank == size - 1 ? 2.5f : 0.0f);
+  world.bcast(std::span(b), size - 1);
+  EXPECT_EQ(b, std::vector<float>(4, 2.5f));
+  EXPECT_EQ(world.bcast(rank == 0 ? 42 : 0, 0), 42);
+}
+
+TEST_F(Mpi, PointToPoint) {
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  std::vector<double> out{1.0 * rank, 2.0 * rank}, in(2);
+  world.sendrecv<double>(out, right, std::span(in), left, 7);
+  EXPECT_EQ(in, (std::vector<double>{1.0 * left, 2.0 * left}));
+  std::vector<int> got(1, -1);
+  auto rr = world.irecv(std::span(got), left, 3);
+  std::vector<int> payload{rank};
+  auto sr = world.isend(std::span(payload), right, 3);
+  std::vector<cn::Request> both{std::move(rr), std::move(sr)};
+  cn::Request::wait_all(both);
+  EXPECT_EQ(got[0], left);
+  if (size > 1) {
+    if (rank == 0) world.send(std::span(payload), 1, 11);
+    if (rank == 1) {
+      std::vector<int> x(1);
+      world.recv(std::span(x), 0, 11);
+      EXPECT_EQ(x[0], 0);
+    }
+  }
+  std::vector<double> none{-1.0};
+  world.sendrecv<double>(out, cn::proc_null, std::span(none), cn::proc_null);
+  EXPECT_EQ(none[0], -1.0);
+}
+
+TEST_F(Mpi, SplitAndDup) {
+  const cn::Comm halves = world.split(rank % 2, rank);
+  EXPECT_EQ(halves.size(), (size + 1 - rank % 2) / 2);
+  EXPECT_EQ(halves.allreduce(1, cn::Op::sum), halves.size());
+  const cn::Comm d = world.dup();
+  EXPECT_EQ(d.size(), size);
+  EXPECT_NE(d.native(), world.native());
+}
+
+TEST_F(Mpi, BadInputIsAClearError) {
+  std::vector<double> v(3), small(2);
+  EXPECT_THROW(world.allreduce<double>(v, std::span(small), cn::Op::sum), cn::ValueError);
+  EXPECT_THROW(world.bcast(std::span(v), size), cn::ValueError);
+  EXPECT_THROW(world.send(std::span(v), size + 3), cn::ValueError);
+  if (size > 1) {
+    // A message longer than the receive buffer: MPI reports truncation, named in the error.
+    if (rank == 0) world.send(std::span(v), 1, 21);
+    if (rank == 1) {
+      try {
+        world.recv(std::span(small), 0, 21);
+        ADD_FAILURE() << "expected MpiError";
+      } catch (const cn::MpiError& e) {
+        EXPECT_NE(std::string(e.what()).find("smaller than the message"), std::string::npos) << e.what();
+      }
+    }
+  }
+  world.barrier();
+}
