@@ -9,6 +9,7 @@
 #include <cunumpy/device.hpp>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/launcher.hpp>
+#include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/transfer.hpp>

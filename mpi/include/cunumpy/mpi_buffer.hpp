@@ -1,0 +1,123 @@
+// cunumpy/mpi_buffer.hpp: device buffers in MPI calls, and whether MPI can take them.
+//
+//   cunumpy::allreduce(world, rho, cunumpy::Op::sum);       // rho: Array<double>, any side
+//
+// Host arrays go straight to MPI.  Device arrays (cuda or emulated) are first synchronised
+// (synchronize_for_mpi); then, when MPI is CUDA-aware, their device pointer is passed; else
+// they go through mpi_buffer: a persistent host staging buffer, filled from the device
+// before the call (send) and copied back after it (receive), both counted by
+// count_transfers() at the caller's line.  CUDA-awareness is yes / no / unknown, and unknown
+// stages.  The emulated device follows the same rules (its memory is host-addressable, so
+// set_mpi_cuda_aware(true) exercises the direct path and a plain MPI the staging path).
+#pragma once
+
+#include <optional>
+#include <source_location>
+#include <span>
+#include <string>
+
+#include <cunumpy/array.hpp>
+#include <cunumpy/comm.hpp>
+#include <cunumpy/transfer.hpp>
+
+namespace cunumpy {
+
+enum class Awareness { yes, no, unknown };
+std::string_view to_string(Awareness a) noexcept;
+
+struct CudaAwareness {
+  Awareness state = Awareness::unknown;
+  std::string reason;  // each signal and what it said
+};
+
+// What the build and the library say, without communication: the compile-time
+// MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support() (Open MPI), and CUNUMPY_MPI_CUDA_AWARE.
+CudaAwareness query_cuda_awareness();
+
+// Records (or forgets, with nullopt) whether MPI can take device buffers; mpi_cuda_aware()
+// reads the recorded answer, or the query above when none was recorded.
+void set_mpi_cuda_aware(std::optional<bool> aware);
+CudaAwareness mpi_cuda_aware();
+
+// Waits for the device work that may still write `array` before MPI reads it (a counted
+// synchronisation); nothing for host arrays.
+template <Element T>
+void synchronize_for_mpi(const Array<T>& array, std::source_location where = std::source_location::current()) {
+  if (array.is_device()) synchronize(where);
+}
+
+namespace detail {
+// True when a device array of `backend` can go to MPI as it is.
+bool device_pointer_ok(Backend backend);
+}  // namespace detail
+
+// The buffer to hand MPI for `array` while it lives: the array's own memory (host, or device
+// with CUDA-aware MPI), or a host staging copy that is filled on construction when `send`
+// and copied back to the device on finish() when `receive`.
+template <Element T>
+class MpiBuffer {
+ public:
+  MpiBuffer(const Array<T>& array, bool send, bool receive,
+            std::source_location where = std::source_location::current())
+      : array_(array), receive_(receive), where_(where) {
+    if (array.is_device()) synchronize_for_mpi(array, where);
+    if (array.is_host() || detail::device_pointer_ok(array.backend())) {
+      span_ = {array.data(), static_cast<std::size_t>(array.size())};
+      return;
+    }
+    staging_ = Array<T>(array.shape(), Backend::host);
+    if (send) copy(staging_, array, where);
+    span_ = staging_.host_span();
+  }
+  std::span<T> span() const noexcept { return span_; }
+  bool staged() const noexcept { return span_.data() != array_.data(); }
+  // Copies a received staging buffer back to the device.
+  void finish() {
+    if (receive_ && staging_.size() > 0) copy(array_, staging_, where_);
+    receive_ = false;
+  }
+
+ private:
+  Array<T> array_;
+  Array<T> staging_;
+  std::span<T> span_;
+  bool receive_;
+  std::source_location where_;
+};
+
+// Collectives on arrays, wherever they live.
+template <Element T>
+void allreduce(const Comm& comm, const Array<T>& inout, Op op,
+               std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> b(inout, true, true, where);
+  comm.allreduce(b.span(), op);
+  b.finish();
+}
+
+template <Element T>
+void bcast(const Comm& comm, const Array<T>& buffer, int root,
+           std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> b(buffer, comm.rank() == root, comm.rank() != root, where);
+  comm.bcast(b.span(), root);
+  b.finish();
+}
+
+template <Element T>
+void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& recv, int source, int tag = 0,
+              std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, where);
+  MpiBuffer<T> r(recv, false, true, where);
+  comm.sendrecv<T>(s.span(), dest, r.span(), source, tag);
+  r.finish();
+}
+
+template <Element T>
+void allgather(const Comm& comm, const Array<T>& send, const Array<T>& recv,
+               std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, where);
+  MpiBuffer<T> r(recv, false, true, where);
+  comm.allgather<T>(s.span(), r.span());
+  r.finish();
+}
+
+}  // namespace cunumpy

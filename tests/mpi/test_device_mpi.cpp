@@ -1,0 +1,76 @@
+// Device (emulated) buffers in MPI calls: staged and counted when MPI is not CUDA-aware,
+// passed directly when it is; CUDA-awareness reported with its reason.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace cn = cunumpy;
+
+namespace {
+class DeviceMpi : public ::testing::Test {
+ protected:
+  void SetUp() override { cn::set_backend(cn::Backend::emulated); }
+  void TearDown() override {
+    cn::set_backend(cn::Backend::host);
+    cn::set_mpi_cuda_aware(std::nullopt);
+  }
+  cn::Comm world = cn::Comm::world();
+  int rank = world.rank();
+  int size = world.size();
+};
+}  // namespace
+
+TEST_F(DeviceMpi, DebianOpenMpiIsNotCudaAware) {
+  const cn::CudaAwareness a = cn::mpi_cuda_aware();
+  EXPECT_EQ(a.state, cn::Awareness::no) << a.reason;
+  EXPECT_NE(a.reason.find("compile time: MPIX_CUDA_AWARE_SUPPORT"), std::string::npos) << a.reason;
+  if (rank == 0) std::printf("CUDA-aware MPI: %s (%s)\n", cn::to_string(a.state).data(), a.reason.c_str());
+}
+
+TEST_F(DeviceMpi, StagedAllreduceIsCounted) {
+  auto rho = cn::full<double>({1000}, static_cast<double>(rank + 1));
+  ASSERT_TRUE(rho.is_device());
+  auto counter = cn::count_transfers();
+  const int line = __LINE__ + 1;
+  cn::allreduce(world, rho, cn::Op::sum);
+  EXPECT_EQ(counter.to_host(), 1) << counter.report();
+  EXPECT_EQ(counter.to_device(), 1) << counter.report();
+  EXPECT_EQ(counter.synchronizations(cn::SyncKind::device), 1) << "synchronize_for_mpi";
+  const std::string where = std::string(__FILE__) + ":" + std::to_string(line);
+  for (const auto& e : counter.events()) EXPECT_EQ(e.where, where);
+  auto h = cn::to_host(rho);
+  EXPECT_EQ(h(999), size * (size + 1) / 2.0);
+  if (rank == 0) std::printf("%s\n", counter.report().c_str());
+}
+
+TEST_F(DeviceMpi, CudaAwarePathPassesTheDevicePointer) {
+  cn::set_mpi_cuda_aware(true);
+  auto x = cn::full<int>({10}, 1);
+  auto counter = cn::count_transfers();
+  cn::allreduce(world, x, cn::Op::sum);
+  EXPECT_EQ(counter.total(), 0) << counter.report();
+  EXPECT_EQ(cn::to_host(x)(0), size);
+}
+
+TEST_F(DeviceMpi, BcastSendrecvAllgatherOnDeviceArrays) {
+  auto b = cn::full<float>({4}, rank == 0 ? 3.0f : 0.0f);
+  cn::bcast(world, b, 0);
+  EXPECT_EQ(cn::to_host(b)(3), 3.0f);
+  auto out = cn::full<double>({2}, static_cast<double>(rank));
+  auto in = cn::zeros<double>({2});
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  cn::sendrecv(world, out, right, in, left, 4);
+  EXPECT_EQ(cn::to_host(in)(1), static_cast<double>(left));
+  auto mine = cn::full<int>({1}, rank);
+  auto all = cn::zeros<int>({size});
+  cn::allgather(world, mine, all);
+  auto ha = cn::to_host(all);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(ha(r), r);
+  // Mixed: host send buffer, device receive buffer.
+  auto host_out = cn::full<double>({2}, 1.0, cn::Backend::host);
+  cn::sendrecv(world, host_out, right, in, left);
+  EXPECT_EQ(cn::to_host(in)(0), 1.0);
+}
