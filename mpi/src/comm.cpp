@@ -362,6 +362,96 @@ void Comm::alltoall_raw(RawBuffer send, RawBuffer recv) const {
 }
 
 namespace {
+// Counts and displacements: one per rank, non-negative, each block inside the buffer.
+void check_layout(const char* call, const char* which, std::span<const int> counts, std::span<const int> displs,
+                  int size, long long buffer_count) {
+  if (static_cast<int>(counts.size()) != size || static_cast<int>(displs.size()) != size)
+    throw ValueError(std::string("Comm::") + call + ": " + which + " counts and displacements need one entry per rank (" +
+                     std::to_string(size) + "), got " + std::to_string(counts.size()) + " and " +
+                     std::to_string(displs.size()));
+  for (int r = 0; r < size; ++r) {
+    if (counts[r] < 0 || displs[r] < 0 || static_cast<long long>(displs[r]) + counts[r] > buffer_count)
+      throw ValueError(std::string("Comm::") + call + ": the " + which + " block of rank " + std::to_string(r) +
+                       " (displacement " + std::to_string(displs[r]) + ", count " + std::to_string(counts[r]) +
+                       ") does not fit the buffer of " + std::to_string(buffer_count) + " elements");
+  }
+}
+
+// The serial stand-in's vector forms use rank 0's count and displacement.
+void serial_block(RawBuffer dst, long long dst_offset, RawBuffer src, long long src_offset, long long count) {
+  const std::size_t e = detail::dtype_bytes(src.dtype);
+  if (count > 0)
+    std::memcpy(static_cast<char*>(dst.data) + dst_offset * e, static_cast<const char*>(src.data) + src_offset * e,
+                static_cast<std::size_t>(count) * e);
+}
+}  // namespace
+
+void Comm::allgatherv_raw(RawBuffer send, RawBuffer recv, std::span<const int> counts, std::span<const int> displs) const {
+  const auto& s = usable(state_, "allgatherv");
+  check_layout("allgatherv", "receive", counts, displs, s.size, recv.count);
+  if (counts[s.rank] != send.count) detail::count_error("allgatherv", "this rank's count", send.count, counts[s.rank]);
+  if (s.serial) return serial_block(recv, displs[0], send, 0, send.count);
+#if CUNUMPY_HAS_MPI()
+  const auto t = detail::mpi_type(send.dtype);
+  detail::check_mpi(MPI_Allgatherv(send.data, static_cast<int>(send.count), t, recv.data, counts.data(), displs.data(), t, s.comm),
+                    "allgatherv");
+#endif
+}
+
+void Comm::gatherv_raw(RawBuffer send, RawBuffer recv, std::span<const int> counts, std::span<const int> displs,
+                       int root) const {
+  const auto& s = usable(state_, "gatherv");
+  detail::check_root("gatherv", root, s.size);
+  if (s.rank == root) {
+    check_layout("gatherv", "receive", counts, displs, s.size, recv.count);
+    if (counts[s.rank] != send.count) detail::count_error("gatherv", "root's count", send.count, counts[s.rank]);
+  }
+  if (s.serial) return serial_block(recv, displs[0], send, 0, send.count);
+#if CUNUMPY_HAS_MPI()
+  const auto t = detail::mpi_type(send.dtype);
+  detail::check_mpi(MPI_Gatherv(send.data, static_cast<int>(send.count), t, recv.data,
+                                s.rank == root ? counts.data() : nullptr, s.rank == root ? displs.data() : nullptr, t,
+                                root, s.comm),
+                    "gatherv");
+#endif
+}
+
+void Comm::scatterv_raw(RawBuffer send, std::span<const int> counts, std::span<const int> displs, RawBuffer recv,
+                        int root) const {
+  const auto& s = usable(state_, "scatterv");
+  detail::check_root("scatterv", root, s.size);
+  if (s.rank == root) {
+    check_layout("scatterv", "send", counts, displs, s.size, send.count);
+    if (counts[s.rank] > recv.count) detail::count_error("scatterv", "the receive buffer", counts[s.rank], recv.count);
+  }
+  if (s.serial) return serial_block(recv, 0, send, displs[0], counts[0]);
+#if CUNUMPY_HAS_MPI()
+  const auto t = detail::mpi_type(recv.dtype);
+  detail::check_mpi(MPI_Scatterv(send.data, s.rank == root ? counts.data() : nullptr,
+                                 s.rank == root ? displs.data() : nullptr, t, recv.data, static_cast<int>(recv.count), t,
+                                 root, s.comm),
+                    "scatterv");
+#endif
+}
+
+void Comm::alltoallv_raw(RawBuffer send, std::span<const int> send_counts, std::span<const int> send_displs,
+                         RawBuffer recv, std::span<const int> recv_counts, std::span<const int> recv_displs) const {
+  const auto& s = usable(state_, "alltoallv");
+  check_layout("alltoallv", "send", send_counts, send_displs, s.size, send.count);
+  check_layout("alltoallv", "receive", recv_counts, recv_displs, s.size, recv.count);
+  if (s.serial) {
+    if (send_counts[0] != recv_counts[0]) detail::count_error("alltoallv", "the receive count", send_counts[0], recv_counts[0]);
+    return serial_block(recv, recv_displs[0], send, send_displs[0], send_counts[0]);
+  }
+#if CUNUMPY_HAS_MPI()
+  const auto t = detail::mpi_type(send.dtype);
+  detail::check_mpi(MPI_Alltoallv(send.data, send_counts.data(), send_displs.data(), t, recv.data, recv_counts.data(),
+                                  recv_displs.data(), t, s.comm),
+                    "alltoallv");
+#endif
+}
+
+namespace {
 // The serial stand-in's self-messages: a send to rank 0 is kept until a receive takes it.
 void serial_post(detail::CommState& s, RawBuffer b, int tag) {
   const auto* p = static_cast<const unsigned char*>(b.data);

@@ -14,6 +14,8 @@
 #include <cunumpy/errors.hpp>
 #include <cunumpy/ledger.hpp>
 
+#include <cunumpy/detail/memory.hpp>
+
 #include "cuda_api.hpp"
 
 namespace cunumpy {
@@ -146,11 +148,22 @@ bool cuda_available() { return cuda_probe().count > 0; }
 std::string cuda_unavailable_reason() { return cuda_probe().reason; }
 int device_count() { return cuda_probe().count; }
 
+namespace detail {
+void synchronize_backend(Backend backend, SyncKind kind, const char* what,
+                         const std::source_location& where) {
+  if (backend == Backend::host) return;
+  if (backend == Backend::cuda) {
+    if (kind == SyncKind::device)
+      cuda_api::device_synchronize();
+    else
+      cuda_api::stream_synchronize(current_stream());
+  }
+  record_sync(kind, [what] { return std::string(what); }, where);
+}
+}  // namespace detail
+
 void synchronize(std::source_location where) {
-  const Backend b = get_backend();
-  if (b == Backend::host) return;
-  if (b == Backend::cuda) detail::cuda_api::device_synchronize();
-  detail::record_sync(SyncKind::device, [] { return std::string("synchronize()"); }, where);
+  detail::synchronize_backend(get_backend(), SyncKind::device, "synchronize()", where);
 }
 
 void set_device(int id) {

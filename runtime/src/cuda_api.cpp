@@ -91,6 +91,16 @@ void deallocate(void* p) noexcept {
   if (err != cudaSuccess && !cuda_error_is_sticky(err)) (void)cudaGetLastError();
 }
 
+void* host_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  CUNUMPY_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  return p;
+}
+
+void host_free(void* p) noexcept {
+  if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream) {
   const cudaMemcpyKind kind = direction == Direction::host_to_device   ? cudaMemcpyHostToDevice
                               : direction == Direction::device_to_host ? cudaMemcpyDeviceToHost
@@ -101,6 +111,10 @@ void copy(void* dst, const void* src, std::size_t bytes, Direction direction, vo
 }
 
 void device_synchronize() { CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void stream_synchronize(void* stream) {
+  CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
 
 void set_device(int id) {
   CUNUMPY_CUDA_CHECK(cudaSetDevice(id));

@@ -21,11 +21,15 @@ Probe probe();
 
 void* allocate(std::size_t bytes);
 void deallocate(void* p) noexcept;
+// Page-locked host memory.
+void* host_allocate(std::size_t bytes);
+void host_free(void* p) noexcept;
 
 enum class Direction { host_to_device, device_to_host, device_to_device };
 // Copies on `stream` and waits for it: the data has landed when this returns.
 void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
 void device_synchronize();
+void stream_synchronize(void* stream);
 
 // Selects the device and creates its primary context.
 void set_device(int id);

@@ -41,8 +41,11 @@ Probe probe() {
 }
 void* allocate(std::size_t) { no_cuda("cuda allocation"); }
 void deallocate(void*) noexcept {}
+void* host_allocate(std::size_t) { no_cuda("pinned allocation"); }
+void host_free(void*) noexcept {}
 void copy(void*, const void*, std::size_t, Direction, void*) { no_cuda("cuda copy"); }
 void device_synchronize() { no_cuda("cuda synchronize"); }
+void stream_synchronize(void*) { no_cuda("cuda stream synchronize"); }
 void set_device(int) { no_cuda("set_device"); }
 int current_device() { return 0; }
 }  // namespace cuda_api

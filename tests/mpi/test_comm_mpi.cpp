@@ -77,6 +77,42 @@ TEST_F(Mpi, GatherScatterAlltoallBcast) {
   EXPECT_EQ(world.bcast(rank == 0 ? 42 : 0, 0), 42);
 }
 
+TEST_F(Mpi, VectorForms) {
+  // Rank r contributes r + 1 values equal to r.
+  std::vector<int> counts(size), displs(size);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[r] = r + 1;
+    displs[r] = total;
+    total += r + 1;
+  }
+  std::vector<double> mine(static_cast<std::size_t>(rank + 1), static_cast<double>(rank));
+  std::vector<double> all(static_cast<std::size_t>(total), -1.0);
+  world.allgatherv<double>(mine, std::span(all), counts, displs);
+  for (int r = 0; r < size; ++r)
+    for (int k = 0; k < counts[r]; ++k) EXPECT_EQ(all[displs[r] + k], r);
+  std::vector<double> gathered(rank == 0 ? total : 0);
+  world.gatherv<double>(mine, std::span(gathered), counts, displs, 0);
+  if (rank == 0) EXPECT_EQ(gathered, all);
+  std::vector<double> back(static_cast<std::size_t>(rank + 1), -1.0);
+  world.scatterv<double>(all, counts, displs, std::span(back), 0);
+  EXPECT_EQ(back, mine);
+  // alltoallv: rank r sends (r + 1) copies of 10 * r + dest to each dest.
+  std::vector<int> sc(size, rank + 1), sd(size), rc(size), rd(size);
+  for (int r = 0; r < size; ++r) {
+    sd[r] = r * (rank + 1);
+    rc[r] = r + 1;
+    rd[r] = displs[r];
+  }
+  std::vector<int> sbuf(static_cast<std::size_t>(size * (rank + 1)));
+  for (int d = 0; d < size; ++d)
+    for (int k = 0; k <= rank; ++k) sbuf[sd[d] + k] = 10 * rank + d;
+  std::vector<int> rbuf(static_cast<std::size_t>(total));
+  world.alltoallv<int>(sbuf, sc, sd, std::span(rbuf), rc, rd);
+  for (int r = 0; r < size; ++r)
+    for (int k = 0; k < rc[r]; ++k) EXPECT_EQ(rbuf[rd[r] + k], 10 * r + rank);
+}
+
 TEST_F(Mpi, PointToPoint) {
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   std::vector<double> out{1.0 * rank, 2.0 * rank}, in(2);

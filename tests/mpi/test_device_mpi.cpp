@@ -38,7 +38,7 @@ TEST_F(DeviceMpi, StagedAllreduceIsCounted) {
   cn::allreduce(world, rho, cn::Op::sum);
   EXPECT_EQ(counter.to_host(), 1) << counter.report();
   EXPECT_EQ(counter.to_device(), 1) << counter.report();
-  EXPECT_EQ(counter.synchronizations(cn::SyncKind::device), 1) << "synchronize_for_mpi";
+  EXPECT_EQ(counter.synchronizations(cn::SyncKind::mpi), 1) << "synchronize_for_mpi";
   const std::string where = std::string(__FILE__) + ":" + std::to_string(line);
   for (const auto& e : counter.events()) EXPECT_EQ(e.where, where);
   auto h = cn::to_host(rho);

@@ -42,6 +42,30 @@ TEST(SerialComm, Collectives) {
   EXPECT_TRUE(c.dup().is_serial());
 }
 
+TEST(SerialComm, VectorFormsUseRankZerosDisplacement) {
+  const cn::Comm c = cn::Comm::serial();
+  const std::vector<int> counts{2}, displs{3};
+  std::vector<double> recv(6, 0.0);
+  c.allgatherv<double>(std::vector<double>{1, 2}, std::span(recv), counts, displs);
+  EXPECT_EQ(recv, (std::vector<double>{0, 0, 0, 1, 2, 0}));
+  std::vector<double> g(5, 0.0);
+  c.gatherv<double>(std::vector<double>{7, 8}, std::span(g), counts, std::vector<int>{1}, 0);
+  EXPECT_EQ(g, (std::vector<double>{0, 7, 8, 0, 0}));
+  std::vector<double> part(2, 0.0);
+  c.scatterv<double>(std::vector<double>{9, 9, 9, 4, 5}, counts, displs, std::span(part), 0);
+  EXPECT_EQ(part, (std::vector<double>{4, 5}));
+  std::vector<int> a2a(4, 0);
+  c.alltoallv<int>(std::vector<int>{1, 2, 3}, std::vector<int>{2}, std::vector<int>{1}, std::span(a2a),
+                   std::vector<int>{2}, std::vector<int>{0});
+  EXPECT_EQ(a2a, (std::vector<int>{2, 3, 0, 0}));
+  EXPECT_THROW(c.allgatherv<double>(std::vector<double>{1, 2}, std::span(recv), std::vector<int>{2}, std::vector<int>{5}),
+               cn::ValueError) << "block past the end";
+  EXPECT_THROW(c.allgatherv<double>(std::vector<double>{1}, std::span(recv), counts, displs), cn::ValueError)
+      << "count differs from the send buffer";
+  EXPECT_THROW(c.gatherv<double>(std::vector<double>{1, 2}, std::span(g), std::vector<int>{2, 2}, std::vector<int>{0, 2}, 0),
+               cn::ValueError) << "one entry per rank";
+}
+
 TEST(SerialComm, PointToPointWithItselfAndProcNull) {
   const cn::Comm c = cn::Comm::serial();
   std::vector<double> out{1, 2}, in(2, 0.0);

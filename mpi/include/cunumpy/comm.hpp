@@ -155,6 +155,29 @@ class Comm {
     alltoall_raw(detail::raw(send), detail::raw(recv));
   }
 
+  // ---- vector forms: per-rank counts and displacements (in elements) ----
+  template <Element T>
+  void allgatherv(detail::In<T> send, std::span<T> recv, std::span<const int> counts,
+                  std::span<const int> displs) const {
+    allgatherv_raw(detail::raw(send), detail::raw(recv), counts, displs);
+  }
+  // counts and displs are read on root.
+  template <Element T>
+  void gatherv(detail::In<T> send, std::span<T> recv, std::span<const int> counts,
+               std::span<const int> displs, int root) const {
+    gatherv_raw(detail::raw(send), detail::raw(recv), counts, displs, root);
+  }
+  template <Element T>
+  void scatterv(detail::In<T> send, std::span<const int> counts, std::span<const int> displs,
+                std::span<T> recv, int root) const {
+    scatterv_raw(detail::raw(send), counts, displs, detail::raw(recv), root);
+  }
+  template <Element T>
+  void alltoallv(detail::In<T> send, std::span<const int> send_counts, std::span<const int> send_displs,
+                 std::span<T> recv, std::span<const int> recv_counts, std::span<const int> recv_displs) const {
+    alltoallv_raw(detail::raw(send), send_counts, send_displs, detail::raw(recv), recv_counts, recv_displs);
+  }
+
   // ---- point to point ----
   template <typename T>
     requires Element<std::remove_const_t<T>>
@@ -194,6 +217,15 @@ class Comm {
   void gather_raw(detail::RawBuffer send, detail::RawBuffer recv, int root) const;
   void scatter_raw(detail::RawBuffer send, detail::RawBuffer recv, int root) const;
   void alltoall_raw(detail::RawBuffer send, detail::RawBuffer recv) const;
+  void allgatherv_raw(detail::RawBuffer send, detail::RawBuffer recv, std::span<const int> counts,
+                      std::span<const int> displs) const;
+  void gatherv_raw(detail::RawBuffer send, detail::RawBuffer recv, std::span<const int> counts,
+                   std::span<const int> displs, int root) const;
+  void scatterv_raw(detail::RawBuffer send, std::span<const int> counts, std::span<const int> displs,
+                    detail::RawBuffer recv, int root) const;
+  void alltoallv_raw(detail::RawBuffer send, std::span<const int> send_counts, std::span<const int> send_displs,
+                     detail::RawBuffer recv, std::span<const int> recv_counts,
+                     std::span<const int> recv_displs) const;
   void send_raw(detail::RawBuffer b, int dest, int tag) const;
   void recv_raw(detail::RawBuffer b, int source, int tag) const;
   void sendrecv_raw(detail::RawBuffer send, int dest, detail::RawBuffer recv, int source, int tag) const;

@@ -4,7 +4,7 @@
 //
 // Host arrays go straight to MPI.  Device arrays (cuda or emulated) are first synchronised
 // (synchronize_for_mpi); then, when MPI is CUDA-aware, their device pointer is passed; else
-// they go through mpi_buffer: a persistent host staging buffer, filled from the device
+// they go through mpi_buffer: a pinned host staging buffer from a persistent pool, filled from the device
 // before the call (send) and copied back after it (receive), both counted by
 // count_transfers() at the caller's line.  CUDA-awareness is yes / no / unknown, and unknown
 // stages.  The emulated device follows the same rules (its memory is host-addressable, so
@@ -39,11 +39,11 @@ CudaAwareness query_cuda_awareness();
 void set_mpi_cuda_aware(std::optional<bool> aware);
 CudaAwareness mpi_cuda_aware();
 
-// Waits for the device work that may still write `array` before MPI reads it (a counted
-// synchronisation); nothing for host arrays.
+// Waits for the work on the current stream that may still write `array` before MPI reads it
+// (a synchronisation counted as `mpi`); nothing for host arrays, so it costs nothing there.
 template <Element T>
 void synchronize_for_mpi(const Array<T>& array, std::source_location where = std::source_location::current()) {
-  if (array.is_device()) synchronize(where);
+  detail::synchronize_backend(array.backend(), SyncKind::mpi, "synchronize_for_mpi()", where);
 }
 
 namespace detail {
@@ -65,7 +65,7 @@ class MpiBuffer {
       span_ = {array.data(), static_cast<std::size_t>(array.size())};
       return;
     }
-    staging_ = Array<T>(array.shape(), Backend::host);
+    staging_ = Array<T>::adopt(detail::pinned_allocate(array.nbytes()), array.shape());
     if (send) copy(staging_, array, where);
     span_ = staging_.host_span();
   }

@@ -64,6 +64,19 @@ class Array {
   Array(Shape shape, Backend backend)
       : memory_(detail::allocate(backend, checked_bytes(shape))), shape_(shape) {}
 
+  // An array over existing memory (e.g. a pinned staging block); the allocation must hold
+  // the shape.  Used by the memory and MPI layers.
+  static Array adopt(std::shared_ptr<detail::Allocation> memory, Shape shape) {
+    if (memory == nullptr || memory->bytes < checked_bytes(shape))
+      throw ValueError("Array::adopt: the allocation is smaller than shape " + shape.str() + " needs");
+    Array a;
+    a.memory_ = std::move(memory);
+    a.shape_ = shape;
+    return a;
+  }
+  // Whether the memory is page-locked host memory from the pinned pool.
+  bool is_pinned() const noexcept { return memory_ != nullptr && memory_->pinned; }
+
   const Shape& shape() const noexcept { return shape_; }
   long long shape(int axis) const { return shape_.at(axis); }
   int ndim() const noexcept { return shape_.rank(); }

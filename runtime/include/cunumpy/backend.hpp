@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include <cunumpy/ledger.hpp>
+
 namespace cunumpy {
 
 enum class Backend { host, cuda, emulated };
@@ -80,6 +82,11 @@ std::string_view version() noexcept;
 void require_version(std::string_view minimum);
 
 namespace detail {
+// Waits for the device work of `backend` (the whole device for SyncKind::device, the
+// current stream otherwise) and records the synchronisation as `kind`; nothing on host.
+void synchronize_backend(Backend backend, SyncKind kind, const char* what,
+                         const std::source_location& where);
+
 // What the environment asks for: the backend, the reason text, and a warning for a value
 // that is not understood (empty when there is none).  Exposed for tests.
 struct BackendRequest {

@@ -19,8 +19,10 @@ struct Allocation {
   void* ptr = nullptr;
   std::size_t bytes = 0;
   Backend backend = Backend::host;  // host, cuda or emulated (device arena)
+  bool pinned = false;              // host memory from the pinned pool (returned there)
 
-  Allocation(void* p, std::size_t n, Backend b) : ptr(p), bytes(n), backend(b) {}
+  Allocation(void* p, std::size_t n, Backend b, bool pin = false)
+      : ptr(p), bytes(n), backend(b), pinned(pin) {}
   ~Allocation();
   Allocation(const Allocation&) = delete;
   Allocation& operator=(const Allocation&) = delete;
@@ -30,6 +32,20 @@ struct Allocation {
 // BackendError when the backend cannot be used (cuda without a device), ValueError for an
 // impossible size.
 std::shared_ptr<Allocation> allocate(Backend backend, std::size_t bytes);
+
+// Page-locked host memory for staging (cudaHostAlloc when a CUDA device is available, 64-byte
+// aligned host memory otherwise), from a process-wide pool: a released block is kept and
+// handed to the next request it fits, so staging buffers persist across calls.
+std::shared_ptr<Allocation> pinned_allocate(std::size_t bytes);
+struct PinnedPoolStats {
+  std::size_t cached_blocks = 0;   // free blocks kept for reuse
+  std::size_t cached_bytes = 0;
+  std::size_t system_allocations = 0;  // blocks obtained from the system so far
+  std::size_t reuses = 0;              // requests served from the cache
+};
+PinnedPoolStats pinned_pool_stats();
+// Frees the cached (unused) blocks; blocks in use are kept until released.
+void release_pinned_pool();
 
 // Copies bytes between memory of any two backends, synchronously with respect to the host
 // (a device->host copy has landed when it returns).  Uses the current stream on cuda.
