@@ -71,9 +71,56 @@ CudaAwareness mpi_cuda_aware() {
 }
 
 namespace detail {
-bool device_pointer_ok(Backend backend) {
-  return backend != Backend::host && mpi_cuda_aware().state == Awareness::yes;
+bool device_pointer_ok(Backend backend, std::optional<bool> aware) {
+  if (backend == Backend::host) return true;
+  if (aware) return *aware;
+  return mpi_cuda_aware().state == Awareness::yes;
+}
+
+bool ring_exchange_probe(const Comm& comm, Backend memory_backend) {
+  const int n = 4;
+  int ok = 1;
+  try {
+    const int right = (comm.rank() + 1) % comm.size();
+    const int left = (comm.rank() + comm.size() - 1) % comm.size();
+    auto send = full<int>({n}, 1000 + comm.rank(), memory_backend);
+    auto recv = full<int>({n}, -1, memory_backend);
+    synchronize_backend(memory_backend, SyncKind::mpi, "mpi_is_cuda_aware probe", std::source_location::current());
+    comm.sendrecv<int>(std::span<const int>(send.data(), n), right, std::span<int>(recv.data(), n), left, 31415);
+    auto host = to_host(recv);
+    for (int i = 0; i < n; ++i) ok = ok && host(i) == 1000 + left;
+  } catch (const std::exception&) {
+    ok = 0;
+  }
+  return comm.allreduce(ok, Op::logical_and) != 0;
 }
 }  // namespace detail
+
+CudaAwareness mpi_is_cuda_aware(const Comm& comm) {
+  CudaAwareness q = query_cuda_awareness();
+  if (get_backend() != Backend::cuda) {
+    q.reason += "; no exchange probe on the " + std::string(to_string(get_backend())) + " backend";
+    return q;
+  }
+  if (q.state != Awareness::no) {
+    const bool passed = detail::ring_exchange_probe(comm, Backend::cuda);
+    q.state = passed ? Awareness::yes : Awareness::no;
+    q.reason += passed ? "; probe: device ring exchange passed on all ranks"
+                       : "; probe: device ring exchange failed on at least one rank";
+  }
+  set_mpi_cuda_aware(q.state == Awareness::yes);
+  return q;
+}
+
+void require_cuda_aware_mpi(const Comm& comm) {
+  if (get_backend() != Backend::cuda) return;
+  const CudaAwareness a = mpi_is_cuda_aware(comm);
+  if (a.state == Awareness::yes) return;
+  throw BackendError("require_cuda_aware_mpi: this MPI cannot take device buffers (" + a.reason +
+                     "); use a CUDA-aware build: Open MPI configured --with-cuda (and UCX with CUDA), "
+                     "MPICH with a CUDA-enabled UCX or OFI, or your site's CUDA-aware MPI module; "
+                     "otherwise drop this requirement and cunumpy stages device buffers through "
+                     "pinned host memory");
+}
 
 }  // namespace cunumpy

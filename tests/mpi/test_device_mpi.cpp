@@ -74,3 +74,46 @@ TEST_F(DeviceMpi, BcastSendrecvAllgatherOnDeviceArrays) {
   cn::sendrecv(world, host_out, right, in, left);
   EXPECT_EQ(cn::to_host(in)(0), 1.0);
 }
+
+TEST_F(DeviceMpi, ProbeAndRequire) {
+  const cn::CudaAwareness a = cn::mpi_is_cuda_aware(world);
+  EXPECT_EQ(a.state, cn::Awareness::no);
+  EXPECT_NE(a.reason.find("no exchange probe on the emulated backend"), std::string::npos) << a.reason;
+  // The ring exchange itself, on memory MPI can read (host and emulated), passes on every rank.
+  EXPECT_TRUE(cn::detail::ring_exchange_probe(world, cn::Backend::emulated));
+  EXPECT_TRUE(cn::detail::ring_exchange_probe(world, cn::Backend::host));
+  EXPECT_NO_THROW(cn::require_cuda_aware_mpi(world)) << "no-op off the cuda backend";
+}
+
+TEST_F(DeviceMpi, MpiBufferScopeFollowsTheAnswer) {
+  auto x = cn::full<double>({8}, 1.0);
+  auto counter = cn::count_transfers();
+  {
+    auto direct = cn::mpi_buffer(x, true, true, /*cuda_aware=*/true);
+    EXPECT_FALSE(direct.staged());
+    EXPECT_EQ(direct.span().data(), x.data());
+  }
+  EXPECT_EQ(counter.total(), 0);
+  {
+    auto staged = cn::mpi_buffer(x, true, true);  // recorded/queried answer: no -> staging
+    EXPECT_TRUE(staged.staged());
+    world.allreduce(staged.span(), cn::Op::sum);
+    staged.finish();
+    staged.finish();  // once only
+  }
+  EXPECT_EQ(counter.to_host(), 1);
+  EXPECT_EQ(counter.to_device(), 1);
+  EXPECT_EQ(cn::to_host(x)(7), static_cast<double>(size));
+  EXPECT_FALSE(cn::detail::device_pointer_ok(cn::Backend::emulated)) << "unknown or no: stage";
+  EXPECT_TRUE(cn::detail::device_pointer_ok(cn::Backend::host));
+}
+
+TEST_F(DeviceMpi, StagingBuffersArePooledAndReused) {
+  auto rho = cn::zeros<double>({4096});
+  cn::allreduce(world, rho, cn::Op::sum);
+  const auto before = cn::detail::pinned_pool_stats();
+  for (int i = 0; i < 5; ++i) cn::allreduce(world, rho, cn::Op::sum);
+  const auto after = cn::detail::pinned_pool_stats();
+  EXPECT_EQ(after.system_allocations, before.system_allocations) << "no new staging memory";
+  EXPECT_EQ(after.reuses, before.reuses + 5);
+}

@@ -46,9 +46,25 @@ void synchronize_for_mpi(const Array<T>& array, std::source_location where = std
   detail::synchronize_backend(array.backend(), SyncKind::mpi, "synchronize_for_mpi()", where);
 }
 
+// The collective check of the Python reference, for the cuda backend: every rank of `comm`
+// sends a tiny device array to rank + 1 and receives from rank - 1 (after synchronisation),
+// checks the values, and the ranks combine their outcomes with a logical AND; any failure on
+// any rank gives no.  A definite "no" from the library query is trusted without the exchange
+// (a plain MPI may crash on a device pointer).  The answer is recorded for mpi_buffer.  On
+// host and emulated it returns the query's answer and exchanges nothing.  Collective.
+CudaAwareness mpi_is_cuda_aware(const Comm& comm);
+
+// Throws BackendError, saying how to get a CUDA-aware MPI, unless mpi_is_cuda_aware(comm) is
+// yes on the cuda backend.  No-op on host and emulated (their buffers are staged or host).
+void require_cuda_aware_mpi(const Comm& comm);
+
 namespace detail {
-// True when a device array of `backend` can go to MPI as it is.
-bool device_pointer_ok(Backend backend);
+// True when a device array of `backend` can go to MPI as it is: `aware` when given, else the
+// recorded or queried answer (unknown stages).
+bool device_pointer_ok(Backend backend, std::optional<bool> aware = std::nullopt);
+// The ring exchange of mpi_is_cuda_aware on `memory_backend` memory; true when every rank
+// received what its neighbour sent.  Collective.  Exposed for tests.
+bool ring_exchange_probe(const Comm& comm, Backend memory_backend);
 }  // namespace detail
 
 // The buffer to hand MPI for `array` while it lives: the array's own memory (host, or device
@@ -57,11 +73,11 @@ bool device_pointer_ok(Backend backend);
 template <Element T>
 class MpiBuffer {
  public:
-  MpiBuffer(const Array<T>& array, bool send, bool receive,
+  MpiBuffer(const Array<T>& array, bool send, bool receive, std::optional<bool> cuda_aware = std::nullopt,
             std::source_location where = std::source_location::current())
       : array_(array), receive_(receive), where_(where) {
     if (array.is_device()) synchronize_for_mpi(array, where);
-    if (array.is_host() || detail::device_pointer_ok(array.backend())) {
+    if (array.is_host() || detail::device_pointer_ok(array.backend(), cuda_aware)) {
       span_ = {array.data(), static_cast<std::size_t>(array.size())};
       return;
     }
@@ -71,7 +87,12 @@ class MpiBuffer {
   }
   std::span<T> span() const noexcept { return span_; }
   bool staged() const noexcept { return span_.data() != array_.data(); }
-  // Copies a received staging buffer back to the device.
+  ~MpiBuffer() = default;
+  MpiBuffer(const MpiBuffer&) = delete;
+  MpiBuffer& operator=(const MpiBuffer&) = delete;
+  MpiBuffer(MpiBuffer&&) = default;
+
+  // Copies a received staging buffer back to the device (once).
   void finish() {
     if (receive_ && staging_.size() > 0) copy(array_, staging_, where_);
     receive_ = false;
@@ -85,11 +106,23 @@ class MpiBuffer {
   std::source_location where_;
 };
 
+// The Python reference's mpi_buffer: the buffer to give MPI for `array`; for a receive, call
+// finish() after the MPI call to copy the data back to the device.
+//   auto b = cunumpy::mpi_buffer(rho, /*send=*/true, /*receive=*/true);
+//   MPI_Allreduce(MPI_IN_PLACE, b.span().data(), n, MPI_DOUBLE, MPI_SUM, comm.native());
+//   b.finish();
+template <Element T>
+[[nodiscard]] MpiBuffer<T> mpi_buffer(const Array<T>& array, bool send, bool receive,
+                                      std::optional<bool> cuda_aware = std::nullopt,
+                                      std::source_location where = std::source_location::current()) {
+  return MpiBuffer<T>(array, send, receive, cuda_aware, where);
+}
+
 // Collectives on arrays, wherever they live.
 template <Element T>
 void allreduce(const Comm& comm, const Array<T>& inout, Op op,
                std::source_location where = std::source_location::current()) {
-  MpiBuffer<T> b(inout, true, true, where);
+  MpiBuffer<T> b(inout, true, true, std::nullopt, where);
   comm.allreduce(b.span(), op);
   b.finish();
 }
@@ -97,7 +130,7 @@ void allreduce(const Comm& comm, const Array<T>& inout, Op op,
 template <Element T>
 void bcast(const Comm& comm, const Array<T>& buffer, int root,
            std::source_location where = std::source_location::current()) {
-  MpiBuffer<T> b(buffer, comm.rank() == root, comm.rank() != root, where);
+  MpiBuffer<T> b(buffer, comm.rank() == root, comm.rank() != root, std::nullopt, where);
   comm.bcast(b.span(), root);
   b.finish();
 }
@@ -105,8 +138,8 @@ void bcast(const Comm& comm, const Array<T>& buffer, int root,
 template <Element T>
 void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& recv, int source, int tag = 0,
               std::source_location where = std::source_location::current()) {
-  MpiBuffer<T> s(send, true, false, where);
-  MpiBuffer<T> r(recv, false, true, where);
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, true, std::nullopt, where);
   comm.sendrecv<T>(s.span(), dest, r.span(), source, tag);
   r.finish();
 }
@@ -114,8 +147,8 @@ void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& 
 template <Element T>
 void allgather(const Comm& comm, const Array<T>& send, const Array<T>& recv,
                std::source_location where = std::source_location::current()) {
-  MpiBuffer<T> s(send, true, false, where);
-  MpiBuffer<T> r(recv, false, true, where);
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, true, std::nullopt, where);
   comm.allgather<T>(s.span(), r.span());
   r.finish();
 }
