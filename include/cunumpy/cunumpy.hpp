@@ -12,4 +12,5 @@
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
 #include <cunumpy/profiling.hpp>
+#include <cunumpy/runtime.hpp>
 #include <cunumpy/transfer.hpp>

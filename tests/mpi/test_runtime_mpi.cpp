@@ -1,0 +1,59 @@
+// Runtime under mpiexec: the GPU is bound before MPI_Init, MPI is started by the Runtime,
+// the launcher's size matches MPI's, and summary() tells it all.  Its own main: the Runtime
+// is what starts MPI here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace cn = cunumpy;
+
+namespace {
+std::ptrdiff_t step_index(const std::string& prefix) {
+  const auto& steps = cn::runtime().startup_steps();
+  auto it = std::find_if(steps.begin(), steps.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
+  return it == steps.end() ? -1 : it - steps.begin();
+}
+}  // namespace
+
+TEST(RuntimeMpi, StartUpOrder) {
+  const cn::Runtime& rt = cn::runtime();
+  ASSERT_TRUE(rt.initialized_mpi());
+  const auto bind = step_index("bind device");
+  const auto init = step_index("MPI_Init_thread");
+  ASSERT_GE(bind, 0);
+  ASSERT_GE(init, 0);
+  EXPECT_LT(bind, init) << "the device is bound before MPI_Init";
+  EXPECT_LT(init, step_index("world size checked"));
+  EXPECT_LT(step_index("world size checked"), step_index("CUDA-aware MPI"));
+}
+
+TEST(RuntimeMpi, WorldMatchesTheLauncher) {
+  const cn::Runtime& rt = cn::runtime();
+  EXPECT_FALSE(rt.world().is_serial());
+  EXPECT_EQ(rt.world().size(), rt.launcher().world_size.value_or(-1));
+  EXPECT_EQ(rt.world().allreduce(1, cn::Op::sum), rt.world().size());
+  EXPECT_EQ(rt.cuda_awareness().state, cn::Awareness::no) << rt.cuda_awareness().reason;
+  const std::string s = rt.summary();
+  EXPECT_NE(s.find("rank " + std::to_string(rt.world().rank()) + "/" + std::to_string(rt.world().size()) + " (MPI)"),
+            std::string::npos) << s;
+  for (int r = 0; r < rt.world().size(); ++r) {
+    if (r == rt.world().rank()) std::printf("%s\n", s.c_str());
+    std::fflush(stdout);
+    rt.world().barrier();
+  }
+}
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int failed = 0;
+  {
+    cn::Runtime rt(argc, argv);
+    failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    failed = rt.world().allreduce(failed, cn::Op::max);
+  }
+  return failed;
+}
