@@ -250,9 +250,11 @@ void Comm::barrier() const {
 void Comm::bcast_raw(RawBuffer b, int root) const {
   const auto& s = usable(state_, "bcast");
   detail::check_root("bcast", root, s.size);
-  if (s.serial) return;
+  if (s.serial) return;  // one rank: the buffer already holds root's data
 #if CUNUMPY_HAS_MPI()
   detail::check_mpi(MPI_Bcast(b.data, static_cast<int>(b.count), detail::mpi_type(b.dtype), root, s.comm), "bcast");
+#else
+  (void)b;
 #endif
 }
 

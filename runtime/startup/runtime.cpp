@@ -50,18 +50,22 @@ void Runtime::start(int* argc, char*** argv, const RuntimeOptions& options) {
     initialized_mpi_ = init_mpi(argc, argv);
     steps_.push_back(initialized_mpi_ ? "MPI_Init_thread" : "MPI already initialised by the application");
 #else
+    (void)argc;
+    (void)argv;
     std::cerr << "cunumpy: warning: launched under MPI (" << launcher.evidence
               << "), but cunumpy was built without MPI; every process runs alone with the serial "
                  "stand-in (rebuild with -DCUNUMPY_ENABLE_MPI=ON)\n";
     steps_.push_back("MPI not built: serial stand-in");
 #endif
   } else {
+    (void)argc;
+    (void)argv;
     steps_.push_back("MPI not started (not launched under MPI): serial stand-in");
   }
   world_ = Comm::world();
 
-  // 4. The launcher's size against MPI's.
-  if (!world_.is_serial() || launcher.under_mpi) {
+  // 4. The launcher's size against MPI's (when MPI runs: without it we warned above).
+  if (!world_.is_serial()) {
     try {
       detail::check_world_size(launcher, world_.size());
     } catch (...) {
