@@ -117,3 +117,62 @@ TEST_F(DeviceMpi, StagingBuffersArePooledAndReused) {
   EXPECT_EQ(after.system_allocations, before.system_allocations) << "no new staging memory";
   EXPECT_EQ(after.reuses, before.reuses + 5);
 }
+
+TEST_F(DeviceMpi, EveryCallOnDeviceArraysIsStagedAndCorrect) {
+  auto counter = cn::count_transfers();
+  // reduce, scan
+  auto one = cn::full<long long>({2}, rank + 1LL);
+  auto red = cn::zeros<long long>({2});
+  cn::reduce(world, one, red, cn::Op::sum, 0);
+  if (rank == 0) EXPECT_EQ(cn::to_host(red)(1), size * (size + 1LL) / 2);
+  auto pre = cn::zeros<long long>({2});
+  cn::scan(world, one, pre, cn::Op::sum);
+  EXPECT_EQ(cn::to_host(pre)(0), (rank + 1LL) * (rank + 2LL) / 2);
+  // gather, scatter
+  auto mine = cn::full<double>({3}, static_cast<double>(rank));
+  auto all = cn::zeros<double>({3 * size});
+  cn::gather(world, mine, all, 0);
+  if (rank == 0)
+    for (int r = 0; r < size; ++r) EXPECT_EQ(cn::to_host(all)(3 * r + 2), r);
+  std::vector<double> src(static_cast<std::size_t>(3 * size));
+  for (int i = 0; i < 3 * size; ++i) src[i] = i;
+  auto source = cn::from_host<double>(src);
+  auto part = cn::zeros<double>({3});
+  cn::scatter(world, source, part, 0);
+  EXPECT_EQ(cn::to_host(part)(0), 3.0 * rank);
+  // alltoall, allgatherv
+  std::vector<int> blocks(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) blocks[r] = 100 * rank + r;
+  auto a2a_in = cn::from_host<int>(blocks);
+  auto a2a_out = cn::zeros<int>({size});
+  cn::alltoall(world, a2a_in, a2a_out);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(cn::to_host(a2a_out)(r), 100 * r + rank);
+  std::vector<int> counts(size, 1), displs(size);
+  for (int r = 0; r < size; ++r) displs[r] = size - 1 - r;  // reversed order
+  auto v_in = cn::full<float>({1}, static_cast<float>(rank));
+  auto v_out = cn::zeros<float>({size});
+  cn::allgatherv(world, v_in, v_out, counts, displs);
+  EXPECT_EQ(cn::to_host(v_out)(0), static_cast<float>(size - 1));
+  // send / recv and isend / irecv around a ring
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  auto out = cn::full<double>({4}, 10.0 + rank);
+  auto in = cn::zeros<double>({4});
+  auto rq = cn::irecv(world, in, left, 8);
+  auto sq = cn::isend(world, out, right, 8);
+  sq.wait();
+  rq.wait();
+  EXPECT_EQ(cn::to_host(in)(3), 10.0 + left);
+  if (size > 1) {
+    if (rank == 0) cn::send(world, out, 1, 9);
+    if (rank == 1) {
+      cn::recv(world, in, 0, 9);
+      EXPECT_EQ(cn::to_host(in)(0), 10.0);
+    }
+  } else {
+    cn::send(world, out, 0, 9);  // the stand-in keeps the message for its own receive
+    cn::recv(world, in, 0, 9);
+    EXPECT_EQ(cn::to_host(in)(0), 10.0);
+  }
+  EXPECT_GT(counter.to_host(), 0);
+  EXPECT_GT(counter.synchronizations(cn::SyncKind::mpi), 0);
+}

@@ -145,6 +145,113 @@ void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& 
 }
 
 template <Element T>
+void reduce(const Comm& comm, const Array<T>& send, const Array<T>& recv, Op op, int root,
+            std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, comm.rank() == root, std::nullopt, where);
+  comm.reduce<T>(s.span(), r.span(), op, root);
+  r.finish();
+}
+
+template <Element T>
+void scan(const Comm& comm, const Array<T>& send, const Array<T>& recv, Op op,
+          std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, true, std::nullopt, where);
+  comm.scan<T>(s.span(), r.span(), op);
+  r.finish();
+}
+
+template <Element T>
+void gather(const Comm& comm, const Array<T>& send, const Array<T>& recv, int root,
+            std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, comm.rank() == root, std::nullopt, where);
+  comm.gather<T>(s.span(), r.span(), root);
+  r.finish();
+}
+
+template <Element T>
+void scatter(const Comm& comm, const Array<T>& send, const Array<T>& recv, int root,
+             std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, comm.rank() == root, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, true, std::nullopt, where);
+  comm.scatter<T>(s.span(), r.span(), root);
+  r.finish();
+}
+
+template <Element T>
+void alltoall(const Comm& comm, const Array<T>& send, const Array<T>& recv,
+              std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, true, std::nullopt, where);
+  comm.alltoall<T>(s.span(), r.span());
+  r.finish();
+}
+
+template <Element T>
+void allgatherv(const Comm& comm, const Array<T>& send, const Array<T>& recv, std::span<const int> counts,
+                std::span<const int> displs, std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(send, true, false, std::nullopt, where);
+  MpiBuffer<T> r(recv, false, true, std::nullopt, where);
+  comm.allgatherv<T>(s.span(), r.span(), counts, displs);
+  r.finish();
+}
+
+template <Element T>
+void send(const Comm& comm, const Array<T>& buffer, int dest, int tag = 0,
+          std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(buffer, true, false, std::nullopt, where);
+  comm.send(s.span(), dest, tag);
+}
+
+template <Element T>
+void recv(const Comm& comm, const Array<T>& buffer, int source, int tag = 0,
+          std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> r(buffer, false, true, std::nullopt, where);
+  comm.recv(r.span(), source, tag);
+  r.finish();
+}
+
+// A non-blocking send or receive of an array: it keeps the staging buffer alive until the
+// operation completes, and wait() (or a successful test()) copies a received staging buffer
+// to the device.
+template <Element T>
+class ArrayRequest {
+ public:
+  ArrayRequest(MpiBuffer<T> buffer, Request request) : buffer_(std::move(buffer)), request_(std::move(request)) {}
+  void wait() {
+    request_.wait();
+    buffer_.finish();
+  }
+  bool test() {
+    if (!request_.test()) return false;
+    buffer_.finish();
+    return true;
+  }
+
+ private:
+  MpiBuffer<T> buffer_;
+  Request request_;
+};
+
+template <Element T>
+[[nodiscard]] ArrayRequest<T> isend(const Comm& comm, const Array<T>& buffer, int dest, int tag = 0,
+                                    std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> s(buffer, true, false, std::nullopt, where);
+  Request r = comm.isend(s.span(), dest, tag);
+  return ArrayRequest<T>(std::move(s), std::move(r));
+}
+
+template <Element T>
+[[nodiscard]] ArrayRequest<T> irecv(const Comm& comm, const Array<T>& buffer, int source, int tag = 0,
+                                    std::source_location where = std::source_location::current()) {
+  MpiBuffer<T> b(buffer, false, true, std::nullopt, where);
+  Request r = comm.irecv(b.span(), source, tag);
+  return ArrayRequest<T>(std::move(b), std::move(r));
+}
+
+template <Element T>
 void allgather(const Comm& comm, const Array<T>& send, const Array<T>& recv,
                std::source_location where = std::source_location::current()) {
   MpiBuffer<T> s(send, true, false, std::nullopt, where);
