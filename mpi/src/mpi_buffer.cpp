@@ -57,6 +57,18 @@ CudaAwareness query_cuda_awareness() {
     return out;
   }
 #endif
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000
+  {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    int supported = 0;
+    if (initialized && MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &supported) == MPI_SUCCESS) {
+      out.reason += "; run time: MPIX_GPU_query_support(CUDA)=" + std::to_string(supported);
+      out.state = supported ? Awareness::yes : Awareness::no;
+      return out;
+    }
+  }
+#endif
   out.state = compile_yes ? Awareness::unknown : Awareness::no;
   if (!compile_yes) out.reason += " (the library was built without CUDA support)";
 #endif

@@ -109,6 +109,17 @@ TEST(SerialComm, WhatOneRankCannotDoIsAClearError) {
   EXPECT_THROW(c.allgather<double>(buf, std::span(one)), cn::ValueError);
 }
 
+// Mismatched element types between send and receive buffers do not compile.
+template <typename S, typename R>
+concept AllreduceCompiles = requires(cn::Comm c, S s, R r) { c.allreduce(s, r, cn::Op::sum); };
+static_assert(AllreduceCompiles<std::span<const double>, std::span<double>>);
+static_assert(!AllreduceCompiles<std::span<const int>, std::span<double>>);
+static_assert(!AllreduceCompiles<std::span<const float>, std::span<double>>);
+template <typename T>
+concept ReducibleElement = requires(cn::Comm c, T v) { c.allreduce(v, cn::Op::sum); };
+static_assert(ReducibleElement<std::complex<float>>);
+static_assert(!ReducibleElement<std::string>);
+
 TEST(SerialComm, WorldWithoutMpiIsTheStandIn) {
   if (cn::mpi_initialized()) GTEST_SKIP() << "MPI is running";
   EXPECT_TRUE(cn::Comm::world().is_serial());
