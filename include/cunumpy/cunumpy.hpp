@@ -7,10 +7,14 @@
 #include <cunumpy/build_config.hpp>
 #include <cunumpy/comm.hpp>
 #include <cunumpy/device.hpp>
+#include <cunumpy/device_mirror.hpp>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/host_staging.hpp>
 #include <cunumpy/launcher.hpp>
+#include <cunumpy/memory.hpp>
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/runtime.hpp>
+#include <cunumpy/stream.hpp>
 #include <cunumpy/transfer.hpp>

@@ -5,11 +5,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include <cunumpy/cuda_check.hpp>
+#include <cunumpy/detail/memory.hpp>
 #include <cunumpy/errors.hpp>
 
 namespace cunumpy::detail {
@@ -80,15 +82,81 @@ Probe probe() {
   return p;
 }
 
+// Device memory comes from the device's stream-ordered pool, in the order of the current
+// stream: a freed block is reused by the next allocation without a device synchronisation.
 void* allocate(std::size_t bytes) {
   void* p = nullptr;
-  CUNUMPY_CUDA_CHECK(cudaMalloc(&p, bytes));
+  CUNUMPY_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(current_stream())));
   return p;
 }
 
 void deallocate(void* p) noexcept {
-  const cudaError_t err = cudaFree(p);
+  const cudaError_t err = cudaFreeAsync(p, static_cast<cudaStream_t>(current_stream()));
   if (err != cudaSuccess && !cuda_error_is_sticky(err)) (void)cudaGetLastError();
+}
+
+namespace {
+cudaMemPool_t device_pool() {
+  int device = 0;
+  CUNUMPY_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool;
+  CUNUMPY_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  return pool;
+}
+}  // namespace
+
+void set_pool_release_threshold(std::size_t bytes) {
+  std::uint64_t threshold = bytes;
+  CUNUMPY_CUDA_CHECK(cudaMemPoolSetAttribute(device_pool(), cudaMemPoolAttrReleaseThreshold, &threshold));
+}
+
+void trim_pool() {
+  CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize());
+  CUNUMPY_CUDA_CHECK(cudaMemPoolTrimTo(device_pool(), 0));
+}
+
+void* stream_create() {
+  cudaStream_t s;
+  CUNUMPY_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+void stream_destroy(void* stream) noexcept {
+  if (cudaStreamDestroy(static_cast<cudaStream_t>(stream)) != cudaSuccess) (void)cudaGetLastError();
+}
+void* event_create() {
+  cudaEvent_t e;
+  CUNUMPY_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+void event_destroy(void* event) noexcept {
+  if (cudaEventDestroy(static_cast<cudaEvent_t>(event)) != cudaSuccess) (void)cudaGetLastError();
+}
+void event_record(void* event, void* stream) {
+  CUNUMPY_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+}
+bool event_query(void* event) {
+  const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (err == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  CUNUMPY_CUDA_CHECK(err);
+  return true;
+}
+void event_synchronize(void* event) { CUNUMPY_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+void stream_wait_event(void* stream, void* event) {
+  CUNUMPY_CUDA_CHECK(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+}
+
+void mem_get_info(std::size_t& free, std::size_t& total) { CUNUMPY_CUDA_CHECK(cudaMemGetInfo(&free, &total)); }
+
+int shared_memory_per_block(bool opt_in) {
+  int device = 0, value = 0;
+  CUNUMPY_CUDA_CHECK(cudaGetDevice(&device));
+  CUNUMPY_CUDA_CHECK(cudaDeviceGetAttribute(
+      &value, opt_in ? cudaDevAttrMaxSharedMemoryPerBlockOptin : cudaDevAttrMaxSharedMemoryPerBlock, device));
+  return value;
 }
 
 void* host_allocate(std::size_t bytes) {
@@ -101,13 +169,16 @@ void host_free(void* p) noexcept {
   if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
 }
 
-void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream) {
+void copy_async(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream) {
   const cudaMemcpyKind kind = direction == Direction::host_to_device   ? cudaMemcpyHostToDevice
                               : direction == Direction::device_to_host ? cudaMemcpyDeviceToHost
                                                                        : cudaMemcpyDeviceToDevice;
-  auto s = static_cast<cudaStream_t>(stream);
-  CUNUMPY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
-  CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(s));
+  CUNUMPY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, static_cast<cudaStream_t>(stream)));
+}
+
+void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream) {
+  copy_async(dst, src, bytes, direction, stream);
+  CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
 void device_synchronize() { CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize()); }

@@ -25,7 +25,24 @@ void deallocate(void* p) noexcept;
 void* host_allocate(std::size_t bytes);
 void host_free(void* p) noexcept;
 
+void set_pool_release_threshold(std::size_t bytes);
+void trim_pool();
+
+void* stream_create();
+void stream_destroy(void* stream) noexcept;
+void* event_create();
+void event_destroy(void* event) noexcept;
+void event_record(void* event, void* stream);
+bool event_query(void* event);
+void event_synchronize(void* event);
+void stream_wait_event(void* stream, void* event);
+
+// (free, total) bytes of the current device.
+void mem_get_info(std::size_t& free, std::size_t& total);
+int shared_memory_per_block(bool opt_in);
+
 enum class Direction { host_to_device, device_to_host, device_to_device };
+void copy_async(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
 // Copies on `stream` and waits for it: the data has landed when this returns.
 void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
 void device_synchronize();

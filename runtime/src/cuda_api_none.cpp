@@ -44,6 +44,19 @@ void deallocate(void*) noexcept {}
 void* host_allocate(std::size_t) { no_cuda("pinned allocation"); }
 void host_free(void*) noexcept {}
 void copy(void*, const void*, std::size_t, Direction, void*) { no_cuda("cuda copy"); }
+void copy_async(void*, const void*, std::size_t, Direction, void*) { no_cuda("cuda copy"); }
+void set_pool_release_threshold(std::size_t) { no_cuda("device pool"); }
+void trim_pool() { no_cuda("device pool"); }
+void* stream_create() { no_cuda("cuda stream"); }
+void stream_destroy(void*) noexcept {}
+void* event_create() { no_cuda("cuda event"); }
+void event_destroy(void*) noexcept {}
+void event_record(void*, void*) { no_cuda("cuda event"); }
+bool event_query(void*) { no_cuda("cuda event"); }
+void event_synchronize(void*) { no_cuda("cuda event"); }
+void stream_wait_event(void*, void*) { no_cuda("cuda event"); }
+void mem_get_info(std::size_t&, std::size_t&) { no_cuda("memory_info"); }
+int shared_memory_per_block(bool) { no_cuda("max_shared_memory_per_block"); }
 void device_synchronize() { no_cuda("cuda synchronize"); }
 void stream_synchronize(void*) { no_cuda("cuda stream synchronize"); }
 void set_device(int) { no_cuda("set_device"); }

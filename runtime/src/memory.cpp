@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -100,7 +101,12 @@ void release_pinned_pool() {
   pool.stats.cached_bytes = 0;
 }
 
+std::shared_ptr<Allocation> borrow(void* ptr, std::size_t bytes, Backend backend) {
+  return std::make_shared<Allocation>(ptr, bytes, backend, false, false);
+}
+
 Allocation::~Allocation() {
+  if (!owned) return;
   if (pinned) {
     pinned_release(ptr);
     return;
@@ -143,6 +149,90 @@ void copy_memory(void* dst, Backend dst_backend, const void* src, Backend src_ba
                                                              : Direction::device_to_device;
   cuda_api::copy(dst, src, bytes, direction, current_stream());
 }
+
+void copy_memory_async(void* dst, Backend dst_backend, const void* src, Backend src_backend, std::size_t bytes,
+                       void* stream) {
+  if (bytes == 0) return;
+  if (dst_backend != Backend::cuda && src_backend != Backend::cuda) {
+    std::memcpy(dst, src, bytes);  // the emulated device completes work as it is issued
+    return;
+  }
+  using cuda_api::Direction;
+  const Direction direction = src_backend != Backend::cuda  ? Direction::host_to_device
+                              : dst_backend != Backend::cuda ? Direction::device_to_host
+                                                             : Direction::device_to_device;
+  cuda_api::copy_async(dst, src, bytes, direction, stream);
+}
+
+void cuda_memory_info(std::size_t& free, std::size_t& total) { cuda_api::mem_get_info(free, total); }
+int cuda_shared_memory_per_block(bool opt_in) { return cuda_api::shared_memory_per_block(opt_in); }
+
+void set_device_pool_release_threshold(std::size_t bytes) {
+  if (cuda_available()) cuda_api::set_pool_release_threshold(bytes);
+}
+
+void trim_device_pool() {
+  if (cuda_available()) cuda_api::trim_pool();
+}
+
+namespace {
+std::atomic<long long> g_live_streams{0};
+std::atomic<long long> g_live_events{0};
+// Emulated streams and events: distinct objects, so handles are unique and non-null.
+struct EmulatedHandle {
+  int kind;
+};
+void require_device(Backend backend, const char* what) {
+  if (backend == Backend::host)
+    throw BackendError(std::string(what) + ": the host backend has no streams or events");
+}
+}  // namespace
+
+void* stream_create(Backend backend) {
+  require_device(backend, "stream_create");
+  void* s = backend == Backend::cuda ? cuda_api::stream_create() : new EmulatedHandle{1};
+  ++g_live_streams;
+  return s;
+}
+void stream_destroy(Backend backend, void* stream) noexcept {
+  if (stream == nullptr) return;
+  if (backend == Backend::cuda)
+    cuda_api::stream_destroy(stream);
+  else
+    delete static_cast<EmulatedHandle*>(stream);
+  --g_live_streams;
+}
+void stream_synchronize(Backend backend, void* stream) {
+  if (backend == Backend::cuda) cuda_api::stream_synchronize(stream);
+}
+void* event_create(Backend backend) {
+  require_device(backend, "event_create");
+  void* e = backend == Backend::cuda ? cuda_api::event_create() : new EmulatedHandle{2};
+  ++g_live_events;
+  return e;
+}
+void event_destroy(Backend backend, void* event) noexcept {
+  if (event == nullptr) return;
+  if (backend == Backend::cuda)
+    cuda_api::event_destroy(event);
+  else
+    delete static_cast<EmulatedHandle*>(event);
+  --g_live_events;
+}
+void event_record(Backend backend, void* event, void* stream) {
+  if (backend == Backend::cuda) cuda_api::event_record(event, stream);
+}
+bool event_query(Backend backend, void* event) {
+  return backend == Backend::cuda ? cuda_api::event_query(event) : true;
+}
+void event_synchronize(Backend backend, void* event) {
+  if (backend == Backend::cuda) cuda_api::event_synchronize(event);
+}
+void stream_wait_event(Backend backend, void* stream, void* event) {
+  if (backend == Backend::cuda) cuda_api::stream_wait_event(stream, event);
+}
+long long live_streams() noexcept { return g_live_streams.load(); }
+long long live_events() noexcept { return g_live_events.load(); }
 
 void* current_stream() noexcept { return t_current_stream; }
 void set_current_stream(void* stream) noexcept { t_current_stream = stream; }

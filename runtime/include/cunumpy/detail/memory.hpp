@@ -20,9 +20,10 @@ struct Allocation {
   std::size_t bytes = 0;
   Backend backend = Backend::host;  // host, cuda or emulated (device arena)
   bool pinned = false;              // host memory from the pinned pool (returned there)
+  bool owned = true;                // false: memory of another library, never freed here
 
-  Allocation(void* p, std::size_t n, Backend b, bool pin = false)
-      : ptr(p), bytes(n), backend(b), pinned(pin) {}
+  Allocation(void* p, std::size_t n, Backend b, bool pin = false, bool own = true)
+      : ptr(p), bytes(n), backend(b), pinned(pin), owned(own) {}
   ~Allocation();
   Allocation(const Allocation&) = delete;
   Allocation& operator=(const Allocation&) = delete;
@@ -32,6 +33,10 @@ struct Allocation {
 // BackendError when the backend cannot be used (cuda without a device), ValueError for an
 // impossible size.
 std::shared_ptr<Allocation> allocate(Backend backend, std::size_t bytes);
+
+// Memory that someone else owns (e.g. a host buffer of another library), wrapped without
+// copying; it is never freed through cunumpy.
+std::shared_ptr<Allocation> borrow(void* ptr, std::size_t bytes, Backend backend);
 
 // Page-locked host memory for staging (cudaHostAlloc when a CUDA device is available, 64-byte
 // aligned host memory otherwise), from a process-wide pool: a released block is kept and
@@ -58,6 +63,33 @@ void cuda_fill(void* dst, DType dtype, long long count, const void* value);
 void cuda_arange(void* dst, DType dtype, long long count, const void* start, const void* step);
 void cuda_linspace(void* dst, DType dtype, long long count, double start, double step,
                    bool endpoint, double stop);
+
+// Device pool control (cuda): memory freed by arrays stays cached in the stream-ordered pool
+// up to the release threshold (default: keep everything until trimmed).
+void set_device_pool_release_threshold(std::size_t bytes);
+void trim_device_pool();
+
+// The CUDA device's (free, total) memory and its shared memory per block (cuda only).
+void cuda_memory_info(std::size_t& free, std::size_t& total);
+int cuda_shared_memory_per_block(bool opt_in);
+
+// Streams and events of the device backends, as opaque handles (cudaStream_t / cudaEvent_t on
+// cuda, bookkeeping objects on emulated, where work completes as it is issued).
+void* stream_create(Backend backend);
+void stream_destroy(Backend backend, void* stream) noexcept;
+void stream_synchronize(Backend backend, void* stream);
+void* event_create(Backend backend);
+void event_destroy(Backend backend, void* event) noexcept;
+void event_record(Backend backend, void* event, void* stream);
+bool event_query(Backend backend, void* event);  // true when complete; never waits
+void event_synchronize(Backend backend, void* event);
+void stream_wait_event(Backend backend, void* stream, void* event);
+// Streams and events alive now (for leak tests).
+long long live_streams() noexcept;
+long long live_events() noexcept;
+// An asynchronous copy on `stream` (synchronous on emulated).
+void copy_memory_async(void* dst, Backend dst_backend, const void* src, Backend src_backend, std::size_t bytes,
+                       void* stream);
 
 // Whether `p` points into the emulated device arena (an allocation or one past its end).
 bool emulated_arena_contains(const void* p) noexcept;
