@@ -70,6 +70,13 @@ StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend, cons
     return {index, slot.generation};
   }
   ensure_device(src_backend);
+  if (src_backend == Backend::emulated) {
+    // The emulated device completes work as it is issued: the copy lands now, so the array
+    // may be overwritten right after and no snapshot is needed.
+    copy_memory(slot.host->ptr, Backend::host, src, src_backend, bytes_);
+    record_transfer(TransferKind::to_host, [&] { return description; }, where);
+    return {index, slot.generation};
+  }
   if (!slot.snapshot) slot.snapshot = allocate(src_backend, bytes_);
   void* compute = current_stream();
   // The snapshot is taken in order after the kernels of the current stream; the copy stream

@@ -162,3 +162,31 @@ TEST_F(OnGpu, DeviceBoundsCheckTraps) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(launch_out_of_bounds(), "fatal: CUDA error");
 }
+
+TEST_F(OnGpu, MemoryLayer) {
+  const auto info = cn::memory_info();
+  ASSERT_TRUE(info.has_value());
+  EXPECT_GT(info->total, info->free / 2);
+  EXPECT_GE(cn::max_shared_memory_per_block(true), cn::max_shared_memory_per_block(false));
+  auto h = cn::arange<double>(0.0, 1024.0, 1.0, cn::Backend::host);
+  auto pinned = cn::pin_memory(h);
+  EXPECT_TRUE(pinned.is_pinned());
+  {
+    auto s = cn::stream();
+    EXPECT_NE(s.handle(), nullptr);
+    auto d = cn::to_device(pinned);
+    cn::HostStaging<double> staging(d.shape(), 2);
+    auto c1 = staging.copy(d);
+    d.fill(-1.0);  // overwrites after the snapshot
+    auto c2 = staging.copy(d);
+    EXPECT_EQ(c1.result()(1023), 1023.0);
+    EXPECT_EQ(c2.result()(0), -1.0);
+    s.synchronize();
+  }
+  std::vector<double> owner(256, 2.0);
+  cn::DeviceMirror<double> mirror(owner, {256});
+  mirror.device().fill(3.0);
+  mirror.to_host();
+  EXPECT_EQ(owner[255], 3.0);
+  cn::free_memory_pool();
+}
