@@ -143,7 +143,9 @@ TEST_F(OnEmulated, HostStagingRingOrderStalenessAndCounting) {
     EXPECT_EQ(counter.to_host(), 2);
     EXPECT_EQ(counter.events()[0].where, here(line));
     EXPECT_EQ(counter.events()[0].description, "HostStaging::copy(shape=(4,), dtype=float64)");
+    const long long syncs = counter.synchronizations();
     EXPECT_TRUE(c1.ready());
+    EXPECT_EQ(counter.synchronizations(), syncs) << "ready() never waits";
     EXPECT_FALSE(c1.stale());
     EXPECT_EQ(c1.result()(3), 1.0);
     EXPECT_EQ(c2.result()(0), 2.0);
