@@ -1,6 +1,7 @@
 // cunumpy/cunumpy.hpp: the umbrella header, everything a simulation uses.
 #pragma once
 
+#include <cunumpy/algorithms.hpp>
 #include <cunumpy/array.hpp>
 #include <cunumpy/atomic.cuh>
 #include <cunumpy/backend.hpp>
@@ -14,7 +15,10 @@
 #include <cunumpy/memory.hpp>
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
+#include <cunumpy/morton.cuh>
 #include <cunumpy/profiling.hpp>
+#include <cunumpy/random.cuh>
+#include <cunumpy/rng.hpp>
 #include <cunumpy/runtime.hpp>
 #include <cunumpy/stream.hpp>
 #include <cunumpy/transfer.hpp>

@@ -1,0 +1,409 @@
+// Morton keys, sort_by_key and segment_sum (algorithms.hpp).  Compiled as CUDA when the CUDA
+// backend is built: the loops then run on the device, and the device sort is CUB's.
+#include <cunumpy/algorithms.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include <cunumpy/errors.hpp>
+#include <cunumpy/morton.cuh>
+#include <cunumpy/parallel.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#if CUNUMPY_CUDA_COMPILATION()
+#include <cub/device/device_radix_sort.cuh>
+#include <cunumpy/cuda_check.hpp>
+#endif
+
+namespace cunumpy {
+
+int max_morton_levels(int ndim) {
+  if (ndim == 2) return MAX_MORTON_LEVELS_2D;
+  if (ndim == 3) return MAX_MORTON_LEVELS_3D;
+  throw ValueError("Morton keys exist for 2 or 3 dimensions, got ndim=" + std::to_string(ndim));
+}
+
+namespace {
+void check_levels(int ndim, int levels) {
+  if (levels < 0 || levels > max_morton_levels(ndim))
+    throw ValueError("Morton keys in " + std::to_string(ndim) + "D take 0.." + std::to_string(max_morton_levels(ndim)) +
+                     " levels (bits per axis), got " + std::to_string(levels));
+}
+}  // namespace
+
+std::vector<double> morton_scales(std::span<const double> lower, std::span<const double> upper, int levels) {
+  if (lower.size() != upper.size() || (lower.size() != 2 && lower.size() != 3))
+    throw ValueError("morton_scales: lower and upper need 2 or 3 values each, got " + std::to_string(lower.size()) +
+                     " and " + std::to_string(upper.size()));
+  check_levels(static_cast<int>(lower.size()), levels);
+  std::vector<double> scales(lower.size());
+  for (std::size_t d = 0; d < lower.size(); ++d) {
+    if (!(upper[d] != lower[d]))
+      throw ValueError("morton_scales: the box is empty along axis " + std::to_string(d) + " (lower == upper == " +
+                       std::to_string(lower[d]) + ")");
+    scales[d] = std::ldexp(1.0, levels) / (upper[d] - lower[d]);
+  }
+  return scales;
+}
+
+Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const double> lower,
+                                 std::span<const double> upper, int levels) {
+  if (positions.ndim() != 2 || (positions.shape(1) != 2 && positions.shape(1) != 3))
+    throw ValueError("morton_keys: positions of shape (n, 2) or (n, 3) are required, got " + positions.shape().str());
+  const int ndim = static_cast<int>(positions.shape(1));
+  if (static_cast<int>(lower.size()) != ndim)
+    throw ValueError("morton_keys: positions have " + std::to_string(ndim) + " coordinates but lower has " +
+                     std::to_string(lower.size()));
+  const std::vector<double> s = morton_scales(lower, upper, levels);
+  const double l0 = lower[0], l1 = lower[1], l2 = ndim == 3 ? lower[2] : 0.0;
+  const double s0 = s[0], s1 = s[1], s2 = ndim == 3 ? s[2] : 0.0;
+  auto guard = use_backend(positions.backend());
+  Array<std::uint64_t> keys(Shape{positions.shape(0)}, positions.backend());
+  const double* x = positions.data();
+  std::uint64_t* k = keys.data();
+  if (ndim == 2) {
+    parallel_for("morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
+      k[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
+    });
+  } else {
+    parallel_for("morton_keys_3d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
+      k[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2, levels);
+    });
+  }
+  return keys;
+}
+
+Array<std::uint64_t> morton_encode(const Array<std::uint64_t>& cells) {
+  if (cells.ndim() != 2 || (cells.shape(1) != 2 && cells.shape(1) != 3))
+    throw ValueError("morton_encode: cells of shape (n, 2) or (n, 3) are required, got " + cells.shape().str());
+  const bool three = cells.shape(1) == 3;
+  auto guard = use_backend(cells.backend());
+  Array<std::uint64_t> keys(Shape{cells.shape(0)}, cells.backend());
+  const std::uint64_t* c = cells.data();
+  std::uint64_t* k = keys.data();
+  parallel_for("morton_encode", cells.shape(0), CUNUMPY_LAMBDA(long long i) {
+    k[i] = three ? cunumpy_morton_encode3(c[3 * i], c[3 * i + 1], c[3 * i + 2]) : cunumpy_morton_encode2(c[2 * i], c[2 * i + 1]);
+  });
+  return keys;
+}
+
+Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
+  max_morton_levels(ndim);  // validates ndim
+  if (keys.ndim() != 1) throw ValueError("morton_decode: 1D keys are required, got shape " + keys.shape().str());
+  auto guard = use_backend(keys.backend());
+  Array<std::uint64_t> cells(Shape{keys.shape(0), ndim}, keys.backend());
+  const std::uint64_t* k = keys.data();
+  std::uint64_t* c = cells.data();
+  parallel_for("morton_decode", keys.shape(0), CUNUMPY_LAMBDA(long long i) {
+    if (ndim == 2) {
+      c[2 * i] = cunumpy_morton_compact2(k[i]);
+      c[2 * i + 1] = cunumpy_morton_compact2(k[i] >> 1);
+    } else {
+      c[3 * i] = cunumpy_morton_compact3(k[i]);
+      c[3 * i + 1] = cunumpy_morton_compact3(k[i] >> 1);
+      c[3 * i + 2] = cunumpy_morton_compact3(k[i] >> 2);
+    }
+  });
+  return cells;
+}
+
+namespace detail {
+
+void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend) {
+  if (n < 0)
+    throw ValueError(std::string(what) + ": got shape " + shape.str());
+  if (shape.rank() < 1 || shape[0] != n)
+    throw ValueError(std::string(what) + ": every array needs " + std::to_string(n) +
+                     " rows (one per key) along axis 0, got shape " + shape.str());
+  if (backend != keys_backend)
+    throw TypeError(std::string(what) + ": the keys are on " + std::string(to_string(keys_backend)) +
+                    " and an array on " + std::string(to_string(backend)) + "; move them to one side first");
+}
+
+namespace {
+template <typename K>
+Array<std::uint64_t> to_words(const Array<K>& keys) {
+  auto guard = use_backend(keys.backend());
+  Array<std::uint64_t> w(keys.shape(), keys.backend());
+  const K* k = keys.data();
+  std::uint64_t* o = w.data();
+  // Signed keys: flipping the sign bit of the sign-extended value keeps the order.
+  const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
+  parallel_for("sort_by_key words", keys.size(), CUNUMPY_LAMBDA(long long i) {
+    o[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(k[i])) ^ flip;
+  });
+  return w;
+}
+
+// LSD radix sort of (word, index) pairs with 11-bit digits over the bits that differ between
+// words; per-thread histograms keep it stable and parallel.
+Array<std::int64_t> host_stable_order(const std::uint64_t* words, long long n) {
+  Array<std::int64_t> order(Shape{n}, Backend::host);
+  std::int64_t* out = order.data();
+  if (n == 0) return order;
+  const std::uint64_t first = words[0];
+  std::uint64_t diff = 0;
+#pragma omp parallel for reduction(| : diff) schedule(static)
+  for (long long i = 0; i < n; ++i) diff |= words[i] ^ first;
+  if (diff == 0) {
+    std::iota(out, out + n, std::int64_t{0});
+    return order;
+  }
+  constexpr int kBits = 11;
+  constexpr int kBuckets = 1 << kBits;
+  const int low = std::countr_zero(diff);
+  const int high = 64 - std::countl_zero(diff);
+  const int passes = (high - low + kBits - 1) / kBits;
+
+  const bool small_index = n < (1LL << 32);
+  std::vector<std::uint64_t> key_a(static_cast<std::size_t>(n)), key_b(static_cast<std::size_t>(n));
+  std::vector<std::uint32_t> idx32_a, idx32_b;
+  std::vector<std::int64_t> idx64_a, idx64_b;
+  if (small_index) {
+    idx32_a.resize(static_cast<std::size_t>(n));
+    idx32_b.resize(static_cast<std::size_t>(n));
+  } else {
+    idx64_a.resize(static_cast<std::size_t>(n));
+    idx64_b.resize(static_cast<std::size_t>(n));
+  }
+
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
+#endif
+  std::vector<long long> counts(static_cast<std::size_t>(threads) * kBuckets);
+
+  const std::uint64_t* src_key = words;
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = low + pass * kBits;
+    const bool first_pass = pass == 0;
+    const bool last_pass = pass == passes - 1;
+    std::uint64_t* dst_key = (pass % 2 == 0) ? key_a.data() : key_b.data();
+    std::fill(counts.begin(), counts.end(), 0);
+#pragma omp parallel num_threads(threads)
+    {
+      int t = 0;
+#if defined(_OPENMP)
+      t = omp_get_thread_num();
+#endif
+      const long long begin = n * t / threads, end = n * (t + 1) / threads;
+      long long* c = counts.data() + static_cast<std::size_t>(t) * kBuckets;
+      for (long long i = begin; i < end; ++i) ++c[(src_key[i] >> shift) & (kBuckets - 1)];
+#pragma omp barrier
+#pragma omp single
+      {
+        long long offset = 0;  // bucket-major, then thread: stable
+        for (int b = 0; b < kBuckets; ++b)
+          for (int tt = 0; tt < threads; ++tt) {
+            long long& v = counts[static_cast<std::size_t>(tt) * kBuckets + b];
+            const long long cnt = v;
+            v = offset;
+            offset += cnt;
+          }
+      }
+      auto scatter = [&](auto* src_idx, auto* dst_idx) {
+        for (long long i = begin; i < end; ++i) {
+          const std::uint64_t k = src_key[i];
+          const long long pos = c[(k >> shift) & (kBuckets - 1)]++;
+          if (!last_pass) dst_key[pos] = k;
+          using Index = std::remove_pointer_t<decltype(dst_idx)>;
+          dst_idx[pos] = first_pass ? static_cast<Index>(i) : src_idx[i];
+        }
+      };
+      if (last_pass) {
+        // The final permutation goes straight into the int64 output.
+        if (small_index)
+          scatter(pass % 2 == 0 ? idx32_b.data() : idx32_a.data(), out);
+        else
+          scatter(pass % 2 == 0 ? idx64_b.data() : idx64_a.data(), out);
+      } else if (small_index) {
+        scatter(pass % 2 == 0 ? idx32_b.data() : idx32_a.data(), pass % 2 == 0 ? idx32_a.data() : idx32_b.data());
+      } else {
+        scatter(pass % 2 == 0 ? idx64_b.data() : idx64_a.data(), pass % 2 == 0 ? idx64_a.data() : idx64_b.data());
+      }
+    }
+    src_key = dst_key;
+  }
+  return order;
+}
+
+#if CUNUMPY_CUDA_COMPILATION()
+Array<std::int64_t> cuda_stable_order(const Array<std::uint64_t>& words) {
+  const long long n = words.size();
+  Array<std::int64_t> order(Shape{n}, Backend::cuda);
+  if (n == 0) return order;
+  const std::uint64_t* w = words.data();
+  const std::uint64_t top = parallel_reduce("sort_by_key max", n, ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return w[i]; });
+  const int end_bit = top == 0 ? 1 : 64 - std::countl_zero(top);
+  Array<std::int64_t> index(Shape{n}, Backend::cuda);
+  std::int64_t* idx = index.data();
+  parallel_for("sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
+  Array<std::uint64_t> sorted(Shape{n}, Backend::cuda);
+  auto stream = static_cast<cudaStream_t>(current_stream());
+  std::size_t temp_bytes = 0;
+  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
+                                                     end_bit, stream));
+  auto temp = allocate(Backend::cuda, temp_bytes);
+  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->ptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
+                                                     end_bit, stream));
+  return order;
+}
+#endif
+}  // namespace
+
+Array<std::uint64_t> radix_words(const Array<std::uint64_t>& keys) { return keys; }
+Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys) { return to_words(keys); }
+Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys) { return to_words(keys); }
+Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys) { return to_words(keys); }
+
+Array<std::int64_t> stable_order(const Array<std::uint64_t>& words) {
+  if (words.ndim() != 1) throw ValueError("sort_by_key: 1D keys are required, got shape " + words.shape().str());
+  if (words.backend() == Backend::cuda) {
+#if CUNUMPY_CUDA_COMPILATION()
+    auto guard = use_backend(Backend::cuda);
+    return cuda_stable_order(words);
+#else
+    throw BackendError("sort_by_key on cuda needs cunumpy built with CUDA");
+#endif
+  }
+  Array<std::int64_t> order = host_stable_order(words.data(), words.size());
+  if (words.backend() == Backend::host) return order;
+  // Emulated: the same algorithm over the device arena, result in device memory.
+  Array<std::int64_t> device(order.shape(), words.backend());
+  copy_memory(device.data(), device.backend(), order.data(), Backend::host, order.nbytes());
+  return device;
+}
+
+template <typename W>
+void gather_words(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes) {
+  const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
+  W* o = static_cast<W*>(out);
+  const W* src = static_cast<const W*>(in);
+  parallel_for("sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
+    const long long row = k / per_row, col = k % per_row;
+    o[k] = src[order[row] * per_row + col];
+  });
+}
+
+void gather_rows(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes,
+                 Backend backend) {
+  if (n == 0 || row_bytes == 0) return;
+  auto guard = use_backend(backend);
+  if (row_bytes % 8 == 0)
+    gather_words<std::uint64_t>(out, in, order, n, row_bytes);
+  else if (row_bytes % 4 == 0)
+    gather_words<std::uint32_t>(out, in, order, n, row_bytes);
+  else if (row_bytes % 2 == 0)
+    gather_words<std::uint16_t>(out, in, order, n, row_bytes);
+  else
+    gather_words<std::uint8_t>(out, in, order, n, row_bytes);
+}
+
+// ---- segment_sum ------------------------------------------------------------------------------
+
+namespace {
+
+// Complex values are summed as pairs of their real type: the same additions, in the same order.
+template <typename V>
+struct Scalar {
+  using type = V;
+  static constexpr int parts = 1;
+};
+template <typename T>
+struct Scalar<std::complex<T>> {
+  using type = T;
+  static constexpr int parts = 2;
+};
+
+template <SegmentKey K>
+void check_segment_keys(const Array<K>& keys, long long n_segments) {
+  if (n_segments < 0) throw ValueError("segment_sum: n_segments must be non-negative, got " + std::to_string(n_segments));
+  auto guard = use_backend(keys.backend());
+  const K* k = keys.data();
+  const long long top = keys.size() == 0 ? -1
+                                         : static_cast<long long>(parallel_reduce(
+                                               "segment_sum max key", keys.size(), ReduceOp::max,
+                                               CUNUMPY_LAMBDA(long long i) { return static_cast<long long>(k[i]); }));
+  if (top >= n_segments)
+    throw ValueError("segment_sum: key " + std::to_string(top) + " is not below n_segments=" +
+                     std::to_string(n_segments) + "; pass n_segments > the largest key (negative keys are dropped)");
+}
+
+}  // namespace
+
+template <SegmentKey K, Element V>
+Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& values, long long n_segments) {
+  using R = segment_sum_t<V>;
+  using S = typename Scalar<R>::type;      // the real type that is added
+  using VS = typename Scalar<V>::type;     // the real type that is read
+  if (keys.ndim() != 1) throw ValueError("segment_sum: 1D keys are required, got shape " + keys.shape().str());
+  if (values.ndim() < 1 || values.ndim() > 2 || values.shape(0) != keys.size())
+    throw ValueError("segment_sum: values of shape (n,) or (n, m) with n = " + std::to_string(keys.size()) +
+                     " keys are required, got " + values.shape().str());
+  if (values.backend() != keys.backend())
+    throw TypeError("segment_sum: keys on " + std::string(to_string(keys.backend())) + ", values on " +
+                    std::string(to_string(values.backend())) + "; move them to one side first");
+  check_segment_keys(keys, n_segments);
+  const long long n = keys.size();
+  const long long m = values.ndim() == 2 ? values.shape(1) : 1;
+  const long long width = m * Scalar<R>::parts;  // scalars per row
+  const Shape out_shape = values.ndim() == 2 ? Shape{n_segments, m} : Shape{n_segments};
+  auto guard = use_backend(keys.backend());
+  Array<R> out = zeros<R>(out_shape, keys.backend());
+  S* o = reinterpret_cast<S*>(out.data());
+  const VS* v = reinterpret_cast<const VS*>(values.data());
+  const K* k = keys.data();
+
+  if (keys.backend() != Backend::cuda) {
+    // Host memory (host or emulated): add in index order, one pass.
+    for (long long i = 0; i < n; ++i) {
+      const long long seg = static_cast<long long>(k[i]);
+      if (seg < 0) continue;
+      S* row = o + seg * width;
+      const VS* in = v + i * width;
+      for (long long j = 0; j < width; ++j) row[j] += static_cast<S>(in[j]);
+    }
+    return out;
+  }
+  // Device: a stable sort by key, then each (segment, column) sums its run in index order.
+  const Array<std::int64_t> order = stable_order(radix_words(keys));
+  Array<K> sorted(keys.shape(), keys.backend());
+  gather_rows(sorted.data(), keys.data(), order.data(), n, sizeof(K), keys.backend());
+  const K* sk = sorted.data();
+  const std::int64_t* ord = order.data();
+  parallel_for("segment_sum", n_segments * width, CUNUMPY_LAMBDA(long long t) {
+    const long long seg = t / width, col = t % width;
+    long long lo = 0, hi = n;  // first position with key >= seg
+    while (lo < hi) {
+      const long long mid = (lo + hi) / 2;
+      if (static_cast<long long>(sk[mid]) < seg) lo = mid + 1; else hi = mid;
+    }
+    S acc = S(0);
+    for (long long p = lo; p < n && static_cast<long long>(sk[p]) == seg; ++p) acc += static_cast<S>(v[ord[p] * width + col]);
+    o[t] = acc;
+  });
+  return out;
+}
+
+#define CUNUMPY_SEGMENT_SUM(K, V) \
+  template Array<segment_sum_t<V>> segment_sum_impl<K, V>(const Array<K>&, const Array<V>&, long long);
+#define CUNUMPY_SEGMENT_SUM_VALUES(K)          \
+  CUNUMPY_SEGMENT_SUM(K, float)                \
+  CUNUMPY_SEGMENT_SUM(K, double)               \
+  CUNUMPY_SEGMENT_SUM(K, std::complex<float>)  \
+  CUNUMPY_SEGMENT_SUM(K, std::complex<double>) \
+  CUNUMPY_SEGMENT_SUM(K, std::int32_t)         \
+  CUNUMPY_SEGMENT_SUM(K, std::int64_t)
+CUNUMPY_SEGMENT_SUM_VALUES(std::int32_t)
+CUNUMPY_SEGMENT_SUM_VALUES(std::int64_t)
+#undef CUNUMPY_SEGMENT_SUM_VALUES
+#undef CUNUMPY_SEGMENT_SUM
+
+}  // namespace detail
+}  // namespace cunumpy

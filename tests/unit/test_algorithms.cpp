@@ -1,0 +1,196 @@
+// Morton keys at their edges, sort_by_key stability, segment_sum edge cases and repeatability,
+// on host and emulated.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <complex>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace cn = cunumpy;
+
+namespace {
+class Algorithms : public ::testing::TestWithParam<cn::Backend> {
+ protected:
+  void SetUp() override { cn::set_backend(GetParam()); }
+  void TearDown() override { cn::set_backend(cn::Backend::host); }
+};
+}  // namespace
+
+TEST(MortonHeader, SpreadCompactEncodeRoundTrip) {
+  std::mt19937_64 g(1);
+  for (int t = 0; t < 1000; ++t) {
+    const unsigned long long x = g() & 0xFFFFFFFF, y = g() & 0xFFFFFFFF, z = g() & 0x1FFFFF;
+    EXPECT_EQ(cunumpy_morton_compact2(cunumpy_morton_spread2(x)), x);
+    EXPECT_EQ(cunumpy_morton_compact3(cunumpy_morton_spread3(z)), z);
+    const unsigned long long k = cunumpy_morton_encode2(x, y);
+    EXPECT_EQ(cunumpy_morton_compact2(k), x);
+    EXPECT_EQ(cunumpy_morton_compact2(k >> 1), y);
+  }
+  // Axis 0 is the lowest bit of each group.
+  EXPECT_EQ(cunumpy_morton_encode2(1, 0), 1u);
+  EXPECT_EQ(cunumpy_morton_encode2(0, 1), 2u);
+  EXPECT_EQ(cunumpy_morton_encode3(0, 0, 1), 4u);
+  EXPECT_EQ(cunumpy_morton_encode3(1, 1, 1), 7u);
+  EXPECT_EQ(cunumpy_morton_encode3(2, 0, 0), 8u);
+  EXPECT_EQ(cunumpy_morton_encode2(0xFFFFFFFFull, 0xFFFFFFFFull), ~0ull);
+  EXPECT_EQ(cunumpy_morton_encode3(0x1FFFFF, 0x1FFFFF, 0x1FFFFF), (1ull << 63) - 1);
+}
+
+TEST(MortonHeader, CellConventions) {
+  const int L = 3;  // 8 cells on [0, 1)
+  const double s = 8.0;
+  EXPECT_EQ(cunumpy_morton_cell(0.0, 0.0, s, L), 0u);
+  EXPECT_EQ(cunumpy_morton_cell(0.125, 0.0, s, L), 1u) << "a boundary point goes to the upper cell";
+  EXPECT_EQ(cunumpy_morton_cell(0.124999, 0.0, s, L), 0u);
+  EXPECT_EQ(cunumpy_morton_cell(1.0, 0.0, s, L), 7u) << "the upper face is clipped into the last cell";
+  EXPECT_EQ(cunumpy_morton_cell(5.0, 0.0, s, L), 7u) << "outside: the nearest face";
+  EXPECT_EQ(cunumpy_morton_cell(-3.0, 0.0, s, L), 0u);
+  EXPECT_EQ(cunumpy_morton_cell(0.7, 0.0, s, 0), 0u) << "level 0: one cell";
+  // lower > upper reverses the axis: lower = 1, upper = 0.
+  EXPECT_EQ(cunumpy_morton_cell(0.99, 1.0, -8.0, L), 0u);
+  EXPECT_EQ(cunumpy_morton_cell(0.01, 1.0, -8.0, L), 7u);
+  // The maximum levels.
+  EXPECT_EQ(cunumpy_morton_cell(1.0, 0.0, std::ldexp(1.0, 32), 32), 0xFFFFFFFFull);
+  EXPECT_EQ(cunumpy_morton_cell(0.5, 0.0, std::ldexp(1.0, 21), 21), 1ull << 20);
+}
+
+TEST_P(Algorithms, MortonKeysMatchTheHeaderAndValidate) {
+  const std::vector<double> pts{0.1, 0.2, 0.9, 0.95, 0.5, 0.5, -1.0, 2.0};
+  auto p = cn::from_host<double>(pts, cn::Shape{4, 2});
+  const double lower[] = {0.0, 0.0}, upper[] = {1.0, 1.0};
+  auto keys = cn::morton_keys(p, lower, upper, 4);
+  EXPECT_EQ(keys.backend(), GetParam());
+  auto h = cn::to_host(keys);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(h(i), cunumpy_morton_key2(pts[2 * i], pts[2 * i + 1], 0.0, 0.0, 16.0, 16.0, 4));
+  EXPECT_EQ(h(3), cunumpy_morton_encode2(0, 15)) << "outside points go to the nearest face";
+  auto cells = cn::to_host(cn::morton_decode(keys, 2));
+  EXPECT_EQ(cells(1, 0), 14u);
+  EXPECT_EQ(cells(1, 1), 15u);
+  EXPECT_EQ(cn::to_host(cn::morton_encode(cn::to_active(cells)))(1), h(1));
+  const auto scales = cn::morton_scales(lower, upper, 4);
+  EXPECT_EQ(scales[0], 16.0);
+  EXPECT_EQ(cn::max_morton_levels(2), 32);
+  EXPECT_EQ(cn::max_morton_levels(3), 21);
+  EXPECT_THROW(cn::morton_keys(p, lower, upper, 33), cn::ValueError);
+  const double lower3[] = {0, 0, 0}, upper3[] = {1, 1, 1};
+  EXPECT_THROW(cn::morton_keys(p, lower3, upper3, 3), cn::ValueError) << "3 bounds for 2D points";
+  const double flat[] = {0.0, 1.0};
+  EXPECT_THROW(cn::morton_scales(flat, flat, 3), cn::ValueError) << "empty box";
+  EXPECT_THROW(cn::morton_decode(keys, 4), cn::ValueError);
+  EXPECT_THROW(cn::morton_keys(cn::zeros<double>({3, 4}), lower, upper, 3), cn::ValueError);
+  // 3D at the maximum level, with the axis reversed along z.
+  const std::vector<double> p3{0.25, 0.5, 0.75};
+  const double lo3[] = {0, 0, 1}, up3[] = {1, 1, 0};
+  auto k3 = cn::to_host(cn::morton_keys(cn::from_host<double>(p3, cn::Shape{1, 3}), lo3, up3, 21));
+  EXPECT_EQ(k3(0), cunumpy_morton_encode3(1ull << 19, 1ull << 20, 1ull << 19));
+}
+
+TEST_P(Algorithms, SortByKeyIsStableAndPermutesEveryArray) {
+  const long long n = 100000;
+  std::mt19937_64 g(3);
+  std::vector<std::uint64_t> keys(n);
+  for (auto& k : keys) k = g() % 97;  // many equal keys
+  std::vector<double> pos(2 * n);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  std::vector<float> q(n);
+  std::iota(q.begin(), q.end(), 0.0f);
+  auto [sk, order, sp, sq] =
+      cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<double>(pos, cn::Shape{n, 2}), cn::from_host<float>(q));
+  EXPECT_EQ(order.backend(), GetParam());
+  std::vector<std::int64_t> expected(n);
+  std::iota(expected.begin(), expected.end(), 0);
+  std::stable_sort(expected.begin(), expected.end(), [&](auto a, auto b) { return keys[a] < keys[b]; });
+  auto ho = cn::to_host(order);
+  auto hk = cn::to_host(sk);
+  auto hp = cn::to_host(sp);
+  auto hq = cn::to_host(sq);
+  for (long long i = 0; i < n; ++i) {
+    ASSERT_EQ(ho(i), expected[i]) << i;
+    ASSERT_EQ(hk(i), keys[expected[i]]);
+    ASSERT_EQ(hp(i, 1), pos[2 * expected[i] + 1]);
+    ASSERT_EQ(hq(i), q[expected[i]]);
+  }
+}
+
+TEST_P(Algorithms, SortByKeySignedKeysAndEdgeCases) {
+  const std::vector<std::int32_t> k{3, -1, 3, -7, 0, -1};
+  auto [sk, order] = cn::sort_by_key(cn::from_host<std::int32_t>(k));
+  auto h = cn::to_host(order);
+  const std::vector<std::int64_t> expected{3, 1, 5, 4, 0, 2};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(h(i), expected[i]);
+  EXPECT_EQ(cn::to_host(sk)(0), -7);
+  // All equal keys: the identity.
+  auto [ek, eo] = cn::sort_by_key(cn::full<std::uint64_t>({5}, 9));
+  EXPECT_EQ(cn::to_host(eo)(4), 4);
+  // Large 64-bit keys use every pass.
+  const std::vector<std::uint64_t> big{~0ull, 1ull << 63, 0, (1ull << 63) - 1};
+  auto [bk, bo] = cn::sort_by_key(cn::from_host<std::uint64_t>(big));
+  EXPECT_EQ(cn::to_host(bk)(3), ~0ull);
+  EXPECT_EQ(cn::to_host(bo)(1), 3);
+  // Empty, and bad input.
+  auto [zk, zo] = cn::sort_by_key(cn::zeros<std::int64_t>({0}));
+  EXPECT_EQ(zo.size(), 0);
+  EXPECT_THROW(cn::sort_by_key(cn::zeros<std::uint64_t>({4}), cn::zeros<double>({5})), cn::ValueError);
+  EXPECT_THROW(cn::sort_by_key(cn::zeros<std::uint64_t>({2, 2})), cn::ValueError);
+}
+
+TEST_P(Algorithms, SegmentSumEdgeCasesAndTypes) {
+  const std::vector<std::int64_t> keys{2, 0, -1, 2, 4, 0};
+  const std::vector<double> v{1.0, 2.0, 100.0, 3.0, 4.0, 5.0};
+  auto out = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), 6));
+  const std::vector<double> expected{7.0, 0.0, 4.0, 0.0, 4.0, 0.0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out(i), expected[i]) << i;
+  // (n, m) values, integer values summed as double, complex kept.
+  const std::vector<std::int32_t> iv{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  auto two = cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<std::int32_t>(iv, cn::Shape{6, 2}), 5);
+  static_assert(std::is_same_v<decltype(two), cn::Array<double>>);
+  auto h2 = cn::to_host(two);
+  EXPECT_EQ(h2.shape().str(), "(5, 2)");
+  EXPECT_EQ(h2(2, 1), 2.0 + 8.0);
+  const std::vector<std::complex<float>> cv{{1, 1}, {2, -1}, {0, 0}, {3, 0}, {0, 5}, {1, 1}};
+  auto hc = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<std::complex<float>>(cv), 5));
+  EXPECT_EQ(hc(0), std::complex<float>(3, 0));
+  EXPECT_EQ(hc(2), std::complex<float>(4, 1));
+  // int32 keys, zero segments, errors.
+  const std::vector<std::int32_t> k32{0, 0};
+  EXPECT_EQ(cn::to_host(cn::segment_sum(cn::from_host<std::int32_t>(k32), cn::ones<float>({2}), 1))(0), 2.0f);
+  EXPECT_EQ(cn::segment_sum(cn::full<std::int64_t>({3}, -1), cn::ones<double>({3}), 0).size(), 0);
+  try {
+    (void)cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), 4);
+    FAIL();
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("key 4 is not below n_segments=4"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::ones<double>({5}), 6), cn::ValueError);
+}
+
+TEST_P(Algorithms, SegmentSumIsBitwiseRepeatableAndMatchesIndexOrder) {
+  const long long n = 200000, segments = 1000;
+  std::mt19937_64 g(11);
+  std::vector<std::int64_t> keys(n);
+  std::vector<double> v(n);
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  for (long long i = 0; i < n; ++i) {
+    keys[i] = static_cast<std::int64_t>(g() % segments) - 1;  // some -1: dropped
+    v[i] = d(g) * std::pow(10.0, static_cast<double>(g() % 12));  // magnitudes that make order matter
+  }
+  std::vector<double> reference(segments, 0.0);
+  for (long long i = 0; i < n; ++i)
+    if (keys[i] >= 0) reference[keys[i]] += v[i];
+  auto k = cn::from_host<std::int64_t>(keys);
+  auto values = cn::from_host<double>(v);
+  auto first = cn::to_host(cn::segment_sum(k, values, segments));
+  for (int r = 0; r < 3; ++r) {
+    auto again = cn::to_host(cn::segment_sum(k, values, segments));
+    ASSERT_EQ(std::memcmp(again.data(), first.data(), first.nbytes()), 0);
+  }
+  for (long long s = 0; s < segments; ++s) ASSERT_EQ(first(s), reference[s]) << "index order, bit for bit";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Algorithms, ::testing::Values(cn::Backend::host, cn::Backend::emulated),
+                         [](const auto& info) { return std::string(cn::to_string(info.param)); });
