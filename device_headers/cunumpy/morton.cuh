@@ -73,10 +73,11 @@ CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode3(unsigned long long i
 // The cell of x along one axis: floor((x - lower) * scale) clipped to [0, 2^levels - 1].
 CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_cell(double x, double lower, double scale, int levels) {
   const double top = static_cast<double>((1ull << levels) - 1ull);
-  const double c = floor((x - lower) * scale);
-  if (!(c > 0.0)) return 0ull;  // below the box (and NaN) go to cell 0
-  if (c >= top) return static_cast<unsigned long long>(top);
-  return static_cast<unsigned long long>(c);
+  double c = floor((x - lower) * scale);
+  c = c > 0.0 ? c : 0.0;  // below the box (and NaN) go to cell 0
+  c = c < top ? c : top;  // above it, to the last cell
+  // Up to 31 levels the cell fits an int, whose conversion vectorises on every host.
+  return levels <= 31 ? static_cast<unsigned long long>(static_cast<int>(c)) : static_cast<unsigned long long>(c);
 }
 
 CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_key2(double x, double y, double lower_x, double lower_y,

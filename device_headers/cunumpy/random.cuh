@@ -44,9 +44,14 @@ CUNUMPY_HD_INLINE void philox_round(unsigned int c[4], unsigned int k0, unsigned
 constexpr double kTwoPowMinus53 = 1.0 / 9007199254740992.0;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
+// The top 53 bits of (hi:lo) times 2^-53, i.e. (hi * 2^21 + (lo >> 11)) * 2^-53.  Every term
+// is exact, so any evaluation gives the same bits; the split into 16-bit halves and 21-bit
+// parts lets host compilers vectorise it with 32-bit integer conversions.
 CUNUMPY_HD_INLINE double bits_to_uniform(unsigned int lo, unsigned int hi) {
-  const unsigned long long bits = ((static_cast<unsigned long long>(hi) << 32) | lo) >> 11;
-  return static_cast<double>(bits) * kTwoPowMinus53;
+  const double high = static_cast<double>(static_cast<int>(hi >> 16)) * 65536.0 +
+                      static_cast<double>(static_cast<int>(hi & 0xFFFFu));
+  const double low = static_cast<double>(static_cast<int>(lo >> 11));
+  return (high * 2097152.0 + low) * kTwoPowMinus53;
 }
 
 }  // namespace cunumpy::detail

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -141,8 +142,124 @@ Array<std::uint64_t> to_words(const Array<K>& keys) {
   return w;
 }
 
-// LSD radix sort of (word, index) pairs with 11-bit digits over the bits that differ between
-// words; per-thread histograms keep it stable and parallel.
+// Stable LSD radix sort of one in-cache range: (key, index) pairs in ka/ia, scratch kb/ib,
+// digits of `bits` bits over [low, high).  The sorted indices end up in `out`.
+template <typename Index>
+void lsd_sort_range(std::uint64_t* ka, Index* ia, std::uint64_t* kb, Index* ib, long long n, int low, int high,
+                    std::int64_t* out) {
+  if (n <= 32) {  // insertion sort: stable, and cheapest for tiny ranges
+    for (long long i = 1; i < n; ++i) {
+      const std::uint64_t k = ka[i];
+      const Index x = ia[i];
+      long long j = i - 1;
+      while (j >= 0 && ka[j] > k) {
+        ka[j + 1] = ka[j];
+        ia[j + 1] = ia[j];
+        --j;
+      }
+      ka[j + 1] = k;
+      ia[j + 1] = x;
+    }
+    for (long long i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(ia[i]);
+    return;
+  }
+  constexpr int kBits = 11, kBuckets = 1 << kBits;
+  long long count[kBuckets];
+  for (int shift = low; shift < high; shift += kBits) {
+    std::fill(count, count + kBuckets, 0LL);
+    for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & (kBuckets - 1)];
+    long long offset = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      const long long c = count[b];
+      count[b] = offset;
+      offset += c;
+    }
+    if (count[(ka[0] >> shift) & (kBuckets - 1)] + n == offset && offset == n &&
+        (ka[0] >> shift & (kBuckets - 1)) == (ka[n - 1] >> shift & (kBuckets - 1)) && n > 0 &&
+        count[(ka[0] >> shift) & (kBuckets - 1)] == 0 &&
+        ((kBuckets - 1) == ((ka[0] >> shift) & (kBuckets - 1)) || count[((ka[0] >> shift) & (kBuckets - 1)) + 1] == n))
+      continue;  // every key has the same digit: the pass would not move anything
+    for (long long i = 0; i < n; ++i) {
+      const long long pos = count[(ka[i] >> shift) & (kBuckets - 1)]++;
+      kb[pos] = ka[i];
+      ib[pos] = ia[i];
+    }
+    std::swap(ka, kb);
+    std::swap(ia, ib);
+  }
+  for (long long i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(ia[i]);
+}
+
+// Stable sort of (word, index) pairs: one most-significant-digit pass (11 bits, parallel,
+// stable) splits the data into 2048 buckets small enough for the caches, then each bucket is
+// sorted on its remaining bits by an in-cache LSD radix sort.  Only the bits that differ
+// between words are looked at.
+template <typename Index>
+void host_sort_pairs(const std::uint64_t* words, long long n, int low, int high, std::int64_t* out) {
+  constexpr int kBits = 11, kBuckets = 1 << kBits;
+  const int msd_shift = std::max(low, high - kBits);
+  // Scratch from the host allocator, whose cache of large blocks makes repeated sorts skip
+  // the operating system's page faults.
+  const auto un = static_cast<std::size_t>(n);
+  const auto ka_block = allocate(Backend::host, un * sizeof(std::uint64_t));
+  const auto kb_block = allocate(Backend::host, un * sizeof(std::uint64_t));
+  const auto ia_block = allocate(Backend::host, un * sizeof(Index));
+  const auto ib_block = allocate(Backend::host, un * sizeof(Index));
+  struct {
+    std::uint64_t* p;
+    std::uint64_t* get() const { return p; }
+  } ka{static_cast<std::uint64_t*>(ka_block->ptr)}, kb{static_cast<std::uint64_t*>(kb_block->ptr)};
+  struct {
+    Index* p;
+    Index* get() const { return p; }
+  } ia{static_cast<Index*>(ia_block->ptr)}, ib{static_cast<Index*>(ib_block->ptr)};
+
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
+#endif
+  std::vector<long long> counts(static_cast<std::size_t>(threads) * kBuckets, 0);
+  std::vector<long long> bucket_start(kBuckets + 1, 0);
+#pragma omp parallel num_threads(threads)
+  {
+    int t = 0;
+#if defined(_OPENMP)
+    t = omp_get_thread_num();
+#endif
+    const long long begin = n * t / threads, end = n * (t + 1) / threads;
+    long long* c = counts.data() + static_cast<std::size_t>(t) * kBuckets;
+    for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & (kBuckets - 1)];
+#pragma omp barrier
+#pragma omp single
+    {
+      long long offset = 0;  // bucket-major, then thread: stable
+      for (int b = 0; b < kBuckets; ++b) {
+        bucket_start[b] = offset;
+        for (int tt = 0; tt < threads; ++tt) {
+          long long& v = counts[static_cast<std::size_t>(tt) * kBuckets + b];
+          const long long cnt = v;
+          v = offset;
+          offset += cnt;
+        }
+      }
+      bucket_start[kBuckets] = offset;
+    }
+    for (long long i = begin; i < end; ++i) {
+      const std::uint64_t k = words[i];
+      const long long pos = c[(k >> msd_shift) & (kBuckets - 1)]++;
+      ka.p[pos] = k;
+      ia.p[pos] = static_cast<Index>(i);
+    }
+  }
+  const int rest_high = msd_shift;  // bits below the MSD digit
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (int b = 0; b < kBuckets; ++b) {
+    const long long s = bucket_start[b], e = bucket_start[b + 1];
+    if (e == s) continue;
+    lsd_sort_range<Index>(ka.get() + s, ia.get() + s, kb.get() + s, ib.get() + s, e - s, low, rest_high, out + s);
+  }
+}
+
 Array<std::int64_t> host_stable_order(const std::uint64_t* words, long long n) {
   Array<std::int64_t> order(Shape{n}, Backend::host);
   std::int64_t* out = order.data();
@@ -155,81 +272,12 @@ Array<std::int64_t> host_stable_order(const std::uint64_t* words, long long n) {
     std::iota(out, out + n, std::int64_t{0});
     return order;
   }
-  constexpr int kBits = 11;
-  constexpr int kBuckets = 1 << kBits;
   const int low = std::countr_zero(diff);
   const int high = 64 - std::countl_zero(diff);
-  const int passes = (high - low + kBits - 1) / kBits;
-
-  const bool small_index = n < (1LL << 32);
-  std::vector<std::uint64_t> key_a(static_cast<std::size_t>(n)), key_b(static_cast<std::size_t>(n));
-  std::vector<std::uint32_t> idx32_a, idx32_b;
-  std::vector<std::int64_t> idx64_a, idx64_b;
-  if (small_index) {
-    idx32_a.resize(static_cast<std::size_t>(n));
-    idx32_b.resize(static_cast<std::size_t>(n));
-  } else {
-    idx64_a.resize(static_cast<std::size_t>(n));
-    idx64_b.resize(static_cast<std::size_t>(n));
-  }
-
-  int threads = 1;
-#if defined(_OPENMP)
-  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
-#endif
-  std::vector<long long> counts(static_cast<std::size_t>(threads) * kBuckets);
-
-  const std::uint64_t* src_key = words;
-  for (int pass = 0; pass < passes; ++pass) {
-    const int shift = low + pass * kBits;
-    const bool first_pass = pass == 0;
-    const bool last_pass = pass == passes - 1;
-    std::uint64_t* dst_key = (pass % 2 == 0) ? key_a.data() : key_b.data();
-    std::fill(counts.begin(), counts.end(), 0);
-#pragma omp parallel num_threads(threads)
-    {
-      int t = 0;
-#if defined(_OPENMP)
-      t = omp_get_thread_num();
-#endif
-      const long long begin = n * t / threads, end = n * (t + 1) / threads;
-      long long* c = counts.data() + static_cast<std::size_t>(t) * kBuckets;
-      for (long long i = begin; i < end; ++i) ++c[(src_key[i] >> shift) & (kBuckets - 1)];
-#pragma omp barrier
-#pragma omp single
-      {
-        long long offset = 0;  // bucket-major, then thread: stable
-        for (int b = 0; b < kBuckets; ++b)
-          for (int tt = 0; tt < threads; ++tt) {
-            long long& v = counts[static_cast<std::size_t>(tt) * kBuckets + b];
-            const long long cnt = v;
-            v = offset;
-            offset += cnt;
-          }
-      }
-      auto scatter = [&](auto* src_idx, auto* dst_idx) {
-        for (long long i = begin; i < end; ++i) {
-          const std::uint64_t k = src_key[i];
-          const long long pos = c[(k >> shift) & (kBuckets - 1)]++;
-          if (!last_pass) dst_key[pos] = k;
-          using Index = std::remove_pointer_t<decltype(dst_idx)>;
-          dst_idx[pos] = first_pass ? static_cast<Index>(i) : src_idx[i];
-        }
-      };
-      if (last_pass) {
-        // The final permutation goes straight into the int64 output.
-        if (small_index)
-          scatter(pass % 2 == 0 ? idx32_b.data() : idx32_a.data(), out);
-        else
-          scatter(pass % 2 == 0 ? idx64_b.data() : idx64_a.data(), out);
-      } else if (small_index) {
-        scatter(pass % 2 == 0 ? idx32_b.data() : idx32_a.data(), pass % 2 == 0 ? idx32_a.data() : idx32_b.data());
-      } else {
-        scatter(pass % 2 == 0 ? idx64_b.data() : idx64_a.data(), pass % 2 == 0 ? idx64_a.data() : idx64_b.data());
-      }
-    }
-    src_key = dst_key;
-  }
+  if (n < (1LL << 32))
+    host_sort_pairs<std::uint32_t>(words, n, low, high, out);
+  else
+    host_sort_pairs<std::int64_t>(words, n, low, high, out);
   return order;
 }
 

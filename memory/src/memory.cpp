@@ -15,6 +15,7 @@ namespace cunumpy {
 void free_memory_pool() {
   if (get_backend() == Backend::cuda) detail::trim_device_pool();
   detail::release_pinned_pool();
+  detail::release_host_cache();
 }
 
 void set_memory_pool_release_threshold(std::size_t bytes) { detail::set_device_pool_release_threshold(bytes); }

@@ -34,72 +34,105 @@ void* host_allocate(std::size_t bytes) {
 }  // namespace
 
 namespace {
-struct PinnedPool {
-  std::mutex mutex;
-  std::multimap<std::size_t, void*> free_blocks;  // by capacity
-  std::map<void*, std::size_t> capacity;          // every block we own
-  PinnedPoolStats stats;
+
+// Freed blocks kept for reuse, by capacity: a request takes the smallest cached block that
+// holds it, unless that block is more than twice as large.  Used for pinned staging memory
+// and for large host arrays (so a time loop that allocates the same arrays every step does
+// not pay the operating system's page faults every step).
+class BlockCache {
+ public:
+  BlockCache(void* (*system_allocate)(std::size_t), void (*system_free)(void*))
+      : system_allocate_(system_allocate), system_free_(system_free) {}
+
+  void* take(std::size_t bytes) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = free_.lower_bound(bytes);
+      if (it != free_.end() && it->first <= 2 * std::max<std::size_t>(bytes, 4096)) {
+        void* p = it->second;
+        stats_.cached_blocks -= 1;
+        stats_.cached_bytes -= it->first;
+        stats_.reuses += 1;
+        free_.erase(it);
+        return p;
+      }
+    }
+    const std::size_t cap = std::max<std::size_t>((bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment,
+                                                  kHostAlignment);
+    void* p = system_allocate_(cap);
+    std::lock_guard lock(mutex_);
+    capacity_.emplace(p, cap);
+    stats_.system_allocations += 1;
+    return p;
+  }
+
+  void put(void* p) {
+    std::lock_guard lock(mutex_);
+    const std::size_t cap = capacity_.at(p);
+    free_.emplace(cap, p);
+    stats_.cached_blocks += 1;
+    stats_.cached_bytes += cap;
+  }
+
+  void release() {
+    std::lock_guard lock(mutex_);
+    for (auto& [cap, p] : free_) {
+      system_free_(p);
+      capacity_.erase(p);
+    }
+    free_.clear();
+    stats_.cached_blocks = 0;
+    stats_.cached_bytes = 0;
+  }
+
+  BlockCacheStats stats() {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+ private:
+  void* (*system_allocate_)(std::size_t);
+  void (*system_free_)(void*);
+  std::mutex mutex_;
+  std::multimap<std::size_t, void*> free_;
+  std::map<void*, std::size_t> capacity_;
+  BlockCacheStats stats_;
 };
-PinnedPool& pinned_pool() {
-  static PinnedPool* p = new PinnedPool;  // blocks may be released during static destruction
-  return *p;
+
+bool pin_with_cuda() { return cuda_api::built_with_cuda() && cuda_available(); }
+void* pinned_system_allocate(std::size_t bytes) {
+  return pin_with_cuda() ? cuda_api::host_allocate(bytes) : host_allocate(bytes);
 }
 void pinned_system_free(void* p) {
-  if (cuda_api::built_with_cuda() && cuda_available())
+  if (pin_with_cuda())
     cuda_api::host_free(p);
   else
     std::free(p);
 }
-void pinned_release(void* p) {
-  PinnedPool& pool = pinned_pool();
-  std::lock_guard lock(pool.mutex);
-  const std::size_t cap = pool.capacity.at(p);
-  pool.free_blocks.emplace(cap, p);
-  pool.stats.cached_blocks += 1;
-  pool.stats.cached_bytes += cap;
+
+// Blocks may be released during static destruction: the caches are never destroyed.
+BlockCache& pinned_cache() {
+  static BlockCache* c = new BlockCache(pinned_system_allocate, pinned_system_free);
+  return *c;
 }
+BlockCache& host_cache() {
+  static BlockCache* c = new BlockCache(host_allocate, std::free);
+  return *c;
+}
+
+// Host arrays from this size on come from (and return to) the host cache.
+constexpr std::size_t kHostCacheMinimum = std::size_t{1} << 20;
+
 }  // namespace
 
 std::shared_ptr<Allocation> pinned_allocate(std::size_t bytes) {
-  PinnedPool& pool = pinned_pool();
-  {
-    std::lock_guard lock(pool.mutex);
-    auto it = pool.free_blocks.lower_bound(bytes);
-    // Reuse a cached block that fits without wasting more than half of it.
-    if (it != pool.free_blocks.end() && it->first <= 2 * std::max<std::size_t>(bytes, 4096)) {
-      void* p = it->second;
-      pool.stats.cached_blocks -= 1;
-      pool.stats.cached_bytes -= it->first;
-      pool.stats.reuses += 1;
-      pool.free_blocks.erase(it);
-      return std::make_shared<Allocation>(p, bytes, Backend::host, true);
-    }
-  }
-  const std::size_t cap = std::max<std::size_t>((bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment, kHostAlignment);
-  void* p = (cuda_api::built_with_cuda() && cuda_available()) ? cuda_api::host_allocate(cap) : host_allocate(cap);
-  std::lock_guard lock(pool.mutex);
-  pool.capacity.emplace(p, cap);
-  pool.stats.system_allocations += 1;
-  return std::make_shared<Allocation>(p, bytes, Backend::host, true);
+  auto a = std::make_shared<Allocation>(pinned_cache().take(bytes), bytes, Backend::host, true);
+  return a;
 }
-
-PinnedPoolStats pinned_pool_stats() {
-  PinnedPool& pool = pinned_pool();
-  std::lock_guard lock(pool.mutex);
-  return pool.stats;
-}
-
-void release_pinned_pool() {
-  PinnedPool& pool = pinned_pool();
-  std::lock_guard lock(pool.mutex);
-  for (auto& [cap, p] : pool.free_blocks) {
-    pinned_system_free(p);
-    pool.capacity.erase(p);
-  }
-  pool.free_blocks.clear();
-  pool.stats.cached_blocks = 0;
-  pool.stats.cached_bytes = 0;
-}
+BlockCacheStats pinned_pool_stats() { return pinned_cache().stats(); }
+void release_pinned_pool() { pinned_cache().release(); }
+BlockCacheStats host_cache_stats() { return host_cache().stats(); }
+void release_host_cache() { host_cache().release(); }
 
 std::shared_ptr<Allocation> borrow(void* ptr, std::size_t bytes, Backend backend) {
   return std::make_shared<Allocation>(ptr, bytes, backend, false, false);
@@ -108,7 +141,11 @@ std::shared_ptr<Allocation> borrow(void* ptr, std::size_t bytes, Backend backend
 Allocation::~Allocation() {
   if (!owned) return;
   if (pinned) {
-    pinned_release(ptr);
+    pinned_cache().put(ptr);
+    return;
+  }
+  if (cached) {
+    host_cache().put(ptr);
     return;
   }
   switch (backend) {
@@ -123,7 +160,14 @@ std::shared_ptr<Allocation> allocate(Backend backend, std::size_t bytes) {
     throw ValueError("allocation of " + std::to_string(bytes) + " bytes is too large");
   void* p = nullptr;
   switch (backend) {
-    case Backend::host: p = host_allocate(bytes); break;
+    case Backend::host:
+      if (bytes >= kHostCacheMinimum) {
+        auto a = std::make_shared<Allocation>(host_cache().take(bytes), bytes, Backend::host);
+        a->cached = true;
+        return a;
+      }
+      p = host_allocate(bytes);
+      break;
     case Backend::emulated: p = emulated_arena::allocate(bytes); break;
     case Backend::cuda:
       if (!cuda_available())

@@ -89,6 +89,7 @@ Runtime::~Runtime() {
     std::cerr << "cunumpy: warning: synchronisation at shut-down failed: " << e.what() << "\n";
   }
   detail::release_pinned_pool();
+  detail::release_host_cache();
   world_ = Comm::serial();  // free the duplicated communicator before MPI_Finalize
   if (initialized_mpi_) finalize_mpi();
   g_runtime = nullptr;

@@ -10,6 +10,7 @@
 #include <cunumpy/cuda_check.hpp>
 #include <cunumpy/cunumpy.hpp>
 #include <cunumpy/index.cuh>
+#include <cunumpy/reduce.cuh>
 
 #ifndef CUNUMPY_BOUNDS_CHECK
 #error "test_cuda is compiled with CUNUMPY_BOUNDS_CHECK, so the device bounds check is built"
@@ -70,6 +71,59 @@ void launch_out_of_bounds() {
   auto a = cn::zeros<double>({4});
   out_of_bounds_kernel<<<1, 32>>>(a.view<1>());
   CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Every reduction for every type of reduce.cuh: out = {warp sum of lane 0's warp, block sum,
+// block min, block max} as seen by the last thread, and block_sum_to into out[4].
+template <typename T>
+__global__ void reductions_kernel(T* out) {
+  const int t = cunumpy_block_thread();
+  const T v = static_cast<T>(t % 7 + 1);
+  const T ws = cunumpy_warp_sum(v);
+  const T wmin = cunumpy_warp_min(v);
+  const T wmax = cunumpy_warp_max(v);
+  const T bs = cunumpy_block_sum(v);
+  const T bmin = cunumpy_block_min(v);
+  const T bmax = cunumpy_block_max(v);
+  if (t == 0) {
+    out[0] = ws;
+    out[5] = wmin;
+    out[6] = wmax;
+  }
+  if (t == cunumpy_block_threads() - 1) {
+    out[1] = bs;
+    out[2] = bmin;
+    out[3] = bmax;
+  }
+}
+template <typename T>
+__global__ void block_sum_to_kernel(T* out) {
+  cunumpy_block_sum_to(out, static_cast<T>(1));
+}
+
+template <typename T>
+void check_reductions() {
+  auto out = cn::zeros<T>({7});
+  reductions_kernel<T><<<1, dim3(32, 4, 2)>>>(out.data());
+  CUNUMPY_CUDA_CHECK(cudaGetLastError());
+  auto h = cn::to_host(out);
+  T expected_ws = 0, expected_bs = 0;
+  for (int t = 0; t < 32; ++t) expected_ws += static_cast<T>(t % 7 + 1);
+  for (int t = 0; t < 256; ++t) expected_bs += static_cast<T>(t % 7 + 1);
+  EXPECT_EQ(h(0), expected_ws);
+  EXPECT_EQ(h(1), expected_bs);
+  EXPECT_EQ(h(2), static_cast<T>(1));
+  EXPECT_EQ(h(3), static_cast<T>(7));
+  EXPECT_EQ(h(5), static_cast<T>(1));
+  EXPECT_EQ(h(6), static_cast<T>(7));
+}
+
+template <typename T>
+void check_block_sum_to() {
+  auto out = cn::zeros<T>({1});
+  block_sum_to_kernel<T><<<10, 128>>>(out.data());
+  CUNUMPY_CUDA_CHECK(cudaGetLastError());
+  EXPECT_EQ(cn::to_host(out)(0), static_cast<T>(1280));
 }
 
 namespace {
@@ -189,4 +243,49 @@ TEST_F(OnGpu, MemoryLayer) {
   mirror.to_host();
   EXPECT_EQ(owner[255], 3.0);
   cn::free_memory_pool();
+}
+
+TEST_F(OnGpu, WarpAndBlockReductions) {
+  check_reductions<int>();
+  check_reductions<unsigned>();
+  check_reductions<long long>();
+  check_reductions<unsigned long long>();
+  check_reductions<float>();
+  check_reductions<double>();
+  check_block_sum_to<double>();
+  check_block_sum_to<float>();
+  check_block_sum_to<int>();
+  check_block_sum_to<unsigned long long>();
+}
+
+// The library's device algorithms against the host: identical uniforms, Morton keys, sort
+// order and segment sums (bit for bit).
+TEST_F(OnGpu, RngAndAlgorithmsMatchTheHost) {
+  const long long n = 1 << 16;
+  auto ids_h = cn::arange<std::uint64_t>(0, n, 1, cn::Backend::host);
+  auto ids_d = cn::to_device(ids_h);
+  auto uh = cn::philox_uniform(std::uint64_t{9}, ids_h, std::uint64_t{3});
+  auto ud = cn::to_host(cn::philox_uniform(std::uint64_t{9}, ids_d, std::uint64_t{3}));
+  EXPECT_EQ(std::memcmp(uh.data(), ud.data(), uh.nbytes()), 0) << "uniforms bit-identical";
+  cn::RandomStreams streams;
+  streams.seed(5, 2);
+  auto gh = streams.generator(cn::Backend::host).random({1000});
+  auto gd = cn::to_host(streams.generator(cn::Backend::cuda).random({1000}));
+  EXPECT_EQ(std::memcmp(gh.data(), gd.data(), gh.nbytes()), 0);
+  auto pos_h = cn::Array<double>(cn::Shape{n, 3}, cn::Backend::host);
+  for (long long i = 0; i < 3 * n; ++i) pos_h.host_span()[i] = cunumpy_uniform(1, i, 0);
+  const double lo[] = {0, 0, 0}, up[] = {1, 1, 1};
+  auto kh = cn::morton_keys(pos_h, lo, up, 21);
+  auto kd = cn::morton_keys(cn::to_device(pos_h), lo, up, 21);
+  auto kdh = cn::to_host(kd);
+  EXPECT_EQ(std::memcmp(kh.data(), kdh.data(), kh.nbytes()), 0) << "Morton keys bit-identical";
+  auto [sh, oh] = cn::sort_by_key(kh);
+  auto [sd, od] = cn::sort_by_key(kd);
+  auto odh = cn::to_host(od);
+  EXPECT_EQ(std::memcmp(oh.data(), odh.data(), oh.nbytes()), 0) << "same stable order";
+  auto cells_h = cn::Array<std::int64_t>(cn::Shape{n}, cn::Backend::host);
+  for (long long i = 0; i < n; ++i) cells_h.host_span()[i] = static_cast<std::int64_t>(kh(i) % 1000) - 1;
+  auto sh_sum = cn::segment_sum(cells_h, uh, 1000);
+  auto sd_sum = cn::to_host(cn::segment_sum(cn::to_device(cells_h), cn::to_device(uh), 1000));
+  EXPECT_EQ(std::memcmp(sh_sum.data(), sd_sum.data(), sh_sum.nbytes()), 0) << "segment sums bit-identical";
 }

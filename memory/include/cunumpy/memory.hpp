@@ -24,8 +24,8 @@
 
 namespace cunumpy {
 
-// Releases the blocks cached by the device pool and the pinned host pool (blocks held by live
-// arrays stay).  On the host backend only the pinned pool has anything to release.
+// Releases the blocks cached by the device pool, the pinned host pool and the host cache of
+// large arrays (blocks held by live arrays stay).
 void free_memory_pool();
 
 // Memory the device pool keeps cached after frees before returning it to the system (cuda).

@@ -21,6 +21,7 @@ struct Allocation {
   Backend backend = Backend::host;  // host, cuda or emulated (device arena)
   bool pinned = false;              // host memory from the pinned pool (returned there)
   bool owned = true;                // false: memory of another library, never freed here
+  bool cached = false;              // a large host block of the host cache (returned there)
 
   Allocation(void* p, std::size_t n, Backend b, bool pin = false, bool own = true)
       : ptr(p), bytes(n), backend(b), pinned(pin), owned(own) {}
@@ -42,15 +43,20 @@ std::shared_ptr<Allocation> borrow(void* ptr, std::size_t bytes, Backend backend
 // aligned host memory otherwise), from a process-wide pool: a released block is kept and
 // handed to the next request it fits, so staging buffers persist across calls.
 std::shared_ptr<Allocation> pinned_allocate(std::size_t bytes);
-struct PinnedPoolStats {
+struct BlockCacheStats {
   std::size_t cached_blocks = 0;   // free blocks kept for reuse
   std::size_t cached_bytes = 0;
   std::size_t system_allocations = 0;  // blocks obtained from the system so far
   std::size_t reuses = 0;              // requests served from the cache
 };
+using PinnedPoolStats = BlockCacheStats;
 PinnedPoolStats pinned_pool_stats();
 // Frees the cached (unused) blocks; blocks in use are kept until released.
 void release_pinned_pool();
+// Host arrays of 1 MiB and more are cached the same way when freed (reused by the next
+// allocation they fit), so loops that allocate every step skip the page faults.
+BlockCacheStats host_cache_stats();
+void release_host_cache();
 
 // Copies bytes between memory of any two backends, synchronously with respect to the host
 // (a device->host copy has landed when it returns).  Uses the current stream on cuda.
