@@ -54,6 +54,16 @@ CUNUMPY_HD_INLINE double bits_to_uniform(unsigned int lo, unsigned int hi) {
   return (high * 2097152.0 + low) * kTwoPowMinus53;
 }
 
+// a + s * u with two roundings (never a fused multiply-add, which nvcc would otherwise use on
+// the device), so scaled uniforms are the same bits on host and device.
+CUNUMPY_HD_INLINE double scale_shift(double a, double s, double u) {
+#if CUNUMPY_DEVICE_PASS()
+  return __dadd_rn(a, __dmul_rn(s, u));
+#else
+  return a + s * u;
+#endif
+}
+
 }  // namespace cunumpy::detail
 
 // The raw generator: 10 rounds of Philox4x32 on `ctr` with key (key0, key1).

@@ -9,6 +9,8 @@
 #include <cunumpy/parallel.hpp>
 #include <cunumpy/random.cuh>
 
+#include "host_fast.hpp"
+
 namespace cunumpy {
 namespace {
 
@@ -59,6 +61,13 @@ std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
   const OperandView s = view_of(seed), st = view_of(stream), c = view_of(counter);
   double* o0 = out0.data();
   double* o1 = out1.data();
+  // Keyed by particle id (the common case) on host memory: the vectorised host loop.
+  if (b.backend != Backend::cuda && (kind == 0 || kind == 1) && !seed.is_array() && stream.is_array() &&
+      !counter.is_array()) {
+    detail::host_fast::philox_uniform_ids(o0, kind == 1 ? o1 : nullptr, seed.scalar(), st.data, counter.scalar(),
+                                          b.shape.size());
+    return {out0, out1};
+  }
   switch (kind) {
     case 0:
       parallel_for(what, b.shape.size(), CUNUMPY_LAMBDA(long long i) { o0[i] = cunumpy_uniform(s[i], st[i], c[i]); });
@@ -117,16 +126,20 @@ Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t 
   Array<double> out(shape, backend);
   const long long n = shape.size();
   double* o = out.data();
+  if (backend != Backend::cuda) {
+    host_fast::generator_fill(o, n, seed, stream, base, kind, a, b);
+    return out;
+  }
   parallel_for(kind == 0 ? "Generator::uniform" : "Generator::normal", (n + 1) / 2, CUNUMPY_LAMBDA(long long p) {
     double x0, x1;
     if (kind == 0) {
       cunumpy_uniform2(seed, stream, base + static_cast<std::uint64_t>(p), &x0, &x1);
-      x0 = a + (b - a) * x0;
-      x1 = a + (b - a) * x1;
+      x0 = detail::scale_shift(a, b - a, x0);
+      x1 = detail::scale_shift(a, b - a, x1);
     } else {
       cunumpy_normal2(seed, stream, base + static_cast<std::uint64_t>(p), &x0, &x1);
-      x0 = a + b * x0;
-      x1 = a + b * x1;
+      x0 = detail::scale_shift(a, b, x0);
+      x1 = detail::scale_shift(a, b, x1);
     }
     o[2 * p] = x0;
     if (2 * p + 1 < n) o[2 * p + 1] = x1;

@@ -1,0 +1,87 @@
+#include "host_fast.hpp"
+
+#include <cunumpy/random.cuh>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CUNUMPY_HOST_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CUNUMPY_HOST_CLONES
+#endif
+
+namespace cunumpy::detail::host_fast {
+
+namespace {
+CUNUMPY_HOST_CLONES
+void uniform_ids_range(double* __restrict out0, double* __restrict out1, std::uint64_t seed,
+                       const std::uint64_t* __restrict stream, std::uint64_t counter, long long begin, long long end) {
+  if (out1 == nullptr) {
+    for (long long i = begin; i < end; ++i) out0[i] = cunumpy_uniform(seed, stream[i], counter);
+  } else {
+    for (long long i = begin; i < end; ++i) {
+      const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream[i], counter);
+      out0[i] = bits_to_uniform(w.v[0], w.v[1]);
+      out1[i] = bits_to_uniform(w.v[2], w.v[3]);
+    }
+  }
+}
+
+CUNUMPY_HOST_CLONES
+void uniform_pairs_range(double* __restrict out, long long n, std::uint64_t seed, std::uint64_t stream,
+                         std::uint64_t base, double a, double b, long long begin, long long end) {
+  const long long full_end = end < n / 2 ? end : n / 2;  // pairs with both elements inside
+  for (long long p = begin; p < full_end; ++p) {
+    const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, base + static_cast<std::uint64_t>(p));
+    out[2 * p] = scale_shift(a, b - a, bits_to_uniform(w.v[0], w.v[1]));
+    out[2 * p + 1] = scale_shift(a, b - a, bits_to_uniform(w.v[2], w.v[3]));
+  }
+  for (long long p = full_end > begin ? full_end : begin; p < end; ++p) {  // the odd last element
+    const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, base + static_cast<std::uint64_t>(p));
+    out[2 * p] = scale_shift(a, b - a, bits_to_uniform(w.v[0], w.v[1]));
+  }
+}
+}  // namespace
+
+void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
+                        std::uint64_t counter, long long n) {
+#pragma omp parallel
+  {
+    long long begin = 0, end = n;
+#if defined(_OPENMP)
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    begin = n * t / nt;
+    end = n * (t + 1) / nt;
+#endif
+    uniform_ids_range(out0, out1, seed, stream, counter, begin, end);
+  }
+}
+
+void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t stream, std::uint64_t base, int kind,
+                    double a, double b) {
+  const long long pairs = (n + 1) / 2;
+  if (kind == 0) {
+#pragma omp parallel
+    {
+      long long begin = 0, end = pairs;
+#if defined(_OPENMP)
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      begin = pairs * t / nt;
+      end = pairs * (t + 1) / nt;
+#endif
+      uniform_pairs_range(out, n, seed, stream, base, a, b, begin, end);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (long long p = 0; p < pairs; ++p) {
+    double z0, z1;
+    cunumpy_normal2(seed, stream, base + static_cast<std::uint64_t>(p), &z0, &z1);
+    out[2 * p] = scale_shift(a, b, z0);
+    if (2 * p + 1 < n) out[2 * p + 1] = scale_shift(a, b, z1);
+  }
+}
+
+}  // namespace cunumpy::detail::host_fast
