@@ -36,9 +36,11 @@ TEST_F(DeviceMpi, StagedAllreduceIsCounted) {
   auto counter = cn::count_transfers();
   const int line = __LINE__ + 1;
   cn::allreduce(world, rho, cn::Op::sum);
-  EXPECT_EQ(counter.to_host(), 1) << counter.report();
-  EXPECT_EQ(counter.to_device(), 1) << counter.report();
-  EXPECT_EQ(counter.synchronizations(cn::SyncKind::mpi), 1) << "synchronize_for_mpi";
+  // One rank: the array already holds the sum, nothing moves.  More: staged both ways.
+  const int staged = size > 1 ? 1 : 0;
+  EXPECT_EQ(counter.to_host(), staged) << counter.report();
+  EXPECT_EQ(counter.to_device(), staged) << counter.report();
+  EXPECT_EQ(counter.synchronizations(cn::SyncKind::mpi), staged) << "synchronize_for_mpi";
   const std::string where = std::string(__FILE__) + ":" + std::to_string(line);
   for (const auto& e : counter.events()) EXPECT_EQ(e.where, where);
   auto h = cn::to_host(rho);
@@ -48,7 +50,7 @@ TEST_F(DeviceMpi, StagedAllreduceIsCounted) {
 
 TEST_F(DeviceMpi, CudaAwarePathPassesTheDevicePointer) {
   cn::set_mpi_cuda_aware(true);
-  auto x = cn::full<int>({10}, 1);
+  auto x = cn::full<int>({10}, 1);  // (one rank: nothing to do either way)
   auto counter = cn::count_transfers();
   cn::allreduce(world, x, cn::Op::sum);
   EXPECT_EQ(counter.total(), 0) << counter.report();
@@ -115,7 +117,7 @@ TEST_F(DeviceMpi, StagingBuffersArePooledAndReused) {
   for (int i = 0; i < 5; ++i) cn::allreduce(world, rho, cn::Op::sum);
   const auto after = cn::detail::pinned_pool_stats();
   EXPECT_EQ(after.system_allocations, before.system_allocations) << "no new staging memory";
-  EXPECT_EQ(after.reuses, before.reuses + 5);
+  EXPECT_EQ(after.reuses, before.reuses + (size > 1 ? 5 : 0)) << "one rank stages nothing";
 }
 
 TEST_F(DeviceMpi, EveryCallOnDeviceArraysIsStagedAndCorrect) {

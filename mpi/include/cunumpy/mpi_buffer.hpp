@@ -122,6 +122,7 @@ template <Element T>
 template <Element T>
 void allreduce(const Comm& comm, const Array<T>& inout, Op op,
                std::source_location where = std::source_location::current()) {
+  if (comm.size() == 1) return;  // one rank: the array already holds the result, nothing moves
   MpiBuffer<T> b(inout, true, true, std::nullopt, where);
   comm.allreduce(b.span(), op);
   b.finish();
@@ -130,6 +131,10 @@ void allreduce(const Comm& comm, const Array<T>& inout, Op op,
 template <Element T>
 void bcast(const Comm& comm, const Array<T>& buffer, int root,
            std::source_location where = std::source_location::current()) {
+  if (comm.size() == 1) {
+    comm.bcast(std::span<T>(), root);  // checks the root
+    return;
+  }
   MpiBuffer<T> b(buffer, comm.rank() == root, comm.rank() != root, std::nullopt, where);
   comm.bcast(b.span(), root);
   b.finish();

@@ -1,0 +1,104 @@
+// apps/pic/pic_kernels.hpp: the per-particle and per-cell math of the mini-app, host+device
+// (CUNUMPY_HD), so it runs in parallel_for bodies on every backend and is testable on the CPU.
+#pragma once
+
+#include <cmath>
+
+#include <cunumpy/config.cuh>
+
+namespace pic::kernels {
+
+// Shape functions on nodes x_j = j dx.  CIC (order 1): 2 nodes from floor(s); TSC (order 2):
+// 3 nodes around the nearest node.  `first` is the first node (may be -1 or n, to be wrapped),
+// w[] the weights (summing to 1).
+struct Stencil {
+  long long first;
+  double w[3];
+};
+
+CUNUMPY_HD_INLINE Stencil stencil(double s, int order) {
+  Stencil st;
+  if (order == 1) {
+    const double j = floor(s);
+    const double f = s - j;
+    st.first = static_cast<long long>(j);
+    st.w[0] = 1.0 - f;
+    st.w[1] = f;
+    st.w[2] = 0.0;
+  } else {
+    const double j = floor(s + 0.5);
+    const double d = s - j;  // in [-0.5, 0.5)
+    st.first = static_cast<long long>(j) - 1;
+    st.w[0] = 0.5 * (0.5 - d) * (0.5 - d);
+    st.w[1] = 0.75 - d * d;
+    st.w[2] = 0.5 * (0.5 + d) * (0.5 + d);
+  }
+  return st;
+}
+
+CUNUMPY_HD_INLINE long long wrap(long long j, long long n) {
+  j %= n;
+  return j < 0 ? j + n : j;
+}
+
+// x mapped into [0, length).
+CUNUMPY_HD_INLINE double periodic(double x, double length) {
+  double r = x - length * floor(x / length);
+  return r >= length ? r - length : r;
+}
+
+// The radical inverse of i in `base` (van der Corput): a low-discrepancy sequence in [0, 1).
+CUNUMPY_HD_INLINE double van_der_corput(unsigned long long i, unsigned base) {
+  double result = 0.0, f = 1.0 / base;
+  while (i > 0) {
+    result += f * static_cast<double>(i % base);
+    i /= base;
+    f /= base;
+  }
+  return result;
+}
+
+// The inverse of the standard normal CDF (Acklam's rational approximation, relative error
+// below 1.2e-9), for quiet-start velocities.
+CUNUMPY_HD_INLINE double inverse_normal(double p) {
+  const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                      1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                      6.680131188771972e+01, -1.328068155288572e+01};
+  const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                      -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+  const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00};
+  const double low = 0.02425;
+  if (p <= 0.0) return -8.0;
+  if (p >= 1.0) return 8.0;
+  if (p < low) {
+    const double q = sqrt(-2.0 * log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  }
+  if (p > 1.0 - low) {
+    const double q = sqrt(-2.0 * log(1.0 - p));
+    return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  }
+  const double q = p - 0.5, r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+}
+
+// The position x in [0, L) whose cumulative density (1 + a cos(k x)) equals u * L:
+// x + (a / k) sin(k x) = u L, by Newton from x = u L.
+CUNUMPY_HD_INLINE double perturbed_position(double u, double length, double a, double k) {
+  const double target = u * length;
+  double x = target;
+  for (int it = 0; it < 20; ++it) {
+    const double f = x + (a / k) * sin(k * x) - target;
+    const double df = 1.0 + a * cos(k * x);
+    const double step = f / df;
+    x -= step;
+    if (fabs(step) < 1e-14 * length) break;
+  }
+  return x;
+}
+
+}  // namespace pic::kernels
