@@ -148,6 +148,7 @@ struct State {
   long long n_global, n_local, first_id;
   double density_per_particle;  // cells / N: a particle's contribution to n_e in cell units
   double particle_mass;         // volume / N
+  double ne_scale = 1.0;        // n_e = ne * ne_scale (the deterministic deposit sums integers)
   cn::Array<double> x, y, vx, vy;      // particles (y, vy empty in 1D)
   cn::Array<double> ex_p, ey_p;        // field at the particles
   cn::Array<double> ne, rho, ex, ey;   // grid (nodes)
@@ -255,6 +256,7 @@ void deposit(State& s) {
   const double* y = two ? s.y.data() : nullptr;
   double* ne = s.ne.data();
   s.ne.fill(0.0);
+  s.ne_scale = 1.0;
   if (!s.config.deterministic) {
     cn::parallel_for("deposit", n, CUNUMPY_LAMBDA(long long i) {
       const kernels::Stencil sx = kernels::stencil(x[i] * inv_dx, order);
@@ -273,8 +275,9 @@ void deposit(State& s) {
   }
   // Deterministic: each particle's stencil weights, quantised to multiples of 2^-24, summed
   // per base cell with segment_sum (integers below 2^53: exact in any order), then spread to
-  // the stencil's cells.  Exact sums make the density bit-identical over runs, backends and
-  // rank counts (the sum over ranks is exact too).
+  // the stencil's cells, still as integers: the sum over the ranks is exact too, and the scale
+  // is applied after it.  Exact sums make the density bit-identical over runs, backends and
+  // rank counts.
   const int points = two ? (order + 1) * (order + 1) : order + 1;
   auto keys = cn::empty<std::int64_t>({n});
   auto values = cn::empty<std::int64_t>({n, points});
@@ -295,7 +298,7 @@ void deposit(State& s) {
   });
   const cn::Array<double> sums = cn::segment_sum(keys, values, s.cells);
   const double* sum = sums.data();
-  const double scale = q / quantum;
+  s.ne_scale = q / quantum;
   cn::parallel_for("deposit spread", s.cells, CUNUMPY_LAMBDA(long long c) {
     const long long ci = c / ny, cj = c % ny;
     double acc = 0.0;
@@ -307,7 +310,7 @@ void deposit(State& s) {
       for (int b = 0; b <= order; ++b)
         acc += sum[(kernels::wrap(ci - a, nx) * ny + kernels::wrap(cj - b, ny)) * points + a * (order + 1) + b];
     }
-    ne[c] = acc * scale;
+    ne[c] = acc;
   });
 }
 
@@ -317,7 +320,8 @@ void solve(State& s) {
   const double kx0 = 2.0 * M_PI / s.lx, ky0 = 2.0 * M_PI / s.ly, norm = 1.0 / static_cast<double>(s.cells);
   const double* ne = s.ne.data();
   double* rho = s.rho.data();
-  cn::parallel_for("charge", s.cells, CUNUMPY_LAMBDA(long long c) { rho[c] = 1.0 - ne[c]; });
+  const double ne_scale = s.ne_scale;
+  cn::parallel_for("charge", s.cells, CUNUMPY_LAMBDA(long long c) { rho[c] = 1.0 - ne[c] * ne_scale; });
   s.fft_x->forward(s.rho.data(), s.rho_k.data());
   const double* rk = s.rho_k.data();
   double* exk = s.ex_k.data();
@@ -540,7 +544,10 @@ cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   initialise(*s);
   deposit(*s);
   cn::allreduce(comm, s->ne, cn::Op::sum);
-  return cn::to_host(s->ne);
+  auto host = cn::to_host(s->ne);
+  auto out = cn::empty<double>(host.shape(), cn::Backend::host);
+  for (long long c = 0; c < host.size(); ++c) out.host_span()[c] = host.host_span()[c] * s->ne_scale;
+  return out;
 }
 
 cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) {
