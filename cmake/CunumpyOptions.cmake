@@ -46,3 +46,21 @@ endfunction()
 function(cunumpy_print_summary)
   message(STATUS "cunumpy ${PROJECT_VERSION} feature summary:\n${_cunumpy_feature_lines}")
 endfunction()
+
+# cunumpy_layer(<name> SOURCES <files...> LINKS <targets...>): one static library per layer
+# (cunumpy_<name>, exported as cunumpy::<name>), with its public headers in include/, built
+# position-independent and with warnings, installed into the export set.
+function(cunumpy_layer name)
+  cmake_parse_arguments(arg "" "" "SOURCES;LINKS" ${ARGN})
+  set(target cunumpy_${name})
+  add_library(${target} STATIC ${arg_SOURCES})
+  add_library(cunumpy::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name} POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(${target} PUBLIC ${arg_LINKS})
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
+  install(DIRECTORY include/cunumpy DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "*.in" EXCLUDE)
+  install(TARGETS ${target} EXPORT cunumpyTargets)
+endfunction()

@@ -15,6 +15,17 @@
 namespace cunumpy::detail::host_fast {
 
 namespace {
+// The contiguous part [begin, end) of [0, n) that this OpenMP thread takes.
+void thread_range(long long n, long long& begin, long long& end) {
+  begin = 0;
+  end = n;
+#if defined(_OPENMP)
+  const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  begin = n * t / nt;
+  end = n * (t + 1) / nt;
+#endif
+}
+
 CUNUMPY_HOST_CLONES
 void uniform_ids_range(double* __restrict out0, double* __restrict out1, std::uint64_t seed,
                        const std::uint64_t* __restrict stream, std::uint64_t counter, long long begin, long long end) {
@@ -49,12 +60,8 @@ void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const st
                         std::uint64_t counter, long long n) {
 #pragma omp parallel
   {
-    long long begin = 0, end = n;
-#if defined(_OPENMP)
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    begin = n * t / nt;
-    end = n * (t + 1) / nt;
-#endif
+    long long begin, end;
+    thread_range(n, begin, end);
     uniform_ids_range(out0, out1, seed, stream, counter, begin, end);
   }
 }
@@ -65,12 +72,8 @@ void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t 
   if (kind == 0) {
 #pragma omp parallel
     {
-      long long begin = 0, end = pairs;
-#if defined(_OPENMP)
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      begin = pairs * t / nt;
-      end = pairs * (t + 1) / nt;
-#endif
+      long long begin, end;
+      thread_range(pairs, begin, end);
       uniform_pairs_range(out, n, seed, stream, base, a, b, begin, end);
     }
     return;

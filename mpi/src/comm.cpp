@@ -36,26 +36,7 @@ struct RequestState {
 
 namespace {
 
-std::size_t dtype_bytes(DType d) {
-  switch (d) {
-    case DType::boolean:
-    case DType::int8:
-    case DType::uint8: return 1;
-    case DType::int16:
-    case DType::uint16: return 2;
-    case DType::int32:
-    case DType::uint32:
-    case DType::float32: return 4;
-    case DType::int64:
-    case DType::uint64:
-    case DType::float64:
-    case DType::complex64: return 8;
-    case DType::complex128: return 16;
-  }
-  return 0;
-}
-
-std::size_t bytes_of(const RawBuffer& b) { return static_cast<std::size_t>(b.count) * dtype_bytes(b.dtype); }
+std::size_t bytes_of(const RawBuffer& b) { return static_cast<std::size_t>(b.count) * dtype_size(b.dtype); }
 
 [[noreturn]] void count_error(const char* call, const std::string& what, long long expected, long long got) {
   throw ValueError(std::string("Comm::") + call + ": " + what + " must hold " + std::to_string(expected) +
@@ -381,7 +362,7 @@ void check_layout(const char* call, const char* which, std::span<const int> coun
 
 // The serial stand-in's vector forms use rank 0's count and displacement.
 void serial_block(RawBuffer dst, long long dst_offset, RawBuffer src, long long src_offset, long long count) {
-  const std::size_t e = detail::dtype_bytes(src.dtype);
+  const std::size_t e = dtype_size(src.dtype);
   if (count > 0)
     std::memcpy(static_cast<char*>(dst.data) + dst_offset * e, static_cast<const char*>(src.data) + src_offset * e,
                 static_cast<std::size_t>(count) * e);

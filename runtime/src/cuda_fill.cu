@@ -98,25 +98,6 @@ void with_real_type(DType dtype, const char* what, F&& f) {
   }
 }
 
-std::size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::boolean:
-    case DType::int8:
-    case DType::uint8: return 1;
-    case DType::int16:
-    case DType::uint16: return 2;
-    case DType::int32:
-    case DType::uint32:
-    case DType::float32: return 4;
-    case DType::int64:
-    case DType::uint64:
-    case DType::float64:
-    case DType::complex64: return 8;
-    case DType::complex128: return 16;
-  }
-  return 0;
-}
-
 }  // namespace
 
 void cuda_fill(void* dst, DType dtype, long long count, const void* value) {

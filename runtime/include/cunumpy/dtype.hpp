@@ -5,6 +5,7 @@
 #pragma once
 
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -69,6 +70,26 @@ constexpr std::string_view to_string(DType dtype) noexcept {
     case DType::complex128: return "complex128";
   }
   return "unknown";
+}
+
+// Bytes per element of a dtype.
+constexpr std::size_t dtype_size(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::boolean:
+    case DType::int8:
+    case DType::uint8: return 1;
+    case DType::int16:
+    case DType::uint16: return 2;
+    case DType::int32:
+    case DType::uint32:
+    case DType::float32: return 4;
+    case DType::int64:
+    case DType::uint64:
+    case DType::float64:
+    case DType::complex64: return 8;
+    case DType::complex128: return 16;
+  }
+  return 0;
 }
 
 template <Element T>
