@@ -252,10 +252,10 @@ void initialise(State& s) {
   });
 }
 
-// The host's deposit: each OpenMP thread accumulates into a private grid (no atomics), then
-// the grids are summed cell by cell in thread order.  Same per-particle math as the device's
-// (kernels::stencil); only the accumulation differs, as on CPUs atomics cost more than they
-// save.
+// The host backend's deposit: each OpenMP thread accumulates into a private grid (no
+// atomics), then the grids are summed cell by cell in thread order.  Same per-particle math as
+// the device's (kernels::stencil); only the accumulation differs, as on CPUs atomics cost
+// more than they save.  The emulated device runs the device path (atomics).
 void deposit_private_grids(State& s) {
   const long long nx = s.nx, ny = s.ny, n = s.n_local, cells = s.cells;
   const int order = s.config.order;
@@ -310,7 +310,7 @@ void deposit(State& s) {
   const double* y = two ? s.y.data() : nullptr;
   double* ne = s.ne.data();
   s.ne_scale = 1.0;
-  if (!s.config.deterministic && s.backend != cn::Backend::cuda) {
+  if (!s.config.deterministic && s.backend == cn::Backend::host) {
     deposit_private_grids(s);
     return;
   }

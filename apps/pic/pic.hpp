@@ -2,7 +2,8 @@
 // periodic, in normalised units (omega_p = 1, lambda_D = 1, electrons of charge -1 and mass 1
 // on a fixed neutralising ion background).
 //
-// One step: deposit the electron density (CIC or TSC; by atomics, or deterministically by
+// One step: deposit the electron density (CIC or TSC; by atomics on the device, private
+// per-thread grids on the host, or deterministically by
 // quantised per-particle contributions summed with segment_sum), sum it over the ranks (the
 // grid is replicated, the particles are decomposed), solve Poisson's equation by FFT (FFTW on
 // host and emulated, cuFFT on cuda), gather the field at the particles, leapfrog push, and
