@@ -542,6 +542,7 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.gamma_theory = theory.imag();
 
   initialise(*s);
+  if (config.sort_every > 0) resort(*s);  // start in cell order: the grid accesses stay local
   // t = 0: fields of the initial particles, then velocities back by half a step (leapfrog).
   deposit_and_sum(*s);
   solve(*s);
@@ -651,7 +652,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"dt\": " << config.dt << ",\n"
        << "  \"k\": " << config.k << ",\n"
        << "  \"shape\": \"" << (config.order == 1 ? "cic" : "tsc") << "\",\n"
-       << "  \"deposit\": \"" << (config.deterministic ? "deterministic" : "atomic") << "\",\n"
+       << "  \"deposit\": \"" << (config.deterministic ? "deterministic" : r.backend == "host" ? "private grids" : "atomic") << "\",\n"
        << "  \"quiet_start\": " << (config.quiet ? "true" : "false") << ",\n"
        << "  \"gamma_fit\": " << r.gamma_fit << ",\n"
        << "  \"omega_fit\": " << r.omega_fit << ",\n"
