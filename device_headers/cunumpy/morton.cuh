@@ -11,10 +11,6 @@
 
 #include "cunumpy/config.cuh"
 
-#if !CUNUMPY_NVRTC()
-#include <cmath>
-#endif
-
 #define CUNUMPY_MAX_MORTON_LEVELS_2D 32
 #define CUNUMPY_MAX_MORTON_LEVELS_3D 21
 
@@ -73,10 +69,11 @@ CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode3(unsigned long long i
 // The cell of x along one axis: floor((x - lower) * scale) clipped to [0, 2^levels - 1].
 CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_cell(double x, double lower, double scale, int levels) {
   const double top = static_cast<double>((1ull << levels) - 1ull);
-  double c = floor((x - lower) * scale);
+  double c = (x - lower) * scale;
   c = c > 0.0 ? c : 0.0;  // below the box (and NaN) go to cell 0
   c = c < top ? c : top;  // above it, to the last cell
-  // Up to 31 levels the cell fits an int, whose conversion vectorises on every host.
+  // c is now in [0, top]: truncation is floor, and the conversion needs no floor() call, so
+  // host compilers vectorise the loop.  Up to 31 levels the cell fits an int.
   return levels <= 31 ? static_cast<unsigned long long>(static_cast<int>(c)) : static_cast<unsigned long long>(c);
 }
 

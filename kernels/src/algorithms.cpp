@@ -13,6 +13,8 @@
 #include <cunumpy/morton.cuh>
 #include <cunumpy/parallel.hpp>
 
+#include "host_fast.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -68,6 +70,11 @@ Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const
   Array<std::uint64_t> keys(Shape{positions.shape(0)}, positions.backend());
   const double* x = positions.data();
   std::uint64_t* k = keys.data();
+  if (positions.backend() != Backend::cuda) {  // host memory: the vectorised host loop
+    const double lows[3] = {l0, l1, l2};
+    detail::host_fast::morton_keys(k, x, positions.shape(0), ndim, lows, s.data(), levels);
+    return keys;
+  }
   if (ndim == 2) {
     parallel_for("morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
       k[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
@@ -369,18 +376,20 @@ struct Scalar<std::complex<T>> {
   static constexpr int parts = 2;
 };
 
+[[noreturn]] void throw_segment_key(long long key, long long n_segments) {
+  throw ValueError("segment_sum: key " + std::to_string(key) + " is not below n_segments=" +
+                   std::to_string(n_segments) + "; pass n_segments > the largest key (negative keys are dropped)");
+}
+
 template <SegmentKey K>
 void check_segment_keys(const Array<K>& keys, long long n_segments) {
-  if (n_segments < 0) throw ValueError("segment_sum: n_segments must be non-negative, got " + std::to_string(n_segments));
   auto guard = use_backend(keys.backend());
   const K* k = keys.data();
   const long long top = keys.size() == 0 ? -1
                                          : static_cast<long long>(parallel_reduce(
                                                "segment_sum max key", keys.size(), ReduceOp::max,
                                                CUNUMPY_LAMBDA(long long i) { return static_cast<long long>(k[i]); }));
-  if (top >= n_segments)
-    throw ValueError("segment_sum: key " + std::to_string(top) + " is not below n_segments=" +
-                     std::to_string(n_segments) + "; pass n_segments > the largest key (negative keys are dropped)");
+  if (top >= n_segments) throw_segment_key(top, n_segments);
 }
 
 }  // namespace
@@ -397,7 +406,8 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   if (values.backend() != keys.backend())
     throw TypeError("segment_sum: keys on " + std::string(to_string(keys.backend())) + ", values on " +
                     std::string(to_string(values.backend())) + "; move them to one side first");
-  check_segment_keys(keys, n_segments);
+  if (n_segments < 0) throw ValueError("segment_sum: n_segments must be non-negative, got " + std::to_string(n_segments));
+  if (keys.backend() == Backend::cuda) check_segment_keys(keys, n_segments);
   const long long n = keys.size();
   const long long m = values.ndim() == 2 ? values.shape(1) : 1;
   const long long width = m * Scalar<R>::parts;  // scalars per row
@@ -409,13 +419,29 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   const K* k = keys.data();
 
   if (keys.backend() != Backend::cuda) {
-    // Host memory (host or emulated): add in index order, one pass.
-    for (long long i = 0; i < n; ++i) {
+    // Host memory (host or emulated): add in index order, one pass, keys checked on the way.
+    // A run of equal keys is summed in a register that starts from the segment's current
+    // value: the same additions in the same order as adding into out[key] one by one.
+    long long i = 0;
+    while (i < n) {
       const long long seg = static_cast<long long>(k[i]);
-      if (seg < 0) continue;
+      if (seg < 0) {
+        ++i;
+        continue;
+      }
+      if (seg >= n_segments) throw_segment_key(seg, n_segments);
+      long long end = i + 1;
+      while (end < n && static_cast<long long>(k[end]) == seg) ++end;
       S* row = o + seg * width;
-      const VS* in = v + i * width;
-      for (long long j = 0; j < width; ++j) row[j] += static_cast<S>(in[j]);
+      if (width == 1) {
+        S acc = row[0];
+        for (long long p = i; p < end; ++p) acc += static_cast<S>(v[p]);
+        row[0] = acc;
+      } else {
+        for (long long p = i; p < end; ++p)
+          for (long long j = 0; j < width; ++j) row[j] += static_cast<S>(v[p * width + j]);
+      }
+      i = end;
     }
     return out;
   }

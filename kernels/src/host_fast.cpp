@@ -1,5 +1,6 @@
 #include "host_fast.hpp"
 
+#include <cunumpy/morton.cuh>
 #include <cunumpy/random.cuh>
 
 #if defined(_OPENMP)
@@ -54,7 +55,32 @@ void uniform_pairs_range(double* __restrict out, long long n, std::uint64_t seed
     out[2 * p] = scale_shift(a, b - a, bits_to_uniform(w.v[0], w.v[1]));
   }
 }
+CUNUMPY_HOST_CLONES
+void morton3_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1, double l2,
+                   double s0, double s1, double s2, int levels, long long begin, long long end) {
+  for (long long i = begin; i < end; ++i)
+    keys[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2, levels);
+}
+
+CUNUMPY_HOST_CLONES
+void morton2_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1, double s0,
+                   double s1, int levels, long long begin, long long end) {
+  for (long long i = begin; i < end; ++i) keys[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
+}
 }  // namespace
+
+void morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim, const double* lower,
+                 const double* scale, int levels) {
+#pragma omp parallel
+  {
+    long long begin, end;
+    thread_range(n, begin, end);
+    if (ndim == 3)
+      morton3_range(keys, positions, lower[0], lower[1], lower[2], scale[0], scale[1], scale[2], levels, begin, end);
+    else
+      morton2_range(keys, positions, lower[0], lower[1], scale[0], scale[1], levels, begin, end);
+  }
+}
 
 void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
                         std::uint64_t counter, long long n) {
