@@ -150,10 +150,10 @@ Array<std::uint64_t> to_words(const Array<K>& keys) {
 }
 
 // Stable LSD radix sort of one in-cache range: (key, index) pairs in ka/ia, scratch kb/ib,
-// digits of `bits` bits over [low, high).  The sorted indices end up in `out`.
+// 11-bit digits over [low, high).  The sorted keys and indices end up in out_keys/out_order.
 template <typename Index>
 void lsd_sort_range(std::uint64_t* ka, Index* ia, std::uint64_t* kb, Index* ib, long long n, int low, int high,
-                    std::int64_t* out) {
+                    std::uint64_t* out_keys, std::int64_t* out_order) {
   if (n <= 32) {  // insertion sort: stable, and cheapest for tiny ranges
     for (long long i = 1; i < n; ++i) {
       const std::uint64_t k = ka[i];
@@ -167,34 +167,35 @@ void lsd_sort_range(std::uint64_t* ka, Index* ia, std::uint64_t* kb, Index* ib, 
       ka[j + 1] = k;
       ia[j + 1] = x;
     }
-    for (long long i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(ia[i]);
-    return;
-  }
-  constexpr int kBits = 11, kBuckets = 1 << kBits;
-  long long count[kBuckets];
-  for (int shift = low; shift < high; shift += kBits) {
-    std::fill(count, count + kBuckets, 0LL);
-    for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & (kBuckets - 1)];
-    long long offset = 0;
-    for (int b = 0; b < kBuckets; ++b) {
-      const long long c = count[b];
-      count[b] = offset;
-      offset += c;
+  } else {
+    // 11-bit digits, or 8-bit ones for small ranges, where clearing 2048 counters per pass
+    // would cost more than the elements.
+    const int bits = n >= 4096 ? 11 : 8;
+    const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
+    long long count[1 << 11];
+    for (int shift = low; shift < high; shift += bits) {
+      std::fill(count, count + (1 << bits), 0LL);
+      for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
+      if (count[(ka[0] >> shift) & mask] == n) continue;  // one digit value: nothing moves
+      long long offset = 0;
+      for (int b = 0; b < (1 << bits); ++b) {
+        const long long c = count[b];
+        count[b] = offset;
+        offset += c;
+      }
+      for (long long i = 0; i < n; ++i) {
+        const long long pos = count[(ka[i] >> shift) & mask]++;
+        kb[pos] = ka[i];
+        ib[pos] = ia[i];
+      }
+      std::swap(ka, kb);
+      std::swap(ia, ib);
     }
-    if (count[(ka[0] >> shift) & (kBuckets - 1)] + n == offset && offset == n &&
-        (ka[0] >> shift & (kBuckets - 1)) == (ka[n - 1] >> shift & (kBuckets - 1)) && n > 0 &&
-        count[(ka[0] >> shift) & (kBuckets - 1)] == 0 &&
-        ((kBuckets - 1) == ((ka[0] >> shift) & (kBuckets - 1)) || count[((ka[0] >> shift) & (kBuckets - 1)) + 1] == n))
-      continue;  // every key has the same digit: the pass would not move anything
-    for (long long i = 0; i < n; ++i) {
-      const long long pos = count[(ka[i] >> shift) & (kBuckets - 1)]++;
-      kb[pos] = ka[i];
-      ib[pos] = ia[i];
-    }
-    std::swap(ka, kb);
-    std::swap(ia, ib);
   }
-  for (long long i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(ia[i]);
+  for (long long i = 0; i < n; ++i) {
+    out_keys[i] = ka[i];
+    out_order[i] = static_cast<std::int64_t>(ia[i]);
+  }
 }
 
 // Stable sort of (word, index) pairs: one most-significant-digit pass (11 bits, parallel,
@@ -202,9 +203,14 @@ void lsd_sort_range(std::uint64_t* ka, Index* ia, std::uint64_t* kb, Index* ib, 
 // sorted on its remaining bits by an in-cache LSD radix sort.  Only the bits that differ
 // between words are looked at.
 template <typename Index>
-void host_sort_pairs(const std::uint64_t* words, long long n, int low, int high, std::int64_t* out) {
-  constexpr int kBits = 11, kBuckets = 1 << kBits;
-  const int msd_shift = std::max(low, high - kBits);
+void host_sort_pairs(const std::uint64_t* words, long long n, int low, int high, std::uint64_t* out_keys,
+                     std::int64_t* out) {
+  // The most significant digit splits the data into buckets of about 8192 pairs (128 KiB of
+  // keys and indices: cache-sized), at most 2048 of them.
+  int msd_bits = 4;
+  while (msd_bits < 11 && (n >> (msd_bits + 1)) >= 8192) ++msd_bits;
+  const int buckets = 1 << msd_bits;
+  const int msd_shift = std::max(low, high - msd_bits);
   // Scratch from the host allocator, whose cache of large blocks makes repeated sorts skip
   // the operating system's page faults.
   const auto un = static_cast<std::size_t>(n);
@@ -225,8 +231,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, int low, int high,
 #if defined(_OPENMP)
   threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
 #endif
-  std::vector<long long> counts(static_cast<std::size_t>(threads) * kBuckets, 0);
-  std::vector<long long> bucket_start(kBuckets + 1, 0);
+  std::vector<long long> counts(static_cast<std::size_t>(threads) * buckets, 0);
+  std::vector<long long> bucket_start(buckets + 1, 0);
 #pragma omp parallel num_threads(threads)
   {
     int t = 0;
@@ -234,72 +240,73 @@ void host_sort_pairs(const std::uint64_t* words, long long n, int low, int high,
     t = omp_get_thread_num();
 #endif
     const long long begin = n * t / threads, end = n * (t + 1) / threads;
-    long long* c = counts.data() + static_cast<std::size_t>(t) * kBuckets;
-    for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & (kBuckets - 1)];
+    long long* c = counts.data() + static_cast<std::size_t>(t) * buckets;
+    for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & (buckets - 1)];
 #pragma omp barrier
 #pragma omp single
     {
       long long offset = 0;  // bucket-major, then thread: stable
-      for (int b = 0; b < kBuckets; ++b) {
+      for (int b = 0; b < buckets; ++b) {
         bucket_start[b] = offset;
         for (int tt = 0; tt < threads; ++tt) {
-          long long& v = counts[static_cast<std::size_t>(tt) * kBuckets + b];
+          long long& v = counts[static_cast<std::size_t>(tt) * buckets + b];
           const long long cnt = v;
           v = offset;
           offset += cnt;
         }
       }
-      bucket_start[kBuckets] = offset;
+      bucket_start[buckets] = offset;
     }
     for (long long i = begin; i < end; ++i) {
       const std::uint64_t k = words[i];
-      const long long pos = c[(k >> msd_shift) & (kBuckets - 1)]++;
+      const long long pos = c[(k >> msd_shift) & (buckets - 1)]++;
       ka.p[pos] = k;
       ia.p[pos] = static_cast<Index>(i);
     }
   }
   const int rest_high = msd_shift;  // bits below the MSD digit
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (int b = 0; b < kBuckets; ++b) {
+  for (int b = 0; b < buckets; ++b) {
     const long long s = bucket_start[b], e = bucket_start[b + 1];
     if (e == s) continue;
-    lsd_sort_range<Index>(ka.get() + s, ia.get() + s, kb.get() + s, ib.get() + s, e - s, low, rest_high, out + s);
+    lsd_sort_range<Index>(ka.get() + s, ia.get() + s, kb.get() + s, ib.get() + s, e - s, low, rest_high, out_keys + s,
+                          out + s);
   }
 }
 
-Array<std::int64_t> host_stable_order(const std::uint64_t* words, long long n) {
-  Array<std::int64_t> order(Shape{n}, Backend::host);
-  std::int64_t* out = order.data();
-  if (n == 0) return order;
+// Sorts `n` words of host-addressable memory into out_keys / out_order (host or the emulated
+// device's arena: written in place, nothing is copied across).
+void host_sort_words(const std::uint64_t* words, long long n, std::uint64_t* out_keys, std::int64_t* out) {
+  if (n == 0) return;
   const std::uint64_t first = words[0];
   std::uint64_t diff = 0;
 #pragma omp parallel for reduction(| : diff) schedule(static)
   for (long long i = 0; i < n; ++i) diff |= words[i] ^ first;
   if (diff == 0) {
     std::iota(out, out + n, std::int64_t{0});
-    return order;
+    std::copy(words, words + n, out_keys);
+    return;
   }
   const int low = std::countr_zero(diff);
   const int high = 64 - std::countl_zero(diff);
   if (n < (1LL << 32))
-    host_sort_pairs<std::uint32_t>(words, n, low, high, out);
+    host_sort_pairs<std::uint32_t>(words, n, low, high, out_keys, out);
   else
-    host_sort_pairs<std::int64_t>(words, n, low, high, out);
-  return order;
+    host_sort_pairs<std::int64_t>(words, n, low, high, out_keys, out);
 }
 
 #if CUNUMPY_CUDA_COMPILATION()
-Array<std::int64_t> cuda_stable_order(const Array<std::uint64_t>& words) {
+SortedWords cuda_sort_words(const Array<std::uint64_t>& words) {
   const long long n = words.size();
   Array<std::int64_t> order(Shape{n}, Backend::cuda);
-  if (n == 0) return order;
+  Array<std::uint64_t> sorted(Shape{n}, Backend::cuda);
+  if (n == 0) return {sorted, order};
   const std::uint64_t* w = words.data();
   const std::uint64_t top = parallel_reduce("sort_by_key max", n, ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return w[i]; });
   const int end_bit = top == 0 ? 1 : 64 - std::countl_zero(top);
   Array<std::int64_t> index(Shape{n}, Backend::cuda);
   std::int64_t* idx = index.data();
   parallel_for("sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
-  Array<std::uint64_t> sorted(Shape{n}, Backend::cuda);
   auto stream = static_cast<cudaStream_t>(current_stream());
   std::size_t temp_bytes = 0;
   CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
@@ -307,7 +314,7 @@ Array<std::int64_t> cuda_stable_order(const Array<std::uint64_t>& words) {
   auto temp = allocate(Backend::cuda, temp_bytes);
   CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->ptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
                                                      end_bit, stream));
-  return order;
+  return {sorted, order};
 }
 #endif
 }  // namespace
@@ -317,22 +324,46 @@ Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys) { return to_wo
 Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys) { return to_words(keys); }
 Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys) { return to_words(keys); }
 
-Array<std::int64_t> stable_order(const Array<std::uint64_t>& words) {
+SortedWords stable_sort_words(const Array<std::uint64_t>& words) {
   if (words.ndim() != 1) throw ValueError("sort_by_key: 1D keys are required, got shape " + words.shape().str());
   if (words.backend() == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
     auto guard = use_backend(Backend::cuda);
-    return cuda_stable_order(words);
+    return cuda_sort_words(words);
 #else
     throw BackendError("sort_by_key on cuda needs cunumpy built with CUDA");
 #endif
   }
-  Array<std::int64_t> order = host_stable_order(words.data(), words.size());
-  if (words.backend() == Backend::host) return order;
-  // Emulated: the same algorithm over the device arena, result in device memory.
-  Array<std::int64_t> device(order.shape(), words.backend());
-  copy_memory(device.data(), device.backend(), order.data(), Backend::host, order.nbytes());
-  return device;
+  // Host memory (host, or the emulated device's arena, sorted in place there).
+  SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()), Array<std::int64_t>(words.shape(), words.backend())};
+  host_sort_words(words.data(), words.size(), out.words.data(), out.order.data());
+  return out;
+}
+
+namespace {
+template <typename K>
+Array<K> words_to(const Array<std::uint64_t>& words) {
+  auto guard = use_backend(words.backend());
+  Array<K> keys(words.shape(), words.backend());
+  const std::uint64_t* w = words.data();
+  K* k = keys.data();
+  const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
+  parallel_for("sort_by_key keys", words.size(), CUNUMPY_LAMBDA(long long i) {
+    k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip));
+  });
+  return keys;
+}
+}  // namespace
+
+Array<std::uint64_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint64_t>&) { return words; }
+Array<std::int64_t> from_words(const Array<std::uint64_t>& words, const Array<std::int64_t>&) {
+  return words_to<std::int64_t>(words);
+}
+Array<std::uint32_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint32_t>&) {
+  return words_to<std::uint32_t>(words);
+}
+Array<std::int32_t> from_words(const Array<std::uint64_t>& words, const Array<std::int32_t>&) {
+  return words_to<std::int32_t>(words);
 }
 
 template <typename W>
@@ -446,9 +477,9 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
     return out;
   }
   // Device: a stable sort by key, then each (segment, column) sums its run in index order.
-  const Array<std::int64_t> order = stable_order(radix_words(keys));
-  Array<K> sorted(keys.shape(), keys.backend());
-  gather_rows(sorted.data(), keys.data(), order.data(), n, sizeof(K), keys.backend());
+  const SortedWords by_key = stable_sort_words(radix_words(keys));
+  const Array<K> sorted = from_words(by_key.words, keys);
+  const Array<std::int64_t>& order = by_key.order;
   const K* sk = sorted.data();
   const std::int64_t* ord = order.data();
   parallel_for("segment_sum", n_segments * width, CUNUMPY_LAMBDA(long long t) {

@@ -59,8 +59,17 @@ Array<std::uint64_t> radix_words(const Array<std::uint64_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys);
-// The stable sorting permutation of the words.
-Array<std::int64_t> stable_order(const Array<std::uint64_t>& words);
+// The words sorted stably, and the permutation that sorts them.
+struct SortedWords {
+  Array<std::uint64_t> words;
+  Array<std::int64_t> order;
+};
+SortedWords stable_sort_words(const Array<std::uint64_t>& words);
+// Sorted words back to keys of the type of the second argument.
+Array<std::uint64_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint64_t>& like);
+Array<std::int64_t> from_words(const Array<std::uint64_t>& words, const Array<std::int64_t>& like);
+Array<std::uint32_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint32_t>& like);
+Array<std::int32_t> from_words(const Array<std::uint64_t>& words, const Array<std::int32_t>& like);
 // out[i, ...] = in[order[i], ...] for rows of `row_bytes` bytes, on `backend`.
 void gather_rows(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes,
                  Backend backend);
@@ -81,8 +90,8 @@ Array<T> take_rows(const Array<T>& a, const Array<std::int64_t>& order, Backend 
 template <SortKey K, Element... A>
 std::tuple<Array<K>, Array<std::int64_t>, Array<A>...> sort_by_key(const Array<K>& keys, const Array<A>&... arrays) {
   if (keys.ndim() != 1) detail::check_rows("sort_by_key (keys must be 1D)", -1, keys.shape(), keys.backend(), keys.backend());
-  Array<std::int64_t> order = detail::stable_order(detail::radix_words(keys));
-  return {detail::take_rows(keys, order, keys.backend()), order, detail::take_rows(arrays, order, keys.backend())...};
+  detail::SortedWords sorted = detail::stable_sort_words(detail::radix_words(keys));
+  return {detail::from_words(sorted.words, keys), sorted.order, detail::take_rows(arrays, sorted.order, keys.backend())...};
 }
 
 // The value type segment_sum returns for values of type V.
