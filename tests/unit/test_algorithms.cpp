@@ -10,14 +10,12 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "on_backend.hpp"
+
 namespace cn = cunumpy;
 
 namespace {
-class Algorithms : public ::testing::TestWithParam<cn::Backend> {
- protected:
-  void SetUp() override { cn::set_backend(GetParam()); }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
-};
+class Algorithms : public cn::testing::OnBackend {};
 }  // namespace
 
 TEST(MortonHeader, SpreadCompactEncodeRoundTrip) {
@@ -192,5 +190,4 @@ TEST_P(Algorithms, SegmentSumIsBitwiseRepeatableAndMatchesIndexOrder) {
   for (long long s = 0; s < segments; ++s) ASSERT_EQ(first(s), reference[s]) << "index order, bit for bit";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Algorithms, ::testing::Values(cn::Backend::host, cn::Backend::emulated),
-                         [](const auto& info) { return std::string(cn::to_string(info.param)); });
+CUNUMPY_ON_HOST_AND_EMULATED(Algorithms);

@@ -9,14 +9,14 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "on_backend.hpp"
+
 namespace cn = cunumpy;
 
 namespace {
 // Runs each test on the host and on the emulated device.
-class ArrayOnBackend : public ::testing::TestWithParam<cn::Backend> {
+class ArrayOnBackend : public cn::testing::OnBackend {
  protected:
-  void SetUp() override { cn::set_backend(GetParam()); }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
   template <typename T>
   static std::vector<T> values(const cn::Array<T>& a) {
     auto h = cn::to_host(a);
@@ -143,9 +143,7 @@ TEST_P(ArrayOnBackend, Inspection) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ArrayOnBackend,
-                         ::testing::Values(cn::Backend::host, cn::Backend::emulated),
-                         [](const auto& info) { return std::string(cn::to_string(info.param)); });
+CUNUMPY_ON_HOST_AND_EMULATED(ArrayOnBackend);
 
 TEST(EmulatedArena, DeviceMemoryIsItsOwnArenaAndIsReleased) {
   const std::size_t before = cn::detail::emulated_arena_allocations();

@@ -7,16 +7,14 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "on_backend.hpp"
+
 namespace cn = cunumpy;
 
 namespace {
 std::string here(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
 
-class OnEmulated : public ::testing::Test {
- protected:
-  void SetUp() override { cn::set_backend(cn::Backend::emulated); }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
-};
+using OnEmulated = cn::testing::OnEmulated;
 }  // namespace
 
 TEST(Pools, PinnedBlocksAreReusedAndReleased) {

@@ -8,14 +8,12 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "on_backend.hpp"
+
 namespace cn = cunumpy;
 
 namespace {
-class Parallel : public ::testing::TestWithParam<cn::Backend> {
- protected:
-  void SetUp() override { cn::set_backend(GetParam()); }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
-};
+class Parallel : public cn::testing::OnBackend {};
 }  // namespace
 
 TEST_P(Parallel, For1D) {
@@ -113,5 +111,4 @@ TEST_P(Parallel, LoopsMakeNoTransfers) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Parallel, ::testing::Values(cn::Backend::host, cn::Backend::emulated),
-                         [](const auto& info) { return std::string(cn::to_string(info.param)); });
+CUNUMPY_ON_HOST_AND_EMULATED(Parallel);

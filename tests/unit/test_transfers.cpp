@@ -8,16 +8,14 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "on_backend.hpp"
+
 namespace cn = cunumpy;
 
 namespace {
 std::string here(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
 
-class Transfers : public ::testing::Test {
- protected:
-  void SetUp() override { cn::set_backend(cn::Backend::emulated); }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
-};
+using Transfers = cn::testing::OnEmulated;
 }  // namespace
 
 TEST_F(Transfers, EveryKindIsCountedWithTheCallersLine) {
