@@ -32,15 +32,6 @@ std::string shown(const EnvironmentLookup& env, const char* name) {
   return std::string(name) + "=" + (v ? v : "");
 }
 
-std::optional<bool> read_flag(const char* v) {
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  std::string s(v);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
-  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
-  return std::nullopt;
-}
-
 // The first number of a Slurm task list such as "4" or "2(x3),1".
 std::optional<int> first_count(const char* v) {
   if (v == nullptr || !std::isdigit(static_cast<unsigned char>(*v))) return std::nullopt;
@@ -81,7 +72,7 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
     break;
   }
 
-  if (auto forced = read_flag(env("CUNUMPY_MPI"))) {
+  if (auto forced = detail::parse_flag(env("CUNUMPY_MPI"))) {
     info.under_mpi = *forced;
     info.evidence = shown(env, "CUNUMPY_MPI") + " (overrides" +
                     (info.evidence.empty() ? std::string(" the detection") : " " + info.evidence) + ")";

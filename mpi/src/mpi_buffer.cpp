@@ -25,13 +25,11 @@ std::optional<bool> g_recorded;
 
 CudaAwareness query_cuda_awareness() {
   CudaAwareness out;
-  if (const char* env = std::getenv("CUNUMPY_MPI_CUDA_AWARE"); env && *env) {
-    const std::string v(env);
-    if (v == "1" || v == "0") {
-      out.state = v == "1" ? Awareness::yes : Awareness::no;
-      out.reason = "CUNUMPY_MPI_CUDA_AWARE=" + v;
-      return out;
-    }
+  const char* env = std::getenv("CUNUMPY_MPI_CUDA_AWARE");
+  if (const auto forced = detail::parse_flag(env)) {
+    out.state = *forced ? Awareness::yes : Awareness::no;
+    out.reason = "CUNUMPY_MPI_CUDA_AWARE=" + std::string(env);
+    return out;
   }
 #if !CUNUMPY_HAS_MPI()
   out.state = Awareness::no;

@@ -118,6 +118,14 @@ BackendRequest backend_from_environment(const char* cunumpy_backend, const char*
   r.reason = "default (CUNUMPY_BACKEND is not set)";
   return r;
 }
+
+std::optional<bool> parse_flag(const char* value) {
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  const std::string s = lower(value);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  return std::nullopt;
+}
 }  // namespace detail
 
 void set_backend(Backend backend) {

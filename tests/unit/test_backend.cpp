@@ -35,6 +35,16 @@ TEST(BackendParsing, UnknownValuesWarnAndUseHost) {
   EXPECT_NE(a.warning.find("numpy, cupy"), std::string::npos) << a.warning;
 }
 
+TEST(BackendParsing, Flags) {
+  EXPECT_EQ(cn::detail::parse_flag("1"), true);
+  EXPECT_EQ(cn::detail::parse_flag("Yes"), true);
+  EXPECT_EQ(cn::detail::parse_flag("off"), false);
+  EXPECT_EQ(cn::detail::parse_flag("0"), false);
+  EXPECT_FALSE(cn::detail::parse_flag("maybe").has_value());
+  EXPECT_FALSE(cn::detail::parse_flag("").has_value());
+  EXPECT_FALSE(cn::detail::parse_flag(nullptr).has_value());
+}
+
 TEST(BackendParsing, ParseBackendNames) {
   EXPECT_EQ(cn::parse_backend("numpy"), cn::Backend::host);
   EXPECT_EQ(cn::parse_backend("cupy"), cn::Backend::cuda);

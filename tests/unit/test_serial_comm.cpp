@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -123,4 +124,19 @@ static_assert(!ReducibleElement<std::string>);
 TEST(SerialComm, WorldWithoutMpiIsTheStandIn) {
   if (cn::mpi_initialized()) GTEST_SKIP() << "MPI is running";
   EXPECT_TRUE(cn::Comm::world().is_serial());
+}
+
+TEST(CudaAwareness, EnvironmentOverrideAndRecordedAnswer) {
+  ::setenv("CUNUMPY_MPI_CUDA_AWARE", "yes", 1);
+  auto a = cn::query_cuda_awareness();
+  EXPECT_EQ(a.state, cn::Awareness::yes);
+  EXPECT_EQ(a.reason, "CUNUMPY_MPI_CUDA_AWARE=yes");
+  ::setenv("CUNUMPY_MPI_CUDA_AWARE", "0", 1);
+  EXPECT_EQ(cn::query_cuda_awareness().state, cn::Awareness::no);
+  ::unsetenv("CUNUMPY_MPI_CUDA_AWARE");
+  cn::set_mpi_cuda_aware(true);
+  EXPECT_EQ(cn::mpi_cuda_aware().state, cn::Awareness::yes);
+  EXPECT_TRUE(cn::detail::device_pointer_ok(cn::Backend::emulated));
+  cn::set_mpi_cuda_aware(std::nullopt);
+  EXPECT_EQ(cn::mpi_cuda_aware().reason, cn::query_cuda_awareness().reason) << "forgotten: queried again";
 }

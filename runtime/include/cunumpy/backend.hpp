@@ -95,6 +95,10 @@ struct BackendRequest {
   std::string warning;
 };
 BackendRequest backend_from_environment(const char* cunumpy_backend, const char* array_backend);
+
+// An on/off environment value: 1/true/yes/on or 0/false/no/off (any case); nothing for an
+// unset, empty or unreadable value.
+std::optional<bool> parse_flag(const char* value);
 }  // namespace detail
 
 }  // namespace cunumpy
