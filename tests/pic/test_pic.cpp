@@ -144,3 +144,23 @@ TEST(Pic, BadConfigurationIsAClearError) {
   c.case_name = "weibel";
   EXPECT_THROW(pic::apply_case(c), cn::ValueError);
 }
+
+TEST(PicGpu, CudaRunsTheLoopWithoutTransfersAndMatchesTheHostDensity) {
+  if (!cn::cuda_available()) GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
+  pic::Config c = landau();
+  c.deterministic = true;
+  c.particles = 100000;
+  const auto host = pic::initial_density(c, cn::Comm::serial());
+  pic::Results r;
+  {
+    auto b = cn::use_backend(cn::Backend::cuda);
+    const auto device = pic::initial_density(c, cn::Comm::serial());
+    EXPECT_EQ(std::memcmp(host.data(), device.data(), host.nbytes()), 0) << "deterministic: the same bits";
+    c.deterministic = false;
+    r = pic::run(c, cn::Comm::serial());
+  }
+  EXPECT_EQ(r.backend, "cuda");
+  EXPECT_EQ(r.transfers_in_loop, 0);
+  EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.05);
+  EXPECT_NEAR(r.omega_fit / r.omega_theory, 1.0, 0.02);
+}
