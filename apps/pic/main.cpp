@@ -48,12 +48,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (config.case_name != "custom") {
-      const pic::Config given = config;
-      pic::apply_case(config);
-      // Explicit physics options only apply to the custom case.
-      (void)given;
-    }
+    pic::apply_case(config);  // the named cases' physics; custom keeps the options given
     config.cells_x = cells;
     config.cells_y = cells_y > 0 ? cells_y : cells;
     config.quiet = start == "quiet";

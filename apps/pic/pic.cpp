@@ -64,7 +64,8 @@ std::vector<Species> species_of(const Config& c) {
 }
 
 // The FFTs of the Poisson solve: FFTW plans over host-addressable memory (host and the
-// emulated device), cuFFT plans on cuda.
+// emulated device), cuFFT plans on cuda.  Both execute on the arrays given at each call
+// (same layout and alignment as the planned ones), so one object serves E_x and E_y.
 class Fft {
  public:
   Fft(int dim, int nx, int ny, double* real, double* complex_in, double* real_out, double* complex_out, cn::Backend b)
@@ -157,7 +158,7 @@ struct State {
   cn::Array<double> ex_p, ey_p;        // field at the particles
   cn::Array<double> ne, rho, ex, ey;   // grid (nodes)
   cn::Array<double> rho_k, ex_k, ey_k; // Fourier space, interleaved complex
-  std::unique_ptr<Fft> fft_x, fft_y;
+  std::unique_ptr<Fft> fft;  // plans run on any arrays of their layout: one for E_x and E_y
   std::map<std::string, double> phase;
   std::vector<std::vector<double>> thread_grids;  // host deposit: one private grid per thread
 };
@@ -191,11 +192,8 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   const cn::Shape grid = config.dim == 2 ? cn::Shape{s->nx, s->ny} : cn::Shape{s->nx};
   for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(grid);
   for (cn::Array<double>* a : {&s->rho_k, &s->ex_k, &s->ey_k}) *a = cn::zeros<double>({2 * s->nk});
-  s->fft_x = std::make_unique<Fft>(config.dim, s->nx, s->ny, s->rho.data(), s->rho_k.data(), s->ex.data(),
-                                   s->ex_k.data(), s->backend);
-  if (config.dim == 2)
-    s->fft_y = std::make_unique<Fft>(config.dim, s->nx, s->ny, s->rho.data(), s->rho_k.data(), s->ey.data(),
-                                     s->ey_k.data(), s->backend);
+  s->fft = std::make_unique<Fft>(config.dim, s->nx, s->ny, s->rho.data(), s->rho_k.data(), s->ex.data(),
+                                 s->ex_k.data(), s->backend);
   s->x = cn::empty<double>({s->n_local});
   s->vx = cn::empty<double>({s->n_local});
   s->ex_p = cn::empty<double>({s->n_local});
@@ -252,17 +250,20 @@ void initialise(State& s) {
   });
 }
 
+kernels::Grid grid_of(const State& s) {
+  return {s.nx, s.ny, s.config.order, s.dim == 2, 1.0 / s.dx, 1.0 / s.dy};
+}
+
 // The host backend's deposit: each OpenMP thread accumulates into a private grid (no
 // atomics), then the grids are summed cell by cell in thread order.  Same per-particle math as
 // the device's (kernels::stencil); only the accumulation differs, as on CPUs atomics cost
 // more than they save.  The emulated device runs the device path (atomics).
 void deposit_private_grids(State& s) {
-  const long long nx = s.nx, ny = s.ny, n = s.n_local, cells = s.cells;
-  const int order = s.config.order;
-  const bool two = s.dim == 2;
-  const double inv_dx = 1.0 / s.dx, inv_dy = 1.0 / s.dy, q = s.density_per_particle;
+  const kernels::Grid grid = grid_of(s);
+  const long long n = s.n_local, cells = s.cells;
+  const double q = s.density_per_particle;
   const double* x = s.x.data();
-  const double* y = two ? s.y.data() : nullptr;
+  const double* y = grid.two ? s.y.data() : x;  // y unused in 1D
   double* ne = s.ne.data();
   int threads = 1;
 #if defined(_OPENMP)
@@ -279,18 +280,8 @@ void deposit_private_grids(State& s) {
 #endif
     double* g = grids[static_cast<std::size_t>(t)].data();
     const long long begin = n * t / threads, end = n * (t + 1) / threads;
-    for (long long i = begin; i < end; ++i) {
-      const kernels::Stencil sx = kernels::stencil(x[i] * inv_dx, order);
-      if (!two) {
-        for (int a = 0; a <= order; ++a) g[kernels::wrap(sx.first + a, nx)] += q * sx.w[a];
-        continue;
-      }
-      const kernels::Stencil sy = kernels::stencil(y[i] * inv_dy, order);
-      for (int a = 0; a <= order; ++a) {
-        double* row = g + kernels::wrap(sx.first + a, nx) * ny;
-        for (int b = 0; b <= order; ++b) row[kernels::wrap(sy.first + b, ny)] += q * sx.w[a] * sy.w[b];
-      }
-    }
+    for (long long i = begin; i < end; ++i)
+      kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { g[c] += q * w; });
 #pragma omp barrier
 #pragma omp for schedule(static)
     for (long long c = 0; c < cells; ++c) {
@@ -302,12 +293,13 @@ void deposit_private_grids(State& s) {
 }
 
 void deposit(State& s) {
+  const kernels::Grid grid = grid_of(s);
   const long long nx = s.nx, ny = s.ny, n = s.n_local;
   const int order = s.config.order;
-  const bool two = s.dim == 2;
-  const double inv_dx = 1.0 / s.dx, inv_dy = 1.0 / s.dy, q = s.density_per_particle;
+  const bool two = grid.two;
+  const double q = s.density_per_particle;
   const double* x = s.x.data();
-  const double* y = two ? s.y.data() : nullptr;
+  const double* y = two ? s.y.data() : x;  // y unused in 1D
   double* ne = s.ne.data();
   s.ne_scale = 1.0;
   if (!s.config.deterministic && s.backend == cn::Backend::host) {
@@ -317,17 +309,7 @@ void deposit(State& s) {
   s.ne.fill(0.0);
   if (!s.config.deterministic) {
     cn::parallel_for("deposit", n, CUNUMPY_LAMBDA(long long i) {
-      const kernels::Stencil sx = kernels::stencil(x[i] * inv_dx, order);
-      if (!two) {
-        for (int a = 0; a <= order; ++a)
-          cunumpy_atomic_add(&ne[kernels::wrap(sx.first + a, nx)], q * sx.w[a]);
-        return;
-      }
-      const kernels::Stencil sy = kernels::stencil(y[i] * inv_dy, order);
-      for (int a = 0; a <= order; ++a)
-        for (int b = 0; b <= order; ++b)
-          cunumpy_atomic_add_2d(ne, ny, kernels::wrap(sx.first + a, nx), kernels::wrap(sy.first + b, ny),
-                                q * sx.w[a] * sy.w[b]);
+      kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { cunumpy_atomic_add(&ne[c], q * w); });
     });
     return;
   }
@@ -343,16 +325,10 @@ void deposit(State& s) {
   std::int64_t* value = values.data();
   const double quantum = 16777216.0;  // 2^24
   cn::parallel_for("deposit weights", n, CUNUMPY_LAMBDA(long long i) {
-    const kernels::Stencil sx = kernels::stencil(x[i] * inv_dx, order);
-    if (!two) {
-      key[i] = kernels::wrap(sx.first, nx);
-      for (int a = 0; a <= order; ++a) value[i * points + a] = llround(sx.w[a] * quantum);
-      return;
-    }
-    const kernels::Stencil sy = kernels::stencil(y[i] * inv_dy, order);
-    key[i] = kernels::wrap(sx.first, nx) * ny + kernels::wrap(sy.first, ny);
-    for (int a = 0; a <= order; ++a)
-      for (int b = 0; b <= order; ++b) value[i * points + a * (order + 1) + b] = llround(sx.w[a] * sy.w[b] * quantum);
+    kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int point) {
+      if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
+      value[i * points + point] = llround(w * quantum);
+    });
   });
   const cn::Array<double> sums = cn::segment_sum(keys, values, s.cells);
   const double* sum = sums.data();
@@ -380,7 +356,7 @@ void solve(State& s) {
   double* rho = s.rho.data();
   const double ne_scale = s.ne_scale;
   cn::parallel_for("charge", s.cells, CUNUMPY_LAMBDA(long long c) { rho[c] = 1.0 - ne[c] * ne_scale; });
-  s.fft_x->forward(s.rho.data(), s.rho_k.data());
+  s.fft->forward(s.rho.data(), s.rho_k.data());
   const double* rk = s.rho_k.data();
   double* exk = s.ex_k.data();
   double* eyk = two ? s.ey_k.data() : nullptr;
@@ -399,39 +375,27 @@ void solve(State& s) {
       eyk[2 * m + 1] = -ky * re * f;
     }
   });
-  s.fft_x->inverse(s.ex_k.data(), s.ex.data());
-  if (two) s.fft_y->inverse(s.ey_k.data(), s.ey.data());
+  s.fft->inverse(s.ex_k.data(), s.ex.data());
+  if (two) s.fft->inverse(s.ey_k.data(), s.ey.data());
 }
 
 void gather(State& s) {
-  const long long nx = s.nx, ny = s.ny;
-  const int order = s.config.order;
-  const bool two = s.dim == 2;
-  const double inv_dx = 1.0 / s.dx, inv_dy = 1.0 / s.dy;
+  const kernels::Grid grid = grid_of(s);
+  const bool two = grid.two;
   const double* x = s.x.data();
-  const double* y = two ? s.y.data() : nullptr;
+  const double* y = two ? s.y.data() : x;  // y unused in 1D
   const double* ex = s.ex.data();
   const double* ey = two ? s.ey.data() : nullptr;
   double* exp_ = s.ex_p.data();
   double* eyp = two ? s.ey_p.data() : nullptr;
   cn::parallel_for("gather", s.n_local, CUNUMPY_LAMBDA(long long i) {
-    const kernels::Stencil sx = kernels::stencil(x[i] * inv_dx, order);
-    if (!two) {
-      double e = 0.0;
-      for (int a = 0; a <= order; ++a) e += sx.w[a] * ex[kernels::wrap(sx.first + a, nx)];
-      exp_[i] = e;
-      return;
-    }
-    const kernels::Stencil sy = kernels::stencil(y[i] * inv_dy, order);
     double e0 = 0.0, e1 = 0.0;
-    for (int a = 0; a <= order; ++a)
-      for (int b = 0; b <= order; ++b) {
-        const long long c = kernels::wrap(sx.first + a, nx) * ny + kernels::wrap(sy.first + b, ny);
-        e0 += sx.w[a] * sy.w[b] * ex[c];
-        e1 += sx.w[a] * sy.w[b] * ey[c];
-      }
+    kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
+      e0 += w * ex[c];
+      if (two) e1 += w * ey[c];
+    });
     exp_[i] = e0;
-    eyp[i] = e1;
+    if (two) eyp[i] = e1;
   });
 }
 
@@ -474,8 +438,6 @@ void resort(State& s) {
   const bool two = s.dim == 2;
   const long long nx = s.nx, ny = s.ny;
   const double inv_dx = 1.0 / s.dx, inv_dy = 1.0 / s.dy;
-  int levels = 0;
-  while ((1LL << levels) < std::max(nx, ny)) ++levels;
   const double* x = s.x.data();
   const double* y = two ? s.y.data() : nullptr;
   auto keys = cn::empty<std::uint64_t>({s.n_local});
@@ -496,7 +458,6 @@ void resort(State& s) {
     s.x = x2;
     s.vx = vx2;
   }
-  (void)levels;
 }
 
 namespace {

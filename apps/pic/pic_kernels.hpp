@@ -46,6 +46,32 @@ CUNUMPY_HD_INLINE long long wrap(long long j, long long n) {
   return j < 0 ? j + n : j;
 }
 
+// What a particle's stencil needs of the grid.
+struct Grid {
+  long long nx, ny;  // ny = 1 in 1D
+  int order;
+  bool two;          // 2D
+  double inv_dx, inv_dy;
+};
+
+// Calls f(cell, weight, point) for every grid node of the stencil of the particle at (x, y)
+// (y unused in 1D): cell is the linear node index (i * ny + j), weight the shape-function
+// weight (product of the axes' weights), point the stencil point (a * (order + 1) + b).
+// One walk for the deposit, the deterministic deposit's weights and the gather.
+template <typename F>
+CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
+  const Stencil sx = stencil(x * g.inv_dx, g.order);
+  if (!g.two) {
+    for (int a = 0; a <= g.order; ++a) f(wrap(sx.first + a, g.nx), sx.w[a], a);
+    return;
+  }
+  const Stencil sy = stencil(y * g.inv_dy, g.order);
+  for (int a = 0; a <= g.order; ++a) {
+    const long long row = wrap(sx.first + a, g.nx) * g.ny;
+    for (int b = 0; b <= g.order; ++b) f(row + wrap(sy.first + b, g.ny), sx.w[a] * sy.w[b], a * (g.order + 1) + b);
+  }
+}
+
 // x mapped into [0, length).
 CUNUMPY_HD_INLINE double periodic(double x, double length) {
   double r = x - length * floor(x / length);

@@ -124,8 +124,6 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
 namespace detail {
 
 void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend) {
-  if (n < 0)
-    throw ValueError(std::string(what) + ": got shape " + shape.str());
   if (shape.rank() < 1 || shape[0] != n)
     throw ValueError(std::string(what) + ": every array needs " + std::to_string(n) +
                      " rows (one per key) along axis 0, got shape " + shape.str());

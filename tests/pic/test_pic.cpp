@@ -13,16 +13,18 @@
 namespace cn = cunumpy;
 
 namespace {
-pic::Config landau() {
+// A named case at the test size: 200000 particles, 64 cells, quiet.
+pic::Config preset(const char* name, int steps) {
   pic::Config c;
-  c.case_name = "landau";
+  c.case_name = name;
   pic::apply_case(c);
   c.particles = 200000;
   c.cells_x = 64;
-  c.steps = 250;
+  c.steps = steps;
   c.progress = false;
   return c;
 }
+pic::Config landau() { return preset("landau", 250); }
 }  // namespace
 
 TEST(Dispersion, KnownRoots) {
@@ -59,13 +61,7 @@ TEST(Pic, LandauDampingMatchesTheory) {
 }
 
 TEST(Pic, TwoStreamGrowthMatchesTheory) {
-  pic::Config c;
-  c.case_name = "two_stream";
-  pic::apply_case(c);
-  c.particles = 200000;
-  c.cells_x = 64;
-  c.steps = 320;
-  c.progress = false;
+  const pic::Config c = preset("two_stream", 320);
   const pic::Results r = pic::run(c, cn::Comm::serial());
   EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.05) << r.gamma_fit << " vs " << r.gamma_theory;
   EXPECT_NEAR(r.gamma_theory, 0.2258, 5e-4);

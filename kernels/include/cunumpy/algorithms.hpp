@@ -89,7 +89,6 @@ Array<T> take_rows(const Array<T>& a, const Array<std::int64_t>& order, Backend 
 // (keys[order], order as int64, arrays[order]...).
 template <SortKey K, Element... A>
 std::tuple<Array<K>, Array<std::int64_t>, Array<A>...> sort_by_key(const Array<K>& keys, const Array<A>&... arrays) {
-  if (keys.ndim() != 1) detail::check_rows("sort_by_key (keys must be 1D)", -1, keys.shape(), keys.backend(), keys.backend());
   detail::SortedWords sorted = detail::stable_sort_words(detail::radix_words(keys));
   return {detail::from_words(sorted.words, keys), sorted.order, detail::take_rows(arrays, sorted.order, keys.backend())...};
 }
