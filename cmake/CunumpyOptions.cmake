@@ -50,6 +50,16 @@ endfunction()
 # cunumpy_layer(<name> SOURCES <files...> LINKS <targets...>): one static library per layer
 # (cunumpy_<name>, exported as cunumpy::<name>), with its public headers in include/, built
 # position-independent and with warnings, installed into the export set.
+# Host code computes what the device computes, bit for bit: no fused multiply-adds that the
+# source does not write (GCC and Clang contract a * b + c by default; nvcc's device side is
+# told --fmad=false where it matters).
+function(cunumpy_no_contraction target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>
+                                             $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-ffp-contract=off>)
+  endif()
+endfunction()
+
 function(cunumpy_layer name)
   cmake_parse_arguments(arg "" "" "SOURCES;LINKS" ${ARGN})
   set(target cunumpy_${name})
@@ -61,6 +71,7 @@ function(cunumpy_layer name)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${target} PUBLIC ${arg_LINKS})
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
+  cunumpy_no_contraction(${target})
   install(DIRECTORY include/cunumpy DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "*.in" EXCLUDE)
   install(TARGETS ${target} EXPORT cunumpyTargets)
 endfunction()

@@ -13,9 +13,113 @@
 #define CUNUMPY_HOST_CLONES
 #endif
 
+// Hand-vectorised Philox for CPUs with AVX-512 (F and DQ), chosen at run time.
+#if defined(__GNUC__) && defined(__x86_64__)
+#define CUNUMPY_HOST_AVX512 1
+#define CUNUMPY_AVX512_TARGET __attribute__((target("avx512f,avx512dq")))
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own _mm512_undefined_*() (GCC
+// bug 105593); the warning is about the header, not this file.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#else
+#define CUNUMPY_HOST_AVX512 0
+#endif
+
 namespace cunumpy::detail::host_fast {
 
 namespace {
+
+#if CUNUMPY_HOST_AVX512
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return yes;
+}
+
+// Philox4x32-10 of eight counters at once, one per 64-bit lane (the 32-bit words in the low
+// halves; what the high halves hold is ignored: the multiplies read only the low halves, and
+// the results are masked).  The same rounds as cunumpy_philox4x32_10, so the same words.
+struct Philox8 {
+  __m512i k0[10], k1[10];
+  CUNUMPY_AVX512_TARGET explicit Philox8(std::uint64_t seed) {
+    const auto s0 = static_cast<std::uint32_t>(seed), s1 = static_cast<std::uint32_t>(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+      k0[r] = _mm512_set1_epi64(static_cast<std::uint32_t>(s0 + static_cast<std::uint32_t>(r) * 0x9E3779B9u));
+      k1[r] = _mm512_set1_epi64(static_cast<std::uint32_t>(s1 + static_cast<std::uint32_t>(r) * 0xBB67AE85u));
+    }
+  }
+  // Rounds `first`..9 of the state c[4]; round 9 (the last) computes every word.
+  CUNUMPY_AVX512_TARGET void rounds(__m512i c[4], int first) const {
+    const __m512i m0 = _mm512_set1_epi64(0xD2511F53u), m1 = _mm512_set1_epi64(0xCD9E8D57u);
+    for (int r = first; r < 10; ++r) {
+      const __m512i q0 = _mm512_mul_epu32(c[0], m0), q1 = _mm512_mul_epu32(c[2], m1);
+      // 0x96: a ^ b ^ c
+      c[0] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(q1, 32), c[1], k0[r], 0x96);
+      c[2] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(q0, 32), c[3], k1[r], 0x96);
+      c[1] = q1;
+      c[3] = q0;
+    }
+  }
+};
+
+// bits_to_uniform(lo, hi) of eight word pairs: the 53-bit integer (hi << 21 | lo >> 11), exact
+// as a double, times 2^-53.
+CUNUMPY_AVX512_TARGET inline __m512d uniform8(__m512i lo, __m512i hi) {
+  const __m512i low21 = _mm512_and_si512(_mm512_srli_epi64(lo, 11), _mm512_set1_epi64((1 << 21) - 1));
+  // 0xEA: (a & b) | c
+  const __m512i bits = _mm512_ternarylogic_epi64(_mm512_slli_epi64(hi, 21), _mm512_set1_epi64((1LL << 53) - 1), low21, 0xEA);
+  return _mm512_mul_pd(_mm512_cvtepu64_pd(bits), _mm512_set1_pd(kTwoPowMinus53));
+}
+
+// uniform_ids_range for multiples of eight elements; returns where it stopped.  The counter is
+// the same for every element, so the first round's multiply of counter word 0 is done once.
+CUNUMPY_AVX512_TARGET long long uniform_ids_avx512(double* __restrict out0, double* __restrict out1,
+                                                   std::uint64_t seed, const std::uint64_t* __restrict stream,
+                                                   std::uint64_t counter, long long begin, long long end) {
+  const Philox8 philox(seed);
+  const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * static_cast<std::uint32_t>(counter);
+  const __m512i hi0 = _mm512_set1_epi64(static_cast<std::uint32_t>(p0 >> 32));
+  const __m512i lo0 = _mm512_set1_epi64(static_cast<std::uint32_t>(p0));
+  const __m512i c1k0 = _mm512_set1_epi64(static_cast<std::uint32_t>(counter >> 32) ^ static_cast<std::uint32_t>(seed));
+  const __m512i m1 = _mm512_set1_epi64(0xCD9E8D57u);
+  long long i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m512i s = _mm512_loadu_si512(stream + i);  // words 2 (low half) and 3 (high half)
+    const __m512i q1 = _mm512_mul_epu32(s, m1);
+    __m512i c[4] = {_mm512_xor_si512(_mm512_srli_epi64(q1, 32), c1k0), q1,
+                    _mm512_ternarylogic_epi64(hi0, _mm512_srli_epi64(s, 32), philox.k1[0], 0x96), lo0};
+    philox.rounds(c, 1);
+    _mm512_storeu_pd(out0 + i, uniform8(c[0], c[1]));
+    if (out1 != nullptr) _mm512_storeu_pd(out1 + i, uniform8(c[2], c[3]));
+  }
+  return i;
+}
+
+// uniform_pairs_range for multiples of eight pairs (counters base + p, one stream): out[2p] and
+// out[2p + 1] = a + (b - a) * u, a multiply then an add (no fused multiply-add), as on the device.
+CUNUMPY_AVX512_TARGET long long uniform_pairs_avx512(double* __restrict out, std::uint64_t seed, std::uint64_t stream,
+                                                     std::uint64_t base, double a, double b, long long begin,
+                                                     long long end) {
+  const Philox8 philox(seed);
+  const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i c2 = _mm512_set1_epi64(static_cast<std::uint32_t>(stream));
+  const __m512i c3 = _mm512_set1_epi64(static_cast<std::uint32_t>(stream >> 32));
+  const __m512d va = _mm512_set1_pd(a), vs = _mm512_set1_pd(b - a);
+  const __m512i first_half = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+  const __m512i second_half = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+  long long p = begin;
+  for (; p + 8 <= end; p += 8) {
+    const __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(base + static_cast<std::uint64_t>(p))), lane);
+    __m512i c[4] = {ctr, _mm512_srli_epi64(ctr, 32), c2, c3};
+    philox.rounds(c, 0);
+    const __m512d u01 = uniform8(c[0], c[1]), u23 = uniform8(c[2], c[3]);
+    const __m512d x01 = _mm512_add_pd(va, _mm512_mul_pd(vs, u01)), x23 = _mm512_add_pd(va, _mm512_mul_pd(vs, u23));
+    _mm512_storeu_pd(out + 2 * p, _mm512_permutex2var_pd(x01, first_half, x23));
+    _mm512_storeu_pd(out + 2 * p + 8, _mm512_permutex2var_pd(x01, second_half, x23));
+  }
+  return p;
+}
+#endif
+
 // The contiguous part [begin, end) of [0, n) that this OpenMP thread takes.
 void thread_range(long long n, long long& begin, long long& end) {
   begin = 0;
@@ -30,6 +134,9 @@ void thread_range(long long n, long long& begin, long long& end) {
 CUNUMPY_HOST_CLONES
 void uniform_ids_range(double* __restrict out0, double* __restrict out1, std::uint64_t seed,
                        const std::uint64_t* __restrict stream, std::uint64_t counter, long long begin, long long end) {
+#if CUNUMPY_HOST_AVX512
+  if (has_avx512()) begin = uniform_ids_avx512(out0, out1, seed, stream, counter, begin, end);
+#endif
   if (out1 == nullptr) {
     for (long long i = begin; i < end; ++i) out0[i] = cunumpy_uniform(seed, stream[i], counter);
   } else {
@@ -45,6 +152,9 @@ CUNUMPY_HOST_CLONES
 void uniform_pairs_range(double* __restrict out, long long n, std::uint64_t seed, std::uint64_t stream,
                          std::uint64_t base, double a, double b, long long begin, long long end) {
   const long long full_end = end < n / 2 ? end : n / 2;  // pairs with both elements inside
+#if CUNUMPY_HOST_AVX512
+  if (has_avx512() && begin < full_end) begin = uniform_pairs_avx512(out, seed, stream, base, a, b, begin, full_end);
+#endif
   for (long long p = begin; p < full_end; ++p) {
     const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, base + static_cast<std::uint64_t>(p));
     out[2 * p] = scale_shift(a, b - a, bits_to_uniform(w.v[0], w.v[1]));

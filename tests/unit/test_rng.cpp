@@ -84,6 +84,54 @@ TEST(Philox, ArraysBroadcastAndMatchTheKernelFunctionsOnEveryBackend) {
   EXPECT_THROW(cn::philox_uniform(ids64, other, std::uint64_t{0}), cn::ValueError) << "shapes (5,) and (4,)";
 }
 
+// The host's vectorised loops (eight Philox calls at a time where the CPU has AVX-512) give the
+// kernel functions' bits: odd lengths (a vector part and a scalar tail), words with their high
+// bits set in the seed, the stream ids and the counter.
+TEST(Philox, VectorisedHostLoopsMatchTheKernelFunctions) {
+  const long long n = 1003;
+  const std::uint64_t seed = 0xF00DFACE12345678ull, counter = 0x9ABCDEF012345678ull;
+  auto host_ids = cn::Array<std::uint64_t>(cn::Shape{n}, cn::Backend::host);
+  for (long long i = 0; i < n; ++i)
+    host_ids.host_span()[static_cast<std::size_t>(i)] =
+        static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+  for (cn::Backend b : {cn::Backend::host, cn::Backend::emulated}) {
+    auto ids = cn::Array<std::uint64_t>(cn::Shape{n}, b);
+    cn::copy(ids, host_ids);
+    auto u = cn::to_host(cn::philox_uniform(seed, ids, counter));
+    auto [a0, a1] = cn::philox_uniform2(seed, ids, counter);
+    auto h0 = cn::to_host(a0), h1 = cn::to_host(a1);
+    for (long long i = 0; i < n; ++i) {
+      double e0, e1;
+      cunumpy_uniform2(seed, host_ids(i), counter, &e0, &e1);
+      ASSERT_EQ(u(i), e0) << i;
+      ASSERT_EQ(h0(i), e0) << i;
+      ASSERT_EQ(h1(i), e1) << i;
+    }
+  }
+}
+
+// Generator fills are low + (high - low) * u with a rounded product: no fused multiply-add on
+// the host either, so the device's numbers (which never fuse) are the host's.
+TEST(RandomStreams, UniformFillsRoundTheProductAsTheDeviceDoes) {
+  cn::RandomStreams streams;
+  streams.seed(99, 3);
+  const double low = -0.3, high = 1.9;  // (high - low) * u is inexact
+  for (long long n : {1LL, 2LL, 17LL, 1001LL}) {
+    for (cn::Backend b : {cn::Backend::host, cn::Backend::emulated}) {
+      auto g = streams.make_generator(0xABCDEF0123456789ull, b);
+      (void)g.random({3});  // a counter that is not a multiple of eight: base = 2
+      auto x = cn::to_host(g.uniform(low, high, {n}));
+      for (long long j = 0; j < n; ++j) {
+        double u0, u1;
+        cunumpy_uniform2(g.seed(), g.stream(), 2 + static_cast<std::uint64_t>(j / 2), &u0, &u1);
+        volatile double product = (high - low) * (j % 2 == 0 ? u0 : u1);
+        const double expected = low + product;
+        ASSERT_EQ(x(j), expected) << "element " << j << " of " << n;
+      }
+    }
+  }
+}
+
 TEST(RandomStreams, ReproducibleIndependentAndTheSameOnEveryBackend) {
   cn::RandomStreams streams;
   streams.seed(2024, 0);
