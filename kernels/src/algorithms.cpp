@@ -421,6 +421,104 @@ void check_segment_keys(const Array<K>& keys, long long n_segments) {
   if (top >= n_segments) throw_segment_key(top, n_segments);
 }
 
+
+// Host memory (host or emulated), rows of `width` scalars: add in index order, one pass, keys
+// checked on the way.  A run of equal keys is summed in registers that start from the
+// segment's current values: the same additions in the same order as adding into out[key]
+// one by one.
+template <typename S, typename VS, typename K>
+void host_segment_sum_rows(const K* k, const VS* v, long long n, long long n_segments, long long width, S* o) {
+  long long i = 0;
+  while (i < n) {
+    const long long seg = static_cast<long long>(k[i]);
+    long long end = i + 1;
+    while (end < n && static_cast<long long>(k[end]) == seg) ++end;
+    if (seg >= n_segments) throw_segment_key(seg, n_segments);
+    if (seg >= 0) {
+      S* row = o + seg * width;
+      for (long long p = i; p < end; ++p)
+        for (long long j = 0; j < width; ++j) row[j] += static_cast<S>(v[p * width + j]);
+    }
+    i = end;
+  }
+}
+
+// One column (the common case: a charge per particle).  A single chain of additions runs at
+// the adder's latency, so [0, n) is cut into three chunks at run boundaries, walked together:
+// three independent chains.  Each chunk adds in index order; a segment whose values sit in one
+// chunk therefore gets exactly the sequential sum.  A segment met by two chunks (keys that
+// are not sorted) is marked and summed again afterwards, alone, in index order: the result
+// is always the sequential one, bit for bit.
+template <typename S, typename VS, typename K>
+void host_segment_sum_column(const K* k, const VS* v, long long n, long long n_segments, S* o) {
+  // Three chains: measured fastest on one core (four or more streams of keys and values start
+  // to fight over the caches when the arrays are large).
+  constexpr int kChunks = 3;
+  if (n < 4096 || n_segments > 4 * n) {  // small inputs: the plain loop
+    host_segment_sum_rows(k, v, n, n_segments, 1, o);
+    return;
+  }
+  // owner[s]: the chunk that met segment s first; kShared once a second chunk meets it.
+  constexpr std::int8_t kNone = -1, kShared = kChunks;
+  std::vector<std::int8_t> owner(static_cast<std::size_t>(n_segments), kNone);
+  bool shared = false;
+  struct Cursor {
+    long long i, end, seg;
+    S acc;
+  };
+  Cursor c[kChunks];
+  long long start = 0;
+  for (int t = 0; t < kChunks; ++t) {
+    long long end = t + 1 == kChunks ? n : std::max(start, n * (t + 1) / kChunks);
+    while (end < n && end > 0 && k[end] == k[end - 1]) ++end;  // cut between runs
+    c[t] = {start, end, -1, S(0)};
+    start = end;
+  }
+  // Ends the current run of chunk t (storing its sum) and starts the one at its position.
+  auto next_run = [&](Cursor& cur, int t) {
+    if (cur.seg >= 0) o[cur.seg] = cur.acc;
+    const long long seg = static_cast<long long>(k[cur.i]);
+    if (seg >= n_segments) throw_segment_key(seg, n_segments);
+    cur.seg = seg;
+    if (seg >= 0) {
+      std::int8_t& who = owner[static_cast<std::size_t>(seg)];
+      if (who == kNone) {
+        who = static_cast<std::int8_t>(t);
+      } else if (who != t && who != kShared) {
+        who = kShared;
+        shared = true;
+      }
+      cur.acc = o[seg];
+    }
+  };
+  // Values of negative keys are added to a sum that is never stored.
+  auto step = [&](Cursor& cur, int t) {
+    if (static_cast<long long>(k[cur.i]) != cur.seg) next_run(cur, t);
+    cur.acc += static_cast<S>(v[cur.i]);
+    ++cur.i;
+  };
+  for (;;) {  // stretches where no chunk runs out
+    long long left = c[0].end - c[0].i;
+    for (int t = 1; t < kChunks; ++t) left = std::min(left, c[t].end - c[t].i);
+    if (left == 0) break;
+    for (long long r = 0; r < left; ++r)
+#pragma GCC unroll 8
+      for (int t = 0; t < kChunks; ++t) step(c[t], t);
+  }
+  for (int t = 0; t < kChunks; ++t) {
+    while (c[t].i < c[t].end) step(c[t], t);
+    if (c[t].seg >= 0) o[c[t].seg] = c[t].acc;
+  }
+  if (!shared) return;
+  // Segments met by several chunks: again, from zero, in index order.
+  for (long long s = 0; s < n_segments; ++s)
+    if (owner[static_cast<std::size_t>(s)] == kShared) o[s] = S(0);
+  for (long long i = 0; i < n; ++i) {
+    const long long seg = static_cast<long long>(k[i]);
+    if (seg >= 0 && owner[static_cast<std::size_t>(seg)] == kShared) o[seg] += static_cast<S>(v[i]);
+  }
+}
+
 }  // namespace
 
 template <SegmentKey K, Element V>
@@ -448,30 +546,10 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   const K* k = keys.data();
 
   if (keys.backend() != Backend::cuda) {
-    // Host memory (host or emulated): add in index order, one pass, keys checked on the way.
-    // A run of equal keys is summed in a register that starts from the segment's current
-    // value: the same additions in the same order as adding into out[key] one by one.
-    long long i = 0;
-    while (i < n) {
-      const long long seg = static_cast<long long>(k[i]);
-      if (seg < 0) {
-        ++i;
-        continue;
-      }
-      if (seg >= n_segments) throw_segment_key(seg, n_segments);
-      long long end = i + 1;
-      while (end < n && static_cast<long long>(k[end]) == seg) ++end;
-      S* row = o + seg * width;
-      if (width == 1) {
-        S acc = row[0];
-        for (long long p = i; p < end; ++p) acc += static_cast<S>(v[p]);
-        row[0] = acc;
-      } else {
-        for (long long p = i; p < end; ++p)
-          for (long long j = 0; j < width; ++j) row[j] += static_cast<S>(v[p * width + j]);
-      }
-      i = end;
-    }
+    if (width == 1)
+      host_segment_sum_column(k, v, n, n_segments, o);
+    else
+      host_segment_sum_rows(k, v, n, n_segments, width, o);
     return out;
   }
   // Device: a stable sort by key, then each (segment, column) sums its run in index order.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstring>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -188,6 +190,41 @@ TEST_P(Algorithms, SegmentSumIsBitwiseRepeatableAndMatchesIndexOrder) {
     ASSERT_EQ(std::memcmp(again.data(), first.data(), first.nbytes()), 0);
   }
   for (long long s = 0; s < segments; ++s) ASSERT_EQ(first(s), reference[s]) << "index order, bit for bit";
+}
+
+// The host walks long inputs in chunks cut at run boundaries; whatever the layout of the keys
+// (sorted runs, one run over everything, runs that a chunk boundary would split, a segment
+// that comes back later, negative keys among the runs, sums of -0.0), the result is the
+// sequential sum in index order, bit for bit.
+TEST_P(Algorithms, SegmentSumOfLongInputsIsTheSequentialSum) {
+  const long long n = 30001, segments = 700;
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  auto check = [&](const std::vector<std::int64_t>& keys, const std::vector<double>& v, const char* what) {
+    std::vector<double> reference(segments, 0.0);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] >= 0) reference[keys[i]] += v[i];
+    auto out = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), segments));
+    for (long long s = 0; s < segments; ++s)
+      ASSERT_EQ(std::memcmp(&reference[s], &out.data()[s], sizeof(double)), 0)
+          << what << ": segment " << s << " " << out(s) << " vs " << reference[s];
+  };
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(g) * std::pow(10.0, static_cast<double>(g() % 12));
+  std::vector<std::int64_t> sorted(n);
+  for (long long i = 0; i < n; ++i) sorted[i] = i * segments / n;
+  check(sorted, v, "sorted runs");
+  check(std::vector<std::int64_t>(n, 3), v, "one run");
+  auto back = sorted;
+  back[n - 1] = sorted[0];  // segment 0 again at the end: met by two chunks
+  back[n / 2] = -1;         // dropped, inside a run
+  back[n / 3] = segments - 1;
+  check(back, v, "a segment that comes back");
+  std::vector<double> negative_zeros(n, -0.0);
+  check(sorted, negative_zeros, "-0.0");
+  auto bad = sorted;
+  bad[n - 2] = segments;
+  EXPECT_THROW(cn::segment_sum(cn::from_host<std::int64_t>(bad), cn::from_host<double>(v), segments), cn::ValueError);
 }
 
 CUNUMPY_ON_HOST_AND_EMULATED(Algorithms);
