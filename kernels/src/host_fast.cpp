@@ -118,6 +118,57 @@ CUNUMPY_AVX512_TARGET long long uniform_pairs_avx512(double* __restrict out, std
   }
   return p;
 }
+
+// Spreads the low 21 bits of each lane to every third bit (cunumpy_morton_spread3).
+CUNUMPY_AVX512_TARGET inline __m512i spread3x8(__m512i v) {
+  // 0xA8: (a | b) & c
+  v = _mm512_and_si512(v, _mm512_set1_epi64(0x1FFFFF));
+  v = _mm512_ternarylogic_epi64(v, _mm512_slli_epi64(v, 32), _mm512_set1_epi64(0x001F00000000FFFFLL), 0xA8);
+  v = _mm512_ternarylogic_epi64(v, _mm512_slli_epi64(v, 16), _mm512_set1_epi64(0x001F0000FF0000FFLL), 0xA8);
+  v = _mm512_ternarylogic_epi64(v, _mm512_slli_epi64(v, 8), _mm512_set1_epi64(0x100F00F00F00F00FLL), 0xA8);
+  v = _mm512_ternarylogic_epi64(v, _mm512_slli_epi64(v, 4), _mm512_set1_epi64(0x10C30C30C30C30C3LL), 0xA8);
+  v = _mm512_ternarylogic_epi64(v, _mm512_slli_epi64(v, 2), _mm512_set1_epi64(0x1249249249249249LL), 0xA8);
+  return v;
+}
+
+// cunumpy_morton_cell of eight coordinates, levels <= 21: (x - lower) * scale (a rounded
+// product, no fused multiply-add), NaN and below the box to 0, above it to the last cell,
+// truncated.
+CUNUMPY_AVX512_TARGET inline __m512i cell8(__m512d x, __m512d lower, __m512d scale, __m512d top) {
+  __m512d c = _mm512_mul_pd(_mm512_sub_pd(x, lower), scale);
+  c = _mm512_max_pd(c, _mm512_setzero_pd());  // (c > 0) ? c : 0, so NaN -> 0
+  c = _mm512_min_pd(c, top);                  // (c < top) ? c : top
+  return _mm512_cvtepu32_epi64(_mm512_cvttpd_epi32(c));
+}
+
+// morton3_range for multiples of eight points; returns where it stopped.
+CUNUMPY_AVX512_TARGET long long morton3_avx512(std::uint64_t* __restrict keys, const double* __restrict x, double l0,
+                                               double l1, double l2, double s0, double s1, double s2, int levels,
+                                               long long begin, long long end) {
+  const __m512d lo0 = _mm512_set1_pd(l0), lo1 = _mm512_set1_pd(l1), lo2 = _mm512_set1_pd(l2);
+  const __m512d sc0 = _mm512_set1_pd(s0), sc1 = _mm512_set1_pd(s1), sc2 = _mm512_set1_pd(s2);
+  const __m512d top = _mm512_set1_pd(static_cast<double>((1ull << levels) - 1ull));
+  // Rows (x, y, z) of eight points are 24 doubles in three vectors a, b, c; axis k of point p
+  // is element 3p + k.  Two two-source permutes per axis pick its eight values.
+  const __m512i first[3] = {_mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0), _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1),
+                            _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2)};
+  const __m512i second[3] = {_mm512_set_epi64(13, 10, 5, 4, 3, 2, 1, 0), _mm512_set_epi64(14, 11, 8, 4, 3, 2, 1, 0),
+                             _mm512_set_epi64(15, 12, 9, 4, 3, 2, 1, 0)};
+  long long i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m512d a = _mm512_loadu_pd(x + 3 * i), b = _mm512_loadu_pd(x + 3 * i + 8), c = _mm512_loadu_pd(x + 3 * i + 16);
+    const __m512d px = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, first[0], b), second[0], c);
+    const __m512d py = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, first[1], b), second[1], c);
+    const __m512d pz = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, first[2], b), second[2], c);
+    const __m512i kx = spread3x8(cell8(px, lo0, sc0, top));
+    const __m512i ky = spread3x8(cell8(py, lo1, sc1, top));
+    const __m512i kz = spread3x8(cell8(pz, lo2, sc2, top));
+    // 0xFE: a | b | c
+    _mm512_storeu_si512(keys + i,
+                        _mm512_ternarylogic_epi64(kx, _mm512_slli_epi64(ky, 1), _mm512_slli_epi64(kz, 2), 0xFE));
+  }
+  return i;
+}
 #endif
 
 // The contiguous part [begin, end) of [0, n) that this OpenMP thread takes.
@@ -168,6 +219,9 @@ void uniform_pairs_range(double* __restrict out, long long n, std::uint64_t seed
 CUNUMPY_HOST_CLONES
 void morton3_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1, double l2,
                    double s0, double s1, double s2, int levels, long long begin, long long end) {
+#if CUNUMPY_HOST_AVX512
+  if (has_avx512()) begin = morton3_avx512(keys, x, l0, l1, l2, s0, s1, s2, levels, begin, end);
+#endif
   for (long long i = begin; i < end; ++i)
     keys[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2, levels);
 }

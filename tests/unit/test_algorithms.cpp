@@ -90,6 +90,34 @@ TEST_P(Algorithms, MortonKeysMatchTheHeaderAndValidate) {
   EXPECT_EQ(k3(0), cunumpy_morton_encode3(1ull << 19, 1ull << 20, 1ull << 19));
 }
 
+// The host computes 3D keys eight points at a time where the CPU allows: the header's keys
+// for every point, at every level count, with points inside, on the faces, outside, NaN,
+// and an axis reversed; lengths that leave a scalar tail.
+TEST_P(Algorithms, MortonKeys3dOfManyPointsMatchTheHeader) {
+  const long long n = 1003;
+  std::mt19937_64 g(23);
+  std::uniform_real_distribution<double> d(-0.2, 1.2);
+  std::vector<double> pts(3 * n);
+  for (auto& x : pts) x = d(g);
+  pts[3 * 5] = std::nan("");
+  pts[3 * 6 + 1] = 1.0;  // on the upper face
+  pts[3 * 7 + 2] = 0.0;  // on the lower face
+  pts[3 * 8] = -1e300;
+  pts[3 * 9 + 1] = 1e300;
+  const double lower[] = {0.0, 0.0, 1.0}, upper[] = {1.0, 1.0, 0.0};  // z reversed
+  for (int levels : {0, 1, 10, 21}) {
+    for (long long m : {n, 16LL, 7LL}) {
+      auto keys = cn::to_host(cn::morton_keys(cn::from_host<double>(std::span<const double>(pts.data(), 3 * m), cn::Shape{m, 3}),
+                                              lower, upper, levels));
+      const auto s = cn::morton_scales(lower, upper, levels);
+      for (long long i = 0; i < m; ++i)
+        ASSERT_EQ(keys(i), cunumpy_morton_key3(pts[3 * i], pts[3 * i + 1], pts[3 * i + 2], 0.0, 0.0, 1.0, s[0], s[1],
+                                               s[2], levels))
+            << "point " << i << " of " << m << " at " << levels << " levels";
+    }
+  }
+}
+
 TEST_P(Algorithms, SortByKeyIsStableAndPermutesEveryArray) {
   const long long n = 100000;
   std::mt19937_64 g(3);
@@ -114,6 +142,49 @@ TEST_P(Algorithms, SortByKeyIsStableAndPermutesEveryArray) {
     ASSERT_EQ(hk(i), keys[expected[i]]);
     ASSERT_EQ(hp(i, 1), pos[2 * expected[i] + 1]);
     ASSERT_EQ(hq(i), q[expected[i]]);
+  }
+}
+
+// More than 2^21 keys: the host sort streams its outputs and permutes the arrays through its
+// bucketed layout.  Spread keys, a cluster that shares its top bits (a bucket sorted
+// recursively), a block of equal keys (stability), rows of several widths.
+TEST_P(Algorithms, SortByKeyOfDataLargerThanTheCaches) {
+  const long long n = (1LL << 21) + 5;
+  std::mt19937_64 g(17);
+  std::vector<std::uint64_t> keys(n);
+  for (long long i = 0; i < n; ++i) {
+    const std::uint64_t r = g();
+    if (i % 7 == 3)
+      keys[i] = (std::uint64_t{5} << 55) | (r & 0xFFFFF);  // the cluster: one top digit, 20 low bits
+    else if (i % 11 == 4)
+      keys[i] = std::uint64_t{1} << 40;  // equal keys
+    else
+      keys[i] = r >> 1;  // 63 bits, as 3D Morton keys at 21 levels
+  }
+  std::vector<double> pos(3 * n);
+  std::iota(pos.begin(), pos.end(), 0.5);
+  std::vector<std::int32_t> id(n);
+  std::iota(id.begin(), id.end(), 0);
+  std::vector<std::complex<float>> w(n);
+  for (long long i = 0; i < n; ++i) w[i] = {static_cast<float>(i), -static_cast<float>(i)};
+  auto [sk, order, sp, sid, sw] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<double>(pos, cn::Shape{n, 3}),
+                                                  cn::from_host<std::int32_t>(id), cn::from_host<std::complex<float>>(w));
+  std::vector<std::int64_t> expected(n);
+  std::iota(expected.begin(), expected.end(), 0);
+  std::stable_sort(expected.begin(), expected.end(), [&](auto a, auto b) { return keys[a] < keys[b]; });
+  auto ho = cn::to_host(order);
+  auto hk = cn::to_host(sk);
+  auto hp = cn::to_host(sp);
+  auto hid = cn::to_host(sid);
+  auto hw = cn::to_host(sw);
+  for (long long i = 0; i < n; ++i) {
+    const std::int64_t e = expected[i];
+    ASSERT_EQ(ho(i), e) << i;
+    ASSERT_EQ(hk(i), keys[e]) << i;
+    ASSERT_EQ(hp(i, 0), pos[3 * e]) << i;
+    ASSERT_EQ(hp(i, 2), pos[3 * e + 2]) << i;
+    ASSERT_EQ(hid(i), id[e]) << i;
+    ASSERT_EQ(hw(i), w[e]) << i;
   }
 }
 

@@ -8,9 +8,13 @@
 // emulated device, or CUDA kernels (CUB's radix sort for sort_by_key).
 //
 // sort_by_key is stable: equal keys keep their order, so results are reproducible.  The sort
-// only looks at the key bits that can be set: the highest set bit of the largest key bounds
-// the radix passes (a Morton key of L levels in d dimensions has at most d * L bits), so
-// sorting 63-bit keys costs 6 passes of 11 bits on the host and CUB is given end_bit.
+// only looks at the key bits that can be set: CUB is given end_bit from the largest key (a
+// Morton key of L levels in d dimensions has at most d * L bits).  The host sort (fewer than
+// 2^32 keys per call) starts at the highest bit that differs between keys: one pass on the top
+// digit splits the keys into cache-sized buckets, each then sorted by one counting pass on
+// about log2(its size) further bits and an insertion sort of what is left: about two passes
+// over memory whatever the key width.  For data larger than the caches the arrays are then
+// moved bucket by bucket rather than by one random read per row.
 //
 // segment_sum's determinism guarantee: out[k] is the sum, in increasing index order, of the
 // values whose key is k, starting from zero; the same bits on every run and on every backend
@@ -20,6 +24,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -60,9 +65,13 @@ Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys);
 // The words sorted stably, and the permutation that sorts them.
+// A host sort's record of how it moved the pairs (its buckets), which lets the arrays be
+// permuted without one random read per row (algorithms.cpp).
+struct HostPermutation;
 struct SortedWords {
   Array<std::uint64_t> words;
   Array<std::int64_t> order;
+  std::shared_ptr<const HostPermutation> plan;  // host memory only; null on cuda
 };
 SortedWords stable_sort_words(const Array<std::uint64_t>& words);
 // Sorted words back to keys of the type of the second argument.
@@ -71,16 +80,15 @@ Array<std::int64_t> from_words(const Array<std::uint64_t>& words, const Array<st
 Array<std::uint32_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint32_t>& like);
 Array<std::int32_t> from_words(const Array<std::uint64_t>& words, const Array<std::int32_t>& like);
 // out[i, ...] = in[order[i], ...] for rows of `row_bytes` bytes, on `backend`.
-void gather_rows(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes,
-                 Backend backend);
+void gather_rows(void* out, const void* in, const SortedWords& sorted, std::size_t row_bytes, Backend backend);
 void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend);
 
 template <Element T>
-Array<T> take_rows(const Array<T>& a, const Array<std::int64_t>& order, Backend keys_backend) {
-  check_rows("sort_by_key", order.size(), a.shape(), keys_backend, a.backend());
+Array<T> take_rows(const Array<T>& a, const SortedWords& sorted, Backend keys_backend) {
+  check_rows("sort_by_key", sorted.order.size(), a.shape(), keys_backend, a.backend());
   Array<T> out(a.shape(), a.backend());
   const std::size_t row = a.shape(0) > 0 ? a.nbytes() / static_cast<std::size_t>(a.shape(0)) : 0;
-  gather_rows(out.data(), a.data(), order.data(), order.size(), row, a.backend());
+  gather_rows(out.data(), a.data(), sorted, row, a.backend());
   return out;
 }
 }  // namespace detail
@@ -90,7 +98,7 @@ Array<T> take_rows(const Array<T>& a, const Array<std::int64_t>& order, Backend 
 template <SortKey K, Element... A>
 std::tuple<Array<K>, Array<std::int64_t>, Array<A>...> sort_by_key(const Array<K>& keys, const Array<A>&... arrays) {
   detail::SortedWords sorted = detail::stable_sort_words(detail::radix_words(keys));
-  return {detail::from_words(sorted.words, keys), sorted.order, detail::take_rows(arrays, sorted.order, keys.backend())...};
+  return {detail::from_words(sorted.words, keys), sorted.order, detail::take_rows(arrays, sorted, keys.backend())...};
 }
 
 // The value type segment_sum returns for values of type V.
