@@ -649,8 +649,6 @@ void gather_rows(void* out, const void* in, const SortedWords& sorted, std::size
 
 // ---- segment_sum ------------------------------------------------------------------------------
 
-namespace {
-
 // Complex values are summed as pairs of their real type: the same additions, in the same order.
 template <typename V>
 struct Scalar {
@@ -662,6 +660,8 @@ struct Scalar<std::complex<T>> {
   using type = T;
   static constexpr int parts = 2;
 };
+
+namespace {
 
 [[noreturn]] void throw_segment_key(long long key, long long n_segments) {
   throw ValueError("segment_sum: key " + std::to_string(key) + " is not below n_segments=" +
@@ -759,9 +759,12 @@ void host_segment_sum_column(const K* k, const VS* v, long long n, long long n_s
     long long left = c[0].end - c[0].i;
     for (int t = 1; t < kChunks; ++t) left = std::min(left, c[t].end - c[t].i);
     if (left == 0) break;
-    for (long long r = 0; r < left; ++r)
-#pragma GCC unroll 8
-      for (int t = 0; t < kChunks; ++t) step(c[t], t);
+    static_assert(kChunks == 3, "one step of each chunk per iteration");
+    for (long long r = 0; r < left; ++r) {
+      step(c[0], 0);
+      step(c[1], 1);
+      step(c[2], 2);
+    }
   }
   for (int t = 0; t < kChunks; ++t) {
     while (c[t].i < c[t].end) step(c[t], t);
