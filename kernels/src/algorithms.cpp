@@ -204,34 +204,36 @@ inline void put_word(T* dst, T value) {
   *dst = value;
 }
 
-// Writes the sorted pairs of one bucket.  With a layout to record (where_from not null), the
-// pairs carry their positions in the bucketed layout: those are recorded in out_source, and
-// the order is where_from[position]; otherwise they carry their original indices.
-template <bool Stream>
-void write_sorted(const std::uint64_t* k, const Pos* p, long long n, const Pos* where_from, std::uint64_t* out_keys,
-                  Pos* out_source, std::int64_t* out_order) {
-  if (where_from == nullptr) {
-    for (long long i = 0; i < n; ++i) {
-      put_word<Stream>(out_keys + i, k[i]);
-      put_word<Stream>(out_order + i, static_cast<std::int64_t>(p[i]));
-    }
-    return;
-  }
+// What a pair carries through a bucket's sort: its original index (a Pos), or, when the
+// layout is recorded, its position in the bucketed layout too: (position << 32) | index.
+template <typename Tag>
+constexpr bool kRecordsLayout = sizeof(Tag) == 8;
+
+// Writes the sorted pairs of one bucket: keys, order (original indices) and, when the layout
+// is recorded, the positions the pairs came from.
+template <bool Stream, typename Tag>
+void write_sorted(const std::uint64_t* k, const Tag* t, long long n, std::uint64_t* out_keys, Pos* out_source,
+                  std::int64_t* out_order) {
   for (long long i = 0; i < n; ++i) {
     put_word<Stream>(out_keys + i, k[i]);
-    out_source[i] = p[i];
-    put_word<Stream>(out_order + i, static_cast<std::int64_t>(where_from[p[i]]));
+    if constexpr (kRecordsLayout<Tag>) {
+      put_word<Stream>(out_order + i, static_cast<std::int64_t>(t[i] & 0xFFFFFFFFu));
+      out_source[i] = static_cast<Pos>(t[i] >> 32);
+    } else {
+      put_word<Stream>(out_order + i, static_cast<std::int64_t>(t[i]));
+    }
   }
 }
 
 // A thread's scratch for sort_bucket, reused bucket after bucket: it stays in the caches.
+template <typename Tag>
 struct BucketScratch {
   std::vector<std::uint64_t> keys;
-  std::vector<Pos> positions;
+  std::vector<Tag> tags;
   void reserve(long long n) {
     if (static_cast<long long>(keys.size()) < n) {
       keys.resize(static_cast<std::size_t>(n));
-      positions.resize(static_cast<std::size_t>(n));
+      tags.resize(static_cast<std::size_t>(n));
     }
   }
 };
@@ -239,33 +241,38 @@ struct BucketScratch {
 // Where the sorted pairs of a bucket go.
 struct SortedOut {
   std::uint64_t* keys;
-  Pos* source;             // null when no layout is recorded
+  Pos* source;  // null when no layout is recorded
   std::int64_t* order;
-  const Pos* where_from;   // original index of each position of the bucketed layout, or null
   SortedOut at(long long offset) const {
-    return {keys + offset, source != nullptr ? source + offset : nullptr, order + offset, where_from};
+    return {keys + offset, source != nullptr ? source + offset : nullptr, order + offset};
   }
 };
 
 // Sorts n pairs stably by the bits below `top` (the bits at and above are all equal): keys
-// ka[0, n) with positions or indices pa[i] (or base + i when pa is null).  One counting pass on the next
-// ~log2(n) + 1 bits into the thread's scratch leaves groups of zero, one or two pairs (for keys
-// that spread: Morton keys of particles do), which an insertion sort orders in the cache before
-// the pairs are written out.  A group that stays large (clustered keys) is sorted the same way,
-// recursively.  A digit that is the same for every pair costs one histogram and no move.
-template <bool Stream>
-void sort_bucket(const std::uint64_t* ka, const Pos* pa, Pos base, long long n, int top, const SortedOut& out,
-                 BucketScratch& scratch) {
-  auto position = [&](long long i) { return pa != nullptr ? pa[i] : static_cast<Pos>(base + i); };
+// ka[0, n) with tags ta[i], or, when ta is null, the tags of bucketed positions base + i whose
+// original indices are ia[i].  One counting pass on the next ~log2(n) + 1 bits into the
+// thread's scratch leaves groups of zero, one or two pairs (for keys that spread: Morton keys
+// of particles do), which an insertion sort orders in the cache before the pairs are written
+// out.  A group that stays large (clustered keys) is sorted the same way, recursively.  A
+// digit that is the same for every pair costs one histogram and no move.
+template <bool Stream, typename Tag>
+void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base, long long n, int top,
+                 const SortedOut& out, BucketScratch<Tag>& scratch) {
+  auto tag = [&](long long i) -> Tag {
+    if (ta != nullptr) return ta[i];
+    if constexpr (kRecordsLayout<Tag>)
+      return (static_cast<std::uint64_t>(base + static_cast<Pos>(i)) << 32) | ia[i];
+    else
+      return ia[i];
+  };
   if (n <= kSmallGroup || top <= 0) {
     scratch.reserve(n);
     for (long long i = 0; i < n; ++i) {
       scratch.keys[i] = ka[i];
-      scratch.positions[i] = position(i);
+      scratch.tags[i] = tag(i);
     }
-    insertion_sort_pairs(scratch.keys.data(), scratch.positions.data(), n);
-    write_sorted<Stream>(scratch.keys.data(), scratch.positions.data(), n, out.where_from, out.keys, out.source,
-                         out.order);
+    insertion_sort_pairs(scratch.keys.data(), scratch.tags.data(), n);
+    write_sorted<Stream>(scratch.keys.data(), scratch.tags.data(), n, out.keys, out.source, out.order);
     return;
   }
   // About two digit values per pair: most groups then hold zero or one pair.
@@ -280,7 +287,7 @@ void sort_bucket(const std::uint64_t* ka, const Pos* pa, Pos base, long long n, 
     for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
       top = shift;
-      if (top == 0) return sort_bucket<Stream>(ka, pa, base, n, 0, out, scratch);  // all keys equal
+      if (top == 0) return sort_bucket<Stream>(ka, ta, ia, base, n, 0, out, scratch);  // all keys equal
       continue;
     }
     std::uint32_t offset = 0, largest = 0;
@@ -293,34 +300,36 @@ void sort_bucket(const std::uint64_t* ka, const Pos* pa, Pos base, long long n, 
     if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
       scratch.reserve(n);
       std::uint64_t* tk = scratch.keys.data();
-      Pos* tp = scratch.positions.data();
+      Tag* tt = scratch.tags.data();
       for (long long i = 0; i < n; ++i) {
         const std::uint64_t key = ka[i];
         const std::uint32_t at = count[(key >> shift) & mask]++;
         tk[at] = key;
-        tp[at] = position(i);
+        tt[at] = tag(i);
       }
-      insertion_sort_pairs(tk, tp, n);
-      write_sorted<Stream>(tk, tp, n, out.where_from, out.keys, out.source, out.order);
+      insertion_sort_pairs(tk, tt, n);
+      write_sorted<Stream>(tk, tt, n, out.keys, out.source, out.order);
       return;
     }
     // Large groups (clustered keys): scatter into memory of this level, then each group in
     // turn: large ones recursively, small ones (already in digit order) by the base case.
     std::vector<std::uint64_t> gk(static_cast<std::size_t>(n));
-    std::vector<Pos> gp(static_cast<std::size_t>(n));
+    std::vector<Tag> gt(static_cast<std::size_t>(n));
     for (long long i = 0; i < n; ++i) {
       const std::uint64_t key = ka[i];
       const std::uint32_t at = count[(key >> shift) & mask]++;
       gk[at] = key;
-      gp[at] = position(i);
+      gt[at] = tag(i);
     }
     long long start = 0, run = 0;
     for (int d = 0; d <= digits; ++d) {
       const long long end = d < digits ? count[d] : n;
       if (d == digits || end - start > kSmallGroup) {
         if (start > run)  // the small groups before this one, sorted together
-          sort_bucket<Stream>(gk.data() + run, gp.data() + run, 0, start - run, 0, out.at(run), scratch);
-        if (d < digits) sort_bucket<Stream>(gk.data() + start, gp.data() + start, 0, end - start, shift, out.at(start), scratch);
+          sort_bucket<Stream>(gk.data() + run, gt.data() + run, nullptr, 0, start - run, 0, out.at(run), scratch);
+        if (d < digits)
+          sort_bucket<Stream>(gk.data() + start, gt.data() + start, nullptr, 0, end - start, shift, out.at(start),
+                              scratch);
         run = end;
       }
       start = end;
@@ -470,18 +479,19 @@ std::shared_ptr<HostPermutation> host_sort_pairs(const std::uint64_t* words, lon
     }
     store_fence();
 #pragma omp barrier
-    BucketScratch scratch;
-    // Recording the layout, the pairs carry their bucketed positions (s + i); otherwise their
-    // original indices.
-    const SortedOut whole{out_keys, source, out, stream ? from : nullptr};
+    // Recording the layout, the pairs carry their bucketed positions too.
+    const SortedOut whole{out_keys, source, out};
+    BucketScratch<std::uint64_t> with_layout;
+    BucketScratch<Pos> plain;
 #pragma omp for schedule(dynamic, 16)
     for (int b = 0; b < buckets; ++b) {
       const long long s = bucket_start[b], e = bucket_start[b + 1];
       if (e == s) continue;
       if (stream)
-        sort_bucket<true>(ka + s, nullptr, static_cast<Pos>(s), e - s, msd_shift, whole.at(s), scratch);
+        sort_bucket<true, std::uint64_t>(ka + s, nullptr, from + s, static_cast<Pos>(s), e - s, msd_shift, whole.at(s),
+                                         with_layout);
       else
-        sort_bucket<false>(ka + s, from + s, 0, e - s, msd_shift, whole.at(s), scratch);
+        sort_bucket<false, Pos>(ka + s, nullptr, from + s, 0, e - s, msd_shift, whole.at(s), plain);
     }
     store_fence();
   }
