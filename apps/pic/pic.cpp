@@ -226,7 +226,7 @@ void initialise(State& s) {
   double* vy = two ? s.vy.data() : nullptr;
   // Every particle is a function of its global id only: the same particles for any number of
   // ranks.  Two beams alternate by id; each beam takes the velocity samples of id / 2.
-  cn::parallel_for("initialise", s.n_local, CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("initialise", s.n_local, i,
     const long long id = first + i;
     const unsigned long long vid = beams ? static_cast<unsigned long long>(id / 2) : static_cast<unsigned long long>(id);
     double ux, uy, gx, gy;
@@ -247,7 +247,7 @@ void initialise(State& s) {
       y[i] = kernels::periodic(uy * ly, ly);
       vy[i] = gy;
     }
-  });
+  );
 }
 
 kernels::Grid grid_of(const State& s) {
@@ -308,9 +308,9 @@ void deposit(State& s) {
   }
   s.ne.fill(0.0);
   if (!s.config.deterministic) {
-    cn::parallel_for("deposit", n, CUNUMPY_LAMBDA(long long i) {
+    CUNUMPY_FOR("deposit", n, i,
       kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { cunumpy_atomic_add(&ne[c], q * w); });
-    });
+    );
     return;
   }
   // Deterministic: each particle's stencil weights, quantised to multiples of 2^-24, summed
@@ -324,16 +324,16 @@ void deposit(State& s) {
   std::int64_t* key = keys.data();
   std::int64_t* value = values.data();
   const double quantum = 16777216.0;  // 2^24
-  cn::parallel_for("deposit weights", n, CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("deposit weights", n, i,
     kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int point) {
       if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
       value[i * points + point] = llround(w * quantum);
     });
-  });
+  );
   const cn::Array<double> sums = cn::segment_sum(keys, values, s.cells);
   const double* sum = sums.data();
   s.ne_scale = q / quantum;
-  cn::parallel_for("deposit spread", s.cells, CUNUMPY_LAMBDA(long long c) {
+  CUNUMPY_FOR("deposit spread", s.cells, c,
     const long long ci = c / ny, cj = c % ny;
     double acc = 0.0;
     for (int a = 0; a <= order; ++a) {
@@ -345,7 +345,7 @@ void deposit(State& s) {
         acc += sum[(kernels::wrap(ci - a, nx) * ny + kernels::wrap(cj - b, ny)) * points + a * (order + 1) + b];
     }
     ne[c] = acc;
-  });
+  );
 }
 
 void solve(State& s) {
@@ -355,13 +355,13 @@ void solve(State& s) {
   const double* ne = s.ne.data();
   double* rho = s.rho.data();
   const double ne_scale = s.ne_scale;
-  cn::parallel_for("charge", s.cells, CUNUMPY_LAMBDA(long long c) { rho[c] = 1.0 - ne[c] * ne_scale; });
+  CUNUMPY_FOR("charge", s.cells, c, rho[c] = 1.0 - ne[c] * ne_scale;);
   s.fft->forward(s.rho.data(), s.rho_k.data());
   const double* rk = s.rho_k.data();
   double* exk = s.ex_k.data();
   double* eyk = two ? s.ey_k.data() : nullptr;
   // E_k = -i k rho_k / |k|^2, with the inverse transform's 1 / cells folded in.
-  cn::parallel_for("poisson", s.nk, CUNUMPY_LAMBDA(long long m) {
+  CUNUMPY_FOR("poisson", s.nk, m,
     const long long i = m / nyh, j = m % nyh;
     const double kx = kx0 * static_cast<double>(i <= nx / 2 ? i : i - nx);
     const double ky = two ? ky0 * static_cast<double>(j) : 0.0;
@@ -374,7 +374,7 @@ void solve(State& s) {
       eyk[2 * m] = ky * im * f;
       eyk[2 * m + 1] = -ky * re * f;
     }
-  });
+  );
   s.fft->inverse(s.ex_k.data(), s.ex.data());
   if (two) s.fft->inverse(s.ey_k.data(), s.ey.data());
 }
@@ -388,7 +388,7 @@ void gather(State& s) {
   const double* ey = two ? s.ey.data() : nullptr;
   double* exp_ = s.ex_p.data();
   double* eyp = two ? s.ey_p.data() : nullptr;
-  cn::parallel_for("gather", s.n_local, CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("gather", s.n_local, i,
     double e0 = 0.0, e1 = 0.0;
     kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
       e0 += w * ex[c];
@@ -396,7 +396,7 @@ void gather(State& s) {
     });
     exp_[i] = e0;
     if (two) eyp[i] = e1;
-  });
+  );
 }
 
 // v += factor * dt * (q/m) E (q/m = -1); then, if `move`, x += dt v.  Returns this rank's
@@ -410,7 +410,7 @@ double push(State& s, double velocity_factor, bool move) {
   double* vy = two ? s.vy.data() : nullptr;
   const double* exp_ = s.ex_p.data();
   const double* eyp = two ? s.ey_p.data() : nullptr;
-  return cn::parallel_reduce("push", s.n_local, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) {
+  return CUNUMPY_REDUCE("push", s.n_local, cn::ReduceOp::sum, i,
     const double old_x = vx[i];
     const double new_x = old_x + dv * exp_[i];
     vx[i] = new_x;
@@ -424,14 +424,13 @@ double push(State& s, double velocity_factor, bool move) {
       if (move) y[i] = kernels::periodic(y[i] + dt * new_y, ly);
     }
     return 0.5 * mass * energy;
-  });
+  );
 }
 
 double momentum(State& s) {
   const double* vx = s.vx.data();
   const double mass = s.particle_mass;
-  return cn::parallel_reduce("momentum", s.n_local, cn::ReduceOp::sum,
-                             CUNUMPY_LAMBDA(long long i) { return mass * vx[i]; });
+  return CUNUMPY_REDUCE("momentum", s.n_local, cn::ReduceOp::sum, i, return mass * vx[i];);
 }
 
 void resort(State& s) {
@@ -442,11 +441,11 @@ void resort(State& s) {
   const double* y = two ? s.y.data() : nullptr;
   auto keys = cn::empty<std::uint64_t>({s.n_local});
   std::uint64_t* k = keys.data();
-  cn::parallel_for("morton keys", s.n_local, CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("morton keys", s.n_local, i,
     const unsigned long long cx = static_cast<unsigned long long>(kernels::wrap(static_cast<long long>(x[i] * inv_dx), nx));
     const unsigned long long cy = two ? static_cast<unsigned long long>(kernels::wrap(static_cast<long long>(y[i] * inv_dy), ny)) : 0ull;
     k[i] = cunumpy_morton_encode2(cx, cy);
-  });
+  );
   if (two) {
     auto [sk, order, x2, y2, vx2, vy2] = cn::sort_by_key(keys, s.x, s.y, s.vx, s.vy);
     s.x = x2;
@@ -465,10 +464,10 @@ double field_energy(State& s) {
   const double* ex = s.ex.data();
   const double* ey = s.dim == 2 ? s.ey.data() : nullptr;
   const double cell = s.dx * s.dy;
-  return cn::parallel_reduce("field energy", s.cells, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long c) {
+  return CUNUMPY_REDUCE("field energy", s.cells, cn::ReduceOp::sum, c,
     const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0);
     return 0.5 * e2 * cell;
-  });
+  );
 }
 // The field energy of mode (k, 0): |E_k|^2 / cells^2 * volume, from rho_k (E_k = -i k rho_k / k^2).
 double mode_energy(State& s) {
@@ -484,7 +483,7 @@ double mode_energy(State& s) {
 double total_charge(State& s) {
   const double* rho = s.rho.data();
   const double cell = s.dx * s.dy;
-  return cn::parallel_reduce("total charge", s.cells, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long c) { return rho[c] * cell; });
+  return CUNUMPY_REDUCE("total charge", s.cells, cn::ReduceOp::sum, c, return rho[c] * cell;);
 }
 
 void deposit_and_sum(State& s) {

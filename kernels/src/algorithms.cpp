@@ -98,9 +98,9 @@ Array<std::uint64_t> morton_encode(const Array<std::uint64_t>& cells) {
   Array<std::uint64_t> keys(Shape{cells.shape(0)}, cells.backend());
   const std::uint64_t* c = cells.data();
   std::uint64_t* k = keys.data();
-  parallel_for("morton_encode", cells.shape(0), CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("morton_encode", cells.shape(0), i,
     k[i] = three ? cunumpy_morton_encode3(c[3 * i], c[3 * i + 1], c[3 * i + 2]) : cunumpy_morton_encode2(c[2 * i], c[2 * i + 1]);
-  });
+  );
   return keys;
 }
 
@@ -111,7 +111,7 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
   Array<std::uint64_t> cells(Shape{keys.shape(0), ndim}, keys.backend());
   const std::uint64_t* k = keys.data();
   std::uint64_t* c = cells.data();
-  parallel_for("morton_decode", keys.shape(0), CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("morton_decode", keys.shape(0), i,
     if (ndim == 2) {
       c[2 * i] = cunumpy_morton_compact2(k[i]);
       c[2 * i + 1] = cunumpy_morton_compact2(k[i] >> 1);
@@ -120,7 +120,7 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
       c[3 * i + 1] = cunumpy_morton_compact3(k[i] >> 1);
       c[3 * i + 2] = cunumpy_morton_compact3(k[i] >> 2);
     }
-  });
+  );
   return cells;
 }
 
@@ -159,9 +159,8 @@ Array<std::uint64_t> to_words(const Array<K>& keys) {
   std::uint64_t* o = w.data();
   // Signed keys: flipping the sign bit of the sign-extended value keeps the order.
   const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
-  parallel_for("sort_by_key words", keys.size(), CUNUMPY_LAMBDA(long long i) {
-    o[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(k[i])) ^ flip;
-  });
+  CUNUMPY_FOR("sort_by_key words", keys.size(), i,
+              o[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(k[i])) ^ flip;);
   return w;
 }
 
@@ -573,9 +572,7 @@ Array<K> words_to(const Array<std::uint64_t>& words) {
   const std::uint64_t* w = words.data();
   K* k = keys.data();
   const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
-  parallel_for("sort_by_key keys", words.size(), CUNUMPY_LAMBDA(long long i) {
-    k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip));
-  });
+  CUNUMPY_FOR("sort_by_key keys", words.size(), i, k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip)););
   return keys;
 }
 }  // namespace
@@ -597,10 +594,10 @@ void gather_words(void* out, const void* in, const std::int64_t* order, long lon
   const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
   W* o = static_cast<W*>(out);
   const W* src = static_cast<const W*>(in);
-  parallel_for("sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
+  CUNUMPY_FOR("sort_by_key gather", n * per_row, k,
     const long long row = k / per_row, col = k % per_row;
     o[k] = src[order[row] * per_row + col];
-  });
+  );
 }
 
 // Rows of a host sort's input, permuted through its bucketed layout (HostPermutation).

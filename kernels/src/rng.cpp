@@ -70,18 +70,16 @@ std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
   }
   switch (kind) {
     case 0:
-      parallel_for(what, b.shape.size(), CUNUMPY_LAMBDA(long long i) { o0[i] = cunumpy_uniform(s[i], st[i], c[i]); });
+      CUNUMPY_FOR(what, b.shape.size(), i, o0[i] = cunumpy_uniform(s[i], st[i], c[i]););
       break;
     case 1:
-      parallel_for(what, b.shape.size(),
-                   CUNUMPY_LAMBDA(long long i) { cunumpy_uniform2(s[i], st[i], c[i], &o0[i], &o1[i]); });
+      CUNUMPY_FOR(what, b.shape.size(), i, cunumpy_uniform2(s[i], st[i], c[i], &o0[i], &o1[i]););
       break;
     case 2:
-      parallel_for(what, b.shape.size(), CUNUMPY_LAMBDA(long long i) { o0[i] = cunumpy_normal(s[i], st[i], c[i]); });
+      CUNUMPY_FOR(what, b.shape.size(), i, o0[i] = cunumpy_normal(s[i], st[i], c[i]););
       break;
     default:
-      parallel_for(what, b.shape.size(),
-                   CUNUMPY_LAMBDA(long long i) { cunumpy_normal2(s[i], st[i], c[i], &o0[i], &o1[i]); });
+      CUNUMPY_FOR(what, b.shape.size(), i, cunumpy_normal2(s[i], st[i], c[i], &o0[i], &o1[i]););
       break;
   }
   return {out0, out1};
@@ -96,11 +94,11 @@ Array<std::uint32_t> philox4x32_10(const Array<std::uint32_t>& counters, std::ui
   Array<std::uint32_t> out(counters.shape(), counters.backend());
   const std::uint32_t* in = counters.data();
   std::uint32_t* o = out.data();
-  parallel_for("philox4x32_10", counters.shape(0), CUNUMPY_LAMBDA(long long i) {
+  CUNUMPY_FOR("philox4x32_10", counters.shape(0), i,
     cunumpy_u32x4 c{{in[4 * i], in[4 * i + 1], in[4 * i + 2], in[4 * i + 3]}};
     const cunumpy_u32x4 r = cunumpy_philox4x32_10(c, key0, key1);
     for (int k = 0; k < 4; ++k) o[4 * i + k] = r.v[k];
-  });
+  );
   return out;
 }
 

@@ -194,7 +194,35 @@ void check_parallel_for_and_reduce() {
   EXPECT_EQ(hc(0) + hc(1) + hc(2) + hc(3), static_cast<double>(n));
 }
 
-TEST_F(OnGpu, ParallelForAndReduce) { check_parallel_for_and_reduce(); }
+// CUNUMPY_FOR in a file compiled by nvcc: one body (with commas in it) for every backend.
+void check_cunumpy_for(cn::Backend backend) {
+  auto guard = cn::use_backend(backend);
+  const long long n = 100003;
+  auto a = cn::zeros<double>({n});
+  auto b = cn::zeros<long long>({n});
+  auto av = a.view<1>();
+  auto bv = b.view<1>();
+  CUNUMPY_FOR("two outputs", n, i, const double x = 0.5 * static_cast<double>(i), y = x + 1.0; av(i) = x * y;
+              bv(i) = i % 7;);
+  auto ha = cn::to_host(a);
+  auto hb = cn::to_host(b);
+  for (long long i = 0; i < n; ++i) {
+    const double x = 0.5 * static_cast<double>(i);
+    ASSERT_EQ(ha(i), x * (x + 1.0)) << i;
+    ASSERT_EQ(hb(i), i % 7) << i;
+  }
+  EXPECT_THROW(CUNUMPY_FOR("negative", -1, i, av(i) = 0.0;), cn::ValueError);
+}
+
+TEST(CunumpyFor, HostAndEmulatedInAnNvccFile) {
+  check_cunumpy_for(cn::Backend::host);
+  check_cunumpy_for(cn::Backend::emulated);
+}
+
+TEST_F(OnGpu, ParallelForAndReduce) {
+  check_parallel_for_and_reduce();
+  check_cunumpy_for(cn::Backend::cuda);
+}
 
 TEST_F(OnGpu, HandWrittenKernelsWithTheDeviceHeaders) {
   auto values = cn::arange<double>(0.0, 1000.0, 1.0);

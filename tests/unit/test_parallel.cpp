@@ -26,6 +26,16 @@ TEST_P(Parallel, For1D) {
   for (long long i = 0; i < n; ++i) ASSERT_EQ(h(i), 2.0 * static_cast<double>(i)) << i;
 }
 
+TEST_P(Parallel, CunumpyForIsParallelForWithTheBodyOnce) {
+  const long long n = 1001;
+  auto a = cn::zeros<double>({n});
+  auto v = a.view<1>();
+  const double scale = 3.0;
+  CUNUMPY_FOR("scaled", n, i, const double x = static_cast<double>(i), y = scale; v(i) = x * y;);
+  auto h = cn::to_host(a);
+  for (long long i = 0; i < n; ++i) ASSERT_EQ(h(i), 3.0 * static_cast<double>(i)) << i;
+}
+
 TEST_P(Parallel, For2DAnd3DVisitEveryIndexOnce) {
   auto a = cn::zeros<int>({7, 13});
   auto v = a.view<2>();

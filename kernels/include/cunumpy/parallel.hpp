@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -83,22 +84,59 @@ T host_reduce(long long n, ReduceOp op, F& f) {
 
 namespace cunumpy {
 
-// Runs f(i) for i in [0, n).
-template <typename F>
-void parallel_for(std::string_view name, long long n, F f) {
-  detail::check_extent(name, n);
+namespace detail {
+// The loops with two copies of one body: host_f for host memory, device_f (an extended
+// lambda) for the device.  parallel_for / parallel_reduce pass one body twice; CUNUMPY_FOR /
+// CUNUMPY_REDUCE a plain lambda and an extended one.
+template <typename HostF, typename DeviceF>
+void dual_for(std::string_view name, long long n, HostF host_f, [[maybe_unused]] DeviceF device_f) {
+  check_extent(name, n);
   const NvtxRange range{std::string(name)};
   if (n == 0) return;
   if (get_backend() == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
-    detail::cuda_for(name, n, f);
+    cuda_for(name, n, device_f);
 #else
-    detail::throw_no_cuda_in_translation_unit(name);
+    throw_no_cuda_in_translation_unit(name);
 #endif
   } else {
-    detail::host_for(n, f);
+    host_for(n, host_f);
   }
 }
+
+template <typename HostF, typename DeviceF>
+auto dual_reduce(std::string_view name, long long n, ReduceOp op, HostF host_f, [[maybe_unused]] DeviceF device_f,
+                 [[maybe_unused]] std::source_location where) {
+  using T = std::decay_t<decltype(host_f(0LL))>;
+  static_assert(std::is_arithmetic_v<T>, "parallel_reduce: the body must return an arithmetic value");
+  check_extent(name, n);
+  const NvtxRange range{std::string(name)};
+  if (n == 0) return reduce_identity<T>(op);
+  if (get_backend() == Backend::cuda) {
+#if CUNUMPY_CUDA_COMPILATION()
+    return cuda_reduce<T>(name, n, op, device_f, where);
+#else
+    throw_no_cuda_in_translation_unit(name);
+#endif
+  }
+  return host_reduce<T>(n, op, host_f);
+}
+}  // namespace detail
+
+// Runs f(i) for i in [0, n).
+template <typename F>
+void parallel_for(std::string_view name, long long n, F f) {
+  detail::dual_for(name, n, f, f);
+}
+
+// CUNUMPY_FOR(name, n, i, body...): parallel_for(name, n, CUNUMPY_LAMBDA(long long i) {body})
+// with the body written once, for hot loops in files compiled by nvcc.  There, an extended
+// __host__ __device__ lambda reaches host code through nvcc's type-erased wrapper: an
+// indirect call per iteration that stops the host compiler from inlining and vectorising
+// the body.  CUNUMPY_FOR gives the host loop a plain lambda of the same body (captures by
+// value in both).  In files that the host compiler alone compiles it is parallel_for.
+#define CUNUMPY_FOR(name, n, i, ...) \
+  ::cunumpy::detail::dual_for((name), (n), [=](long long i) { __VA_ARGS__ }, CUNUMPY_LAMBDA(long long i) { __VA_ARGS__ })
 
 // Runs f(i, j) for i in [0, n0), j in [0, n1); j varies fastest.
 template <typename F>
@@ -128,21 +166,13 @@ void parallel_for(std::string_view name, long long n0, long long n1, long long n
 template <typename F>
 auto parallel_reduce(std::string_view name, long long n, ReduceOp op, F f,
                      std::source_location where = std::source_location::current()) {
-  using T = std::decay_t<decltype(f(0LL))>;
-  static_assert(std::is_arithmetic_v<T>, "parallel_reduce: the body must return an arithmetic value");
-  detail::check_extent(name, n);
-  const NvtxRange range{std::string(name)};
-  if (n == 0) return detail::reduce_identity<T>(op);
-  if (get_backend() == Backend::cuda) {
-#if CUNUMPY_CUDA_COMPILATION()
-    return detail::cuda_reduce<T>(name, n, op, f, where);
-#else
-    (void)where;
-    detail::throw_no_cuda_in_translation_unit(name);
-#endif
-  }
-  (void)where;
-  return detail::host_reduce<T>(n, op, f);
+  return detail::dual_reduce(name, n, op, f, f, where);
 }
+
+// CUNUMPY_REDUCE(name, n, op, i, body...): parallel_reduce with the body (which returns the
+// value of index i) written once; as CUNUMPY_FOR, a plain lambda runs it on the host.
+#define CUNUMPY_REDUCE(name, n, op, i, ...)                                                                 \
+  ::cunumpy::detail::dual_reduce((name), (n), (op), [=](long long i) { __VA_ARGS__ },                     \
+                                 CUNUMPY_LAMBDA(long long i) { __VA_ARGS__ }, std::source_location::current())
 
 }  // namespace cunumpy
