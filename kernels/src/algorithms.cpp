@@ -136,7 +136,6 @@ using Pos = std::uint32_t;  // a position in a host sort's bucketed layout (it s
 // the whole array per row.
 struct HostPermutation {
   std::shared_ptr<Allocation> first_block, source_block;  // Pos[n] each
-  bool stream = false;  // the sort wrote its outputs with streaming stores
   const Pos* first() const { return static_cast<const Pos*>(first_block->ptr); }
   const Pos* source() const { return static_cast<const Pos*>(source_block->ptr); }
 };
@@ -296,16 +295,20 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base
       offset += c;
       largest = std::max(largest, c);
     }
+    // The stable counting scatter by this digit (count[d] ends as the end of group d).
+    auto scatter = [&](std::uint64_t* dk, Tag* dt) {
+      for (long long i = 0; i < n; ++i) {
+        const std::uint64_t key = ka[i];
+        const std::uint32_t at = count[(key >> shift) & mask]++;
+        dk[at] = key;
+        dt[at] = tag(i);
+      }
+    };
     if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
       scratch.reserve(n);
       std::uint64_t* tk = scratch.keys.data();
       Tag* tt = scratch.tags.data();
-      for (long long i = 0; i < n; ++i) {
-        const std::uint64_t key = ka[i];
-        const std::uint32_t at = count[(key >> shift) & mask]++;
-        tk[at] = key;
-        tt[at] = tag(i);
-      }
+      scatter(tk, tt);
       insertion_sort_pairs(tk, tt, n);
       write_sorted<Stream>(tk, tt, n, out.keys, out.source, out.order);
       return;
@@ -314,12 +317,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base
     // turn: large ones recursively, small ones (already in digit order) by the base case.
     std::vector<std::uint64_t> gk(static_cast<std::size_t>(n));
     std::vector<Tag> gt(static_cast<std::size_t>(n));
-    for (long long i = 0; i < n; ++i) {
-      const std::uint64_t key = ka[i];
-      const std::uint32_t at = count[(key >> shift) & mask]++;
-      gk[at] = key;
-      gt[at] = tag(i);
-    }
+    scatter(gk.data(), gt.data());
     long long start = 0, run = 0;
     for (int d = 0; d <= digits; ++d) {
       const long long end = d < digits ? count[d] : n;
@@ -424,7 +422,6 @@ std::shared_ptr<HostPermutation> host_sort_pairs(const std::uint64_t* words, lon
   Pos* source = nullptr;
   if (stream) {
     plan = std::make_shared<HostPermutation>();
-    plan->stream = true;
     plan->first_block = allocate(Backend::host, un * sizeof(Pos));
     plan->source_block = allocate(Backend::host, un * sizeof(Pos));
     first = static_cast<Pos*>(plan->first_block->ptr);
@@ -600,8 +597,9 @@ void gather_words(void* out, const void* in, const std::int64_t* order, long lon
   );
 }
 
-// Rows of a host sort's input, permuted through its bucketed layout (HostPermutation).
-template <typename W, bool Stream>
+// Rows of a host sort's input, permuted through its bucketed layout (HostPermutation; only
+// data larger than the caches has one, so the rows are written with streaming stores).
+template <typename W>
 void permute_words(void* out, const void* in, const HostPermutation& plan, long long n, std::size_t row_bytes) {
   const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
   const auto stage_block = allocate(Backend::host, static_cast<std::size_t>(n) * row_bytes);
@@ -618,7 +616,7 @@ void permute_words(void* out, const void* in, const HostPermutation& plan, long 
 #pragma omp for schedule(static)
     for (long long j = 0; j < n; ++j)
       for (long long c = 0; c < per_row; ++c) {
-        if constexpr (Stream && sizeof(W) == 8)
+        if constexpr (sizeof(W) == 8)
           put_word<true>(o + j * per_row + c, stage[source[j] * per_row + c]);
         else
           o[j * per_row + c] = stage[source[j] * per_row + c];
@@ -629,14 +627,10 @@ void permute_words(void* out, const void* in, const HostPermutation& plan, long 
 
 template <typename W>
 void move_rows(void* out, const void* in, const SortedWords& sorted, long long n, std::size_t row_bytes) {
-  if (sorted.plan != nullptr) {
-    if (sorted.plan->stream)
-      permute_words<W, true>(out, in, *sorted.plan, n, row_bytes);
-    else
-      permute_words<W, false>(out, in, *sorted.plan, n, row_bytes);
-  } else {
+  if (sorted.plan != nullptr)
+    permute_words<W>(out, in, *sorted.plan, n, row_bytes);
+  else
     gather_words<W>(out, in, sorted.order.data(), n, row_bytes);
-  }
 }
 }  // namespace
 

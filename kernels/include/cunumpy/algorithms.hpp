@@ -71,7 +71,7 @@ struct HostPermutation;
 struct SortedWords {
   Array<std::uint64_t> words;
   Array<std::int64_t> order;
-  std::shared_ptr<const HostPermutation> plan;  // host memory only; null on cuda
+  std::shared_ptr<const HostPermutation> plan;  // host sorts of data larger than the caches; else null
 };
 SortedWords stable_sort_words(const Array<std::uint64_t>& words);
 // Sorted words back to keys of the type of the second argument.
