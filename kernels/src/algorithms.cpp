@@ -14,13 +14,8 @@
 #include <cunumpy/parallel.hpp>
 
 #include "host_fast.hpp"
+#include "host_sort.hpp"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #if CUNUMPY_CUDA_COMPILATION()
 #include <cub/device/device_radix_sort.cuh>
@@ -126,20 +121,6 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
 
 namespace detail {
 
-using Pos = std::uint32_t;  // a position in a host sort's bucketed layout (it sorts < 2^32 keys)
-
-// The bucketed layout of a host sort.  The most significant digit scatters the pairs into
-// buckets: pair i lands at position first[i].  Each bucket is then sorted where it lies: the
-// pair that ends at sorted position j came from position source[j], in the same bucket.  An
-// array is permuted the same way: rows scattered to their buckets (sequential reads), then
-// gathered within each bucket (reads that stay in the caches), instead of one random read of
-// the whole array per row.
-struct HostPermutation {
-  std::shared_ptr<Allocation> first_block, source_block;  // Pos[n] each
-  const Pos* first() const { return static_cast<const Pos*>(first_block->ptr); }
-  const Pos* source() const { return static_cast<const Pos*>(source_block->ptr); }
-};
-
 void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend) {
   if (shape.rank() < 1 || shape[0] != n)
     throw ValueError(std::string(what) + ": every array needs " + std::to_string(n) +
@@ -163,359 +144,31 @@ Array<std::uint64_t> to_words(const Array<K>& keys) {
   return w;
 }
 
-// Stable insertion sort of (key, index) pairs: linear on ranges that are sorted but for
-// small groups, which is what the digit pass below leaves.
-template <typename Index>
-void insertion_sort_pairs(std::uint64_t* k, Index* x, long long n) {
-  for (long long i = 1; i < n; ++i) {
-    const std::uint64_t key = k[i];
-    if (key >= k[i - 1]) continue;
-    const Index v = x[i];
-    long long j = i - 1;
-    do {
-      k[j + 1] = k[j];
-      x[j + 1] = x[j];
-      --j;
-    } while (j >= 0 && k[j] > key);
-    k[j + 1] = key;
-    x[j + 1] = v;
-  }
-}
-
-constexpr long long kSmallGroup = 48;  // groups up to this size are left to insertion sort
-constexpr int kMaxDigitBits = 14;
-constexpr long long kStreamingPairs = 1LL << 21;  // outputs larger than the caches from here on
-
-// Stores one 8-byte word: plainly, or streaming (the destination line is not read first: half
-// the memory traffic for outputs larger than the caches).
-template <bool Stream, typename T>
-inline void put_word(T* dst, T value) {
-  static_assert(sizeof(T) == 8);
-#if defined(__x86_64__)
-  if constexpr (Stream) {
-    long long bits;
-    std::memcpy(&bits, &value, 8);
-    _mm_stream_si64(reinterpret_cast<long long*>(dst), bits);
-    return;
-  }
-#endif
-  *dst = value;
-}
-
-// What a pair carries through a bucket's sort: its original index (a Pos), or, when the
-// layout is recorded, its position in the bucketed layout too: (position << 32) | index.
-template <typename Tag>
-constexpr bool kRecordsLayout = sizeof(Tag) == 8;
-
-// Writes the sorted pairs of one bucket: keys, order (original indices) and, when the layout
-// is recorded, the positions the pairs came from.
-template <bool Stream, typename Tag>
-void write_sorted(const std::uint64_t* k, const Tag* t, long long n, std::uint64_t* out_keys, Pos* out_source,
-                  std::int64_t* out_order) {
-  for (long long i = 0; i < n; ++i) {
-    put_word<Stream>(out_keys + i, k[i]);
-    if constexpr (kRecordsLayout<Tag>) {
-      put_word<Stream>(out_order + i, static_cast<std::int64_t>(t[i] & 0xFFFFFFFFu));
-      out_source[i] = static_cast<Pos>(t[i] >> 32);
-    } else {
-      put_word<Stream>(out_order + i, static_cast<std::int64_t>(t[i]));
-    }
-  }
-}
-
-// A thread's scratch for sort_bucket, reused bucket after bucket: it stays in the caches.
-template <typename Tag>
-struct BucketScratch {
-  std::vector<std::uint64_t> keys;
-  std::vector<Tag> tags;
-  void reserve(long long n) {
-    if (static_cast<long long>(keys.size()) < n) {
-      keys.resize(static_cast<std::size_t>(n));
-      tags.resize(static_cast<std::size_t>(n));
-    }
-  }
-};
-
-// Where the sorted pairs of a bucket go.
-struct SortedOut {
-  std::uint64_t* keys;
-  Pos* source;  // null when no layout is recorded
-  std::int64_t* order;
-  SortedOut at(long long offset) const {
-    return {keys + offset, source != nullptr ? source + offset : nullptr, order + offset};
-  }
-};
-
-// Sorts n pairs stably by the bits below `top` (the bits at and above are all equal): keys
-// ka[0, n) with tags ta[i], or, when ta is null, the tags of bucketed positions base + i whose
-// original indices are ia[i].  One counting pass on the next ~log2(n) + 1 bits into the
-// thread's scratch leaves groups of zero, one or two pairs (for keys that spread: Morton keys
-// of particles do), which an insertion sort orders in the cache before the pairs are written
-// out.  A group that stays large (clustered keys) is sorted the same way, recursively.  A
-// digit that is the same for every pair costs one histogram and no move.
-template <bool Stream, typename Tag>
-void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base, long long n, int top,
-                 const SortedOut& out, BucketScratch<Tag>& scratch) {
-  auto tag = [&](long long i) -> Tag {
-    if (ta != nullptr) return ta[i];
-    if constexpr (kRecordsLayout<Tag>)
-      return (static_cast<std::uint64_t>(base + static_cast<Pos>(i)) << 32) | ia[i];
-    else
-      return ia[i];
-  };
-  if (n <= kSmallGroup || top <= 0) {
-    scratch.reserve(n);
-    for (long long i = 0; i < n; ++i) {
-      scratch.keys[i] = ka[i];
-      scratch.tags[i] = tag(i);
-    }
-    insertion_sort_pairs(scratch.keys.data(), scratch.tags.data(), n);
-    write_sorted<Stream>(scratch.keys.data(), scratch.tags.data(), n, out.keys, out.source, out.order);
-    return;
-  }
-  // About two digit values per pair: most groups then hold zero or one pair.
-  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(n))) + 1, 6, kMaxDigitBits);
-  std::vector<std::uint32_t> count(std::size_t{1} << bits);
-  for (;;) {
-    const int shift = std::max(0, top - bits);
-    const int width = top - shift;
-    const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
-    const int digits = 1 << width;
-    std::fill(count.begin(), count.begin() + digits, 0u);
-    for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
-    if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
-      top = shift;
-      if (top == 0) return sort_bucket<Stream>(ka, ta, ia, base, n, 0, out, scratch);  // all keys equal
-      continue;
-    }
-    std::uint32_t offset = 0, largest = 0;
-    for (int d = 0; d < digits; ++d) {
-      const std::uint32_t c = count[d];
-      count[d] = offset;
-      offset += c;
-      largest = std::max(largest, c);
-    }
-    // The stable counting scatter by this digit (count[d] ends as the end of group d).
-    auto scatter = [&](std::uint64_t* dk, Tag* dt) {
-      for (long long i = 0; i < n; ++i) {
-        const std::uint64_t key = ka[i];
-        const std::uint32_t at = count[(key >> shift) & mask]++;
-        dk[at] = key;
-        dt[at] = tag(i);
-      }
-    };
-    if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
-      scratch.reserve(n);
-      std::uint64_t* tk = scratch.keys.data();
-      Tag* tt = scratch.tags.data();
-      scatter(tk, tt);
-      insertion_sort_pairs(tk, tt, n);
-      write_sorted<Stream>(tk, tt, n, out.keys, out.source, out.order);
-      return;
-    }
-    // Large groups (clustered keys): scatter into memory of this level, then each group in
-    // turn: large ones recursively, small ones (already in digit order) by the base case.
-    std::vector<std::uint64_t> gk(static_cast<std::size_t>(n));
-    std::vector<Tag> gt(static_cast<std::size_t>(n));
-    scatter(gk.data(), gt.data());
-    long long start = 0, run = 0;
-    for (int d = 0; d <= digits; ++d) {
-      const long long end = d < digits ? count[d] : n;
-      if (d == digits || end - start > kSmallGroup) {
-        if (start > run)  // the small groups before this one, sorted together
-          sort_bucket<Stream>(gk.data() + run, gt.data() + run, nullptr, 0, start - run, 0, out.at(run), scratch);
-        if (d < digits)
-          sort_bucket<Stream>(gk.data() + start, gt.data() + start, nullptr, 0, end - start, shift, out.at(start),
-                              scratch);
-        run = end;
-      }
-      start = end;
-    }
-    return;
-  }
-}
-
-// Scatter of the most significant digit through write-combining buffers: each bucket gathers
-// one 64-byte line of keys and one of original indices in a small buffer, and full lines go
-// to memory with streaming stores.  Lines are not read before they are written, and far fewer
-// pages are touched at a time than with one store per pair: about twice as fast as plain
-// stores for arrays larger than the caches.
-class LineScatter {
- public:
-  static constexpr unsigned kKeys = 64 / sizeof(std::uint64_t), kIndices = 64 / sizeof(Pos);
-  explicit LineScatter(int buckets) : lines_(static_cast<std::size_t>(buckets)) {}
-
-  // Pairs [begin, end) of `words` go to positions next[digit]++ of keys / indices, recorded in
-  // first[i]; first_owned[d] is where this caller's part of bucket d starts (positions before
-  // it belong to others).
-  void run(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-           std::uint32_t* next, const std::uint32_t* first_owned, std::uint64_t* keys, Pos* indices, Pos* first) {
-    Line* lines = lines_.data();
-    for (long long i = begin; i < end; ++i) {
-      const std::uint64_t key = words[i];
-      const std::uint64_t d = (key >> shift) & mask;
-      const std::uint32_t pos = next[d]++;
-      first[i] = pos;
-      Line& line = lines[d];
-      line.keys[pos % kKeys] = key;
-      line.indices[pos % kIndices] = static_cast<Pos>(i);
-      if (pos % kKeys == kKeys - 1) flush(keys, line.keys, pos - (kKeys - 1), pos + 1, first_owned[d]);
-      if (pos % kIndices == kIndices - 1) flush(indices, line.indices, pos - (kIndices - 1), pos + 1, first_owned[d]);
-    }
-    for (std::size_t d = 0; d < lines_.size(); ++d) {  // the partly filled last lines
-      const std::uint32_t e = next[d];
-      flush(keys, lines[d].keys, e - e % kKeys, e, first_owned[d]);
-      flush(indices, lines[d].indices, e - e % kIndices, e, first_owned[d]);
-    }
-  }
-
- private:
-  struct alignas(64) Line {
-    std::uint64_t keys[kKeys];
-    Pos indices[kIndices];
-  };
-  // Positions [from, to) of one line (from is a multiple of the line's length); positions
-  // below `owned` are another caller's.
-  template <typename T>
-  static void flush(T* out, const T* line, std::uint32_t from, std::uint32_t to, std::uint32_t owned) {
-    constexpr unsigned per_line = 64 / sizeof(T);
-#if defined(__SSE2__)
-    if (from >= owned && to - from == per_line && reinterpret_cast<std::uintptr_t>(out + from) % 64 == 0) {
-      auto* dst = reinterpret_cast<__m128i*>(out + from);
-      const auto* src = reinterpret_cast<const __m128i*>(line);
-      for (int q = 0; q < 4; ++q) _mm_stream_si128(dst + q, _mm_load_si128(src + q));
-      return;
-    }
-#endif
-    for (std::uint32_t p = std::max(from, owned); p < to; ++p) out[p] = line[p % per_line];
-  }
-  std::vector<Line> lines_;
-};
-
-void store_fence() {
-#if defined(__SSE2__)
-  _mm_sfence();  // streaming stores, before another thread reads what they wrote
-#endif
-}
-
-// Stable sort of n words (n < 2^32) whose bits at and above `high` are equal: one
-// most-significant-digit pass (up to 11 bits, parallel, stable; write-combined when the data
-// is larger than the caches) splits the pairs into buckets small enough for the caches, then
-// each bucket is sorted where it lies by sort_bucket.
-std::shared_ptr<HostPermutation> host_sort_pairs(const std::uint64_t* words, long long n, int high,
-                                                     std::uint64_t* out_keys, std::int64_t* out) {
-  // Buckets of at least ~8192 pairs (cache-sized), at most 2048 of them.
-  int msd_bits = 4;
-  while (msd_bits < 11 && (n >> (msd_bits + 1)) >= 8192) ++msd_bits;
-  msd_bits = std::min(msd_bits, high);
-  const int buckets = 1 << msd_bits;
-  const int msd_shift = high - msd_bits;
-  const std::uint64_t mask = static_cast<std::uint64_t>(buckets - 1);
-  const bool stream = n >= kStreamingPairs;
-  // Scratch from the host allocator, whose cache of large blocks makes repeated sorts skip
-  // the operating system's page faults.
-  // Data larger than the caches also records its layout, through which the arrays are then
-  // permuted (HostPermutation); in the caches, a plain gather by the order is as fast.
-  const auto un = static_cast<std::size_t>(n);
-  std::shared_ptr<HostPermutation> plan;
-  Pos* first = nullptr;
-  Pos* source = nullptr;
-  if (stream) {
-    plan = std::make_shared<HostPermutation>();
-    plan->first_block = allocate(Backend::host, un * sizeof(Pos));
-    plan->source_block = allocate(Backend::host, un * sizeof(Pos));
-    first = static_cast<Pos*>(plan->first_block->ptr);
-    source = static_cast<Pos*>(plan->source_block->ptr);
-  }
-  const auto keys_block = allocate(Backend::host, un * sizeof(std::uint64_t));
-  const auto from_block = allocate(Backend::host, un * sizeof(Pos));
-  auto* ka = static_cast<std::uint64_t*>(keys_block->ptr);
-  auto* from = static_cast<Pos*>(from_block->ptr);  // original index of each bucketed position
-
-  int threads = 1;
-#if defined(_OPENMP)
-  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
-#endif
-  std::vector<std::uint32_t> counts(static_cast<std::size_t>(threads) * buckets, 0);
-  std::vector<long long> bucket_start(buckets + 1, 0);
-#pragma omp parallel num_threads(threads)
-  {
-    int t = 0;
-#if defined(_OPENMP)
-    t = omp_get_thread_num();
-#endif
-    const long long begin = n * t / threads, end = n * (t + 1) / threads;
-    std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * buckets;
-    for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & mask];
-#pragma omp barrier
-#pragma omp single
-    {
-      std::uint32_t offset = 0;  // bucket-major, then thread: stable
-      for (int b = 0; b < buckets; ++b) {
-        bucket_start[b] = offset;
-        for (int tt = 0; tt < threads; ++tt) {
-          std::uint32_t& v = counts[static_cast<std::size_t>(tt) * buckets + b];
-          const std::uint32_t cnt = v;
-          v = offset;
-          offset += cnt;
-        }
-      }
-      bucket_start[buckets] = offset;
-    }
-    if (stream) {
-      const std::vector<std::uint32_t> owned(c, c + buckets);
-      LineScatter(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), ka, from, first);
-    } else {  // the pairs fit in the caches: plain stores keep them there for the buckets
-      for (long long i = begin; i < end; ++i) {
-        const std::uint64_t k = words[i];
-        const std::uint32_t pos = c[(k >> msd_shift) & mask]++;
-        ka[pos] = k;
-        from[pos] = static_cast<Pos>(i);
-      }
-    }
-    store_fence();
-#pragma omp barrier
-    // Recording the layout, the pairs carry their bucketed positions too.
-    const SortedOut whole{out_keys, source, out};
-    BucketScratch<std::uint64_t> with_layout;
-    BucketScratch<Pos> plain;
-#pragma omp for schedule(dynamic, 16)
-    for (int b = 0; b < buckets; ++b) {
-      const long long s = bucket_start[b], e = bucket_start[b + 1];
-      if (e == s) continue;
-      if (stream)
-        sort_bucket<true, std::uint64_t>(ka + s, nullptr, from + s, static_cast<Pos>(s), e - s, msd_shift, whole.at(s),
-                                         with_layout);
-      else
-        sort_bucket<false, Pos>(ka + s, nullptr, from + s, 0, e - s, msd_shift, whole.at(s), plain);
-    }
-    store_fence();
-  }
-  return plan;
-}
-
-// Sorts `n` words of host-addressable memory into out_keys / out_order (host or the emulated
-// device's arena: written in place, nothing is copied across).  Returns the bucketed layout
-// when one was recorded (data larger than the caches), else null.
-std::shared_ptr<HostPermutation> host_sort_words(const std::uint64_t* words, long long n, std::uint64_t* out_keys,
-                                                     std::int64_t* out) {
-  if (n == 0) return nullptr;
-  if (n >= (1LL << 32))
-    throw ValueError("sort_by_key on the host sorts fewer than 2^32 keys per call, got " + std::to_string(n) +
-                     "; sort parts and merge them, or sort on the device");
-  const std::uint64_t first = words[0];
-  std::uint64_t diff = 0;
-#pragma omp parallel for reduction(| : diff) schedule(static)
-  for (long long i = 0; i < n; ++i) diff |= words[i] ^ first;
-  if (diff == 0) {
-    std::iota(out, out + n, std::int64_t{0});
-    std::copy(words, words + n, out_keys);
-    return nullptr;
-  }
-  return host_sort_pairs(words, n, 64 - std::countl_zero(diff), out_keys, out);
-}
-
 #if CUNUMPY_CUDA_COMPILATION()
+template <typename W>
+void gather_words(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes) {
+  const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
+  W* o = static_cast<W*>(out);
+  const W* src = static_cast<const W*>(in);
+  parallel_for("sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
+    const long long row = k / per_row, col = k % per_row;
+    o[k] = src[order[row] * per_row + col];
+  });
+}
+
+// out row i = in row order[i], rows of row_bytes bytes, on the current backend (the device).
+void gather_rows(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes) {
+  if (n == 0 || row_bytes == 0) return;
+  if (row_bytes % 8 == 0)
+    gather_words<std::uint64_t>(out, in, order, n, row_bytes);
+  else if (row_bytes % 4 == 0)
+    gather_words<std::uint32_t>(out, in, order, n, row_bytes);
+  else if (row_bytes % 2 == 0)
+    gather_words<std::uint16_t>(out, in, order, n, row_bytes);
+  else
+    gather_words<std::uint8_t>(out, in, order, n, row_bytes);
+}
+
 SortedWords cuda_sort_words(const Array<std::uint64_t>& words) {
   const long long n = words.size();
   Array<std::int64_t> order(Shape{n}, Backend::cuda);
@@ -544,20 +197,25 @@ Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys) { return to_wo
 Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys) { return to_words(keys); }
 Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys) { return to_words(keys); }
 
-SortedWords stable_sort_words(const Array<std::uint64_t>& words) {
-  if (words.ndim() != 1) throw ValueError("sort_by_key: 1D keys are required, got shape " + words.shape().str());
+void check_sort_keys(const Shape& shape) {
+  if (shape.rank() != 1) throw ValueError("sort_by_key: 1D keys are required, got shape " + shape.str());
+}
+
+SortedWords stable_sort_words(const Array<std::uint64_t>& words, std::span<const CarriedRows> rows) {
+  check_sort_keys(words.shape());
   if (words.backend() == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
     auto guard = use_backend(Backend::cuda);
-    return cuda_sort_words(words);
+    SortedWords out = cuda_sort_words(words);
+    for (const CarriedRows& r : rows) gather_rows(r.out, r.in, out.order.data(), words.size(), r.row_bytes);
+    return out;
 #else
     throw BackendError("sort_by_key on cuda needs cunumpy built with CUDA");
 #endif
   }
   // Host memory (host, or the emulated device's arena, sorted in place there).
-  SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()), Array<std::int64_t>(words.shape(), words.backend()),
-                  nullptr};
-  out.plan = host_sort_words(words.data(), words.size(), out.words.data(), out.order.data());
+  SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()), Array<std::int64_t>(words.shape(), words.backend())};
+  host_sort_words(words.data(), words.size(), out.words.data(), out.order.data(), rows);
   return out;
 }
 
@@ -583,69 +241,6 @@ Array<std::uint32_t> from_words(const Array<std::uint64_t>& words, const Array<s
 }
 Array<std::int32_t> from_words(const Array<std::uint64_t>& words, const Array<std::int32_t>&) {
   return words_to<std::int32_t>(words);
-}
-
-namespace {
-template <typename W>
-void gather_words(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes) {
-  const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
-  W* o = static_cast<W*>(out);
-  const W* src = static_cast<const W*>(in);
-  CUNUMPY_FOR("sort_by_key gather", n * per_row, k,
-    const long long row = k / per_row, col = k % per_row;
-    o[k] = src[order[row] * per_row + col];
-  );
-}
-
-// Rows of a host sort's input, permuted through its bucketed layout (HostPermutation; only
-// data larger than the caches has one, so the rows are written with streaming stores).
-template <typename W>
-void permute_words(void* out, const void* in, const HostPermutation& plan, long long n, std::size_t row_bytes) {
-  const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
-  const auto stage_block = allocate(Backend::host, static_cast<std::size_t>(n) * row_bytes);
-  W* stage = static_cast<W*>(stage_block->ptr);
-  W* o = static_cast<W*>(out);
-  const W* src = static_cast<const W*>(in);
-  const Pos* first = plan.first();
-  const Pos* source = plan.source();
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (long long i = 0; i < n; ++i)
-      for (long long c = 0; c < per_row; ++c) stage[first[i] * per_row + c] = src[i * per_row + c];
-#pragma omp for schedule(static)
-    for (long long j = 0; j < n; ++j)
-      for (long long c = 0; c < per_row; ++c) {
-        if constexpr (sizeof(W) == 8)
-          put_word<true>(o + j * per_row + c, stage[source[j] * per_row + c]);
-        else
-          o[j * per_row + c] = stage[source[j] * per_row + c];
-      }
-    store_fence();
-  }
-}
-
-template <typename W>
-void move_rows(void* out, const void* in, const SortedWords& sorted, long long n, std::size_t row_bytes) {
-  if (sorted.plan != nullptr)
-    permute_words<W>(out, in, *sorted.plan, n, row_bytes);
-  else
-    gather_words<W>(out, in, sorted.order.data(), n, row_bytes);
-}
-}  // namespace
-
-void gather_rows(void* out, const void* in, const SortedWords& sorted, std::size_t row_bytes, Backend backend) {
-  const long long n = sorted.order.size();
-  if (n == 0 || row_bytes == 0) return;
-  auto guard = use_backend(backend);
-  if (row_bytes % 8 == 0)
-    move_rows<std::uint64_t>(out, in, sorted, n, row_bytes);
-  else if (row_bytes % 4 == 0)
-    move_rows<std::uint32_t>(out, in, sorted, n, row_bytes);
-  else if (row_bytes % 2 == 0)
-    move_rows<std::uint16_t>(out, in, sorted, n, row_bytes);
-  else
-    move_rows<std::uint8_t>(out, in, sorted, n, row_bytes);
 }
 
 // ---- segment_sum ------------------------------------------------------------------------------

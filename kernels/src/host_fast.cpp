@@ -27,13 +27,19 @@
 
 namespace cunumpy::detail::host_fast {
 
+bool cpu_has_avx512() {
+#if CUNUMPY_HOST_AVX512
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  return yes;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 #if CUNUMPY_HOST_AVX512
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return yes;
-}
+bool has_avx512() { return cpu_has_avx512(); }
 
 // Philox4x32-10 of eight counters at once, one per 64-bit lane (the 32-bit words in the low
 // halves; what the high halves hold is ignored: the multiplies read only the low halves, and

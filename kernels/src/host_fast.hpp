@@ -8,6 +8,9 @@
 
 namespace cunumpy::detail::host_fast {
 
+// Whether this CPU runs AVX-512 F and DQ (the hand-vectorised paths need both).
+bool cpu_has_avx512();
+
 // out0[i] (and out1[i] when not null) = cunumpy_uniform2(seed, stream[i], counter).
 void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
                         std::uint64_t counter, long long n);

@@ -1,6 +1,7 @@
 // Raw memory of the three backends (detail/memory.hpp).
 #include <cunumpy/detail/memory.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+
+#include <sys/mman.h>
 
 #include <cunumpy/errors.hpp>
 
@@ -22,13 +25,48 @@ constexpr std::size_t kHostAlignment = 64;
 
 thread_local void* t_current_stream = nullptr;
 
+// Blocks from this size on get a mapping of their own, backed by transparent huge pages where
+// the kernel allows them (THP in "madvise" mode, Debian's default): a sort or a gather over
+// arrays of many megabytes then takes one TLB entry per 2 MiB instead of per 4 KiB.  They are
+// mapped rather than taken from malloc so that the huge-page advice never reaches the malloc
+// heap, whose top is trimmed and regrown as small blocks come and go.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+void* map_huge(std::size_t bytes) {
+  const std::size_t length = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  // One extra huge page of address space, so that a 2 MiB-aligned start can be cut out of it.
+  void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) munmap(raw, aligned - start);
+  const std::uintptr_t tail = start + length + kHugePage - (aligned + length);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  (void)madvise(p, length, MADV_HUGEPAGE);  // advice only: without THP the block is plain pages
+  return p;
+}
+
 void* host_allocate(std::size_t bytes) {
-  const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  void* p = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+  void* p = nullptr;
+  if (bytes >= kHugePage) {
+    p = map_huge(bytes);
+  } else {
+    const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+    p = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+  }
   if (p == nullptr)
     throw ValueError("host allocation of " + std::to_string(bytes) +
                      " bytes failed; reduce the problem size or free arrays");
   return p;
+}
+
+// Frees a block of host_allocate(bytes) (the same `bytes`).
+void host_free(void* p, std::size_t bytes) {
+  if (bytes >= kHugePage)
+    munmap(p, (bytes + kHugePage - 1) / kHugePage * kHugePage);
+  else
+    std::free(p);
 }
 
 }  // namespace
@@ -41,7 +79,7 @@ namespace {
 // not pay the operating system's page faults every step).
 class BlockCache {
  public:
-  BlockCache(void* (*system_allocate)(std::size_t), void (*system_free)(void*))
+  BlockCache(void* (*system_allocate)(std::size_t), void (*system_free)(void*, std::size_t))
       : system_allocate_(system_allocate), system_free_(system_free) {}
 
   void* take(std::size_t bytes) {
@@ -77,7 +115,7 @@ class BlockCache {
   void release() {
     std::lock_guard lock(mutex_);
     for (auto& [cap, p] : free_) {
-      system_free_(p);
+      system_free_(p, cap);
       capacity_.erase(p);
     }
     free_.clear();
@@ -92,7 +130,7 @@ class BlockCache {
 
  private:
   void* (*system_allocate_)(std::size_t);
-  void (*system_free_)(void*);
+  void (*system_free_)(void*, std::size_t);
   std::mutex mutex_;
   std::multimap<std::size_t, void*> free_;
   std::map<void*, std::size_t> capacity_;
@@ -103,11 +141,11 @@ bool pin_with_cuda() { return cuda_api::built_with_cuda() && cuda_available(); }
 void* pinned_system_allocate(std::size_t bytes) {
   return pin_with_cuda() ? cuda_api::host_allocate(bytes) : host_allocate(bytes);
 }
-void pinned_system_free(void* p) {
+void pinned_system_free(void* p, std::size_t bytes) {
   if (pin_with_cuda())
     cuda_api::host_free(p);
   else
-    std::free(p);
+    host_free(p, bytes);
 }
 
 // Blocks may be released during static destruction: the caches are never destroyed.
@@ -116,7 +154,7 @@ BlockCache& pinned_cache() {
   return *c;
 }
 BlockCache& host_cache() {
-  static BlockCache* c = new BlockCache(host_allocate, std::free);
+  static BlockCache* c = new BlockCache(host_allocate, host_free);
   return *c;
 }
 
@@ -149,7 +187,7 @@ Allocation::~Allocation() {
     return;
   }
   switch (backend) {
-    case Backend::host: std::free(ptr); break;
+    case Backend::host: host_free(ptr, bytes); break;
     case Backend::cuda: cuda_api::deallocate(ptr); break;
     case Backend::emulated: emulated_arena::deallocate(ptr); break;
   }

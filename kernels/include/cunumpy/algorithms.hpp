@@ -13,8 +13,9 @@
 // 2^32 keys per call) starts at the highest bit that differs between keys: one pass on the top
 // digit splits the keys into cache-sized buckets, each then sorted by one counting pass on
 // about log2(its size) further bits and an insertion sort of what is left: about two passes
-// over memory whatever the key width.  For data larger than the caches the arrays are then
-// moved bucket by bucket rather than by one random read per row.
+// over memory whatever the key width.  The arrays travel with the keys: their rows are
+// scattered to the buckets and gathered within each bucket as it is written out, rather than
+// read at random by the order afterwards.
 //
 // segment_sum's determinism guarantee: out[k] is the sum, in increasing index order, of the
 // values whose key is k, starting from zero; the same bits on every run and on every backend
@@ -22,6 +23,7 @@
 // order).  Floating and complex values keep their type; other values are summed as double.
 #pragma once
 
+#include <array>
 #include <complex>
 #include <cstdint>
 #include <memory>
@@ -64,32 +66,38 @@ Array<std::uint64_t> radix_words(const Array<std::uint64_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys);
 Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys);
-// The words sorted stably, and the permutation that sorts them.
-// A host sort's record of how it moved the pairs (its buckets), which lets the arrays be
-// permuted without one random read per row (algorithms.cpp).
-struct HostPermutation;
+// An array sorted along with the keys: rows of `row_bytes` bytes read from `in`, written to
+// `out` in the keys' sorted order.
+struct CarriedRows {
+  const void* in;
+  void* out;
+  std::size_t row_bytes;
+};
+// The words sorted stably and the permutation that sorts them; the rows of every carried array
+// are moved with them (on the words' backend).
 struct SortedWords {
   Array<std::uint64_t> words;
   Array<std::int64_t> order;
-  std::shared_ptr<const HostPermutation> plan;  // host sorts of data larger than the caches; else null
 };
-SortedWords stable_sort_words(const Array<std::uint64_t>& words);
+SortedWords stable_sort_words(const Array<std::uint64_t>& words, std::span<const CarriedRows> rows = {});
 // Sorted words back to keys of the type of the second argument.
 Array<std::uint64_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint64_t>& like);
 Array<std::int64_t> from_words(const Array<std::uint64_t>& words, const Array<std::int64_t>& like);
 Array<std::uint32_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint32_t>& like);
 Array<std::int32_t> from_words(const Array<std::uint64_t>& words, const Array<std::int32_t>& like);
-// out[i, ...] = in[order[i], ...] for rows of `row_bytes` bytes, on `backend`.
-void gather_rows(void* out, const void* in, const SortedWords& sorted, std::size_t row_bytes, Backend backend);
+void check_sort_keys(const Shape& shape);
 void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend);
 
+// The output of an array sorted with keys of n elements on keys_backend (checked first).
 template <Element T>
-Array<T> take_rows(const Array<T>& a, const SortedWords& sorted, Backend keys_backend) {
-  check_rows("sort_by_key", sorted.order.size(), a.shape(), keys_backend, a.backend());
-  Array<T> out(a.shape(), a.backend());
-  const std::size_t row = a.shape(0) > 0 ? a.nbytes() / static_cast<std::size_t>(a.shape(0)) : 0;
-  gather_rows(out.data(), a.data(), sorted, row, a.backend());
-  return out;
+Array<T> sorted_rows_like(const Array<T>& a, long long n, Backend keys_backend) {
+  check_rows("sort_by_key", n, a.shape(), keys_backend, a.backend());
+  return Array<T>(a.shape(), a.backend());
+}
+template <Element T>
+CarriedRows carried_rows(const Array<T>& in, Array<T>& out) {
+  const std::size_t row = in.shape(0) > 0 ? in.nbytes() / static_cast<std::size_t>(in.shape(0)) : 0;
+  return {in.data(), out.data(), row};
 }
 }  // namespace detail
 
@@ -97,8 +105,13 @@ Array<T> take_rows(const Array<T>& a, const SortedWords& sorted, Backend keys_ba
 // (keys[order], order as int64, arrays[order]...).
 template <SortKey K, Element... A>
 std::tuple<Array<K>, Array<std::int64_t>, Array<A>...> sort_by_key(const Array<K>& keys, const Array<A>&... arrays) {
-  detail::SortedWords sorted = detail::stable_sort_words(detail::radix_words(keys));
-  return {detail::from_words(sorted.words, keys), sorted.order, detail::take_rows(arrays, sorted, keys.backend())...};
+  detail::check_sort_keys(keys.shape());
+  std::tuple<Array<A>...> outs{detail::sorted_rows_like(arrays, keys.size(), keys.backend())...};
+  const auto rows = std::apply(
+      [&](Array<A>&... out) { return std::array<detail::CarriedRows, sizeof...(A)>{detail::carried_rows(arrays, out)...}; },
+      outs);
+  detail::SortedWords sorted = detail::stable_sort_words(detail::radix_words(keys), rows);
+  return std::tuple_cat(std::make_tuple(detail::from_words(sorted.words, keys), std::move(sorted.order)), std::move(outs));
 }
 
 // The value type segment_sum returns for values of type V.

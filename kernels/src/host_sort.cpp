@@ -1,0 +1,612 @@
+// The host's stable radix sort behind sort_by_key (host_sort.hpp).
+//
+// One pass over the most significant digit (up to 11 bits, from the highest bit that differs
+// between keys; parallel and stable) scatters (key, original index) pairs into buckets small
+// enough for the caches; each bucket is then sorted where it lies by one counting pass on the
+// next ~log2(size) + 1 bits and an insertion sort of the small groups that pass leaves.  The
+// rows of the arrays that travel with the keys are scattered to the buckets too and gathered
+// within each bucket as it is written out: every read of the arrays is sequential or stays in
+// the caches, instead of one random read of the whole array per row.
+#include "host_sort.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cunumpy/detail/memory.hpp>
+#include <cunumpy/errors.hpp>
+
+#include "host_fast.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define CUNUMPY_SORT_AVX512 1
+#define CUNUMPY_SORT_AVX512_TARGET __attribute__((target("avx512f,avx512dq")))
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC
+// bug 105593); the warning is about the header, not this file.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#else
+#define CUNUMPY_SORT_AVX512 0
+#endif
+
+namespace cunumpy::detail {
+namespace {
+
+// A position in the bucketed layout, or an original index (the sort takes fewer than 2^32 keys).
+using Pos = std::uint32_t;
+// What a pair carries through its bucket's sort: (bucketed position << 32) | original index.
+// The index is the order; the arrays' rows, staged at the bucketed positions, are gathered
+// by the position when the bucket is written out.
+using Tag = std::uint64_t;
+constexpr Tag tag_of(Pos position, Pos index) { return (static_cast<Tag>(position) << 32) | index; }
+constexpr Pos position_of(Tag t) { return static_cast<Pos>(t >> 32); }
+constexpr Pos index_of(Tag t) { return static_cast<Pos>(t); }
+
+constexpr long long kSmallGroup = 48;  // groups up to this size are left to insertion sort
+constexpr int kMaxDigitBits = 14;
+constexpr long long kStreamingPairs = 1LL << 21;  // outputs larger than the caches from here on
+
+// Stores one word: plainly, or, for 8-byte words, streaming (the destination line is not read
+// first: half the memory traffic for outputs larger than the caches).
+template <bool Stream, typename T>
+inline void put(T* dst, T value) {
+#if defined(__x86_64__)
+  if constexpr (Stream && sizeof(T) == 8) {
+    long long bits;
+    std::memcpy(&bits, &value, 8);
+    _mm_stream_si64(reinterpret_cast<long long*>(dst), bits);
+    return;
+  }
+#endif
+  *dst = value;
+}
+
+void store_fence() {
+#if defined(__x86_64__)
+  _mm_sfence();  // streaming stores, before another thread reads what they wrote
+#endif
+}
+
+// ---- the pieces of a bucket's sort, scalar and AVX-512 -----------------------------------------
+
+// Moves pair i, which is below pair i - 1, back among the sorted pairs [0, i) to its stable
+// place.
+inline void move_back(std::uint64_t* k, Tag* t, long long i) {
+  const std::uint64_t key = k[i];
+  const Tag v = t[i];
+  long long j = i - 1;
+  do {
+    k[j + 1] = k[j];
+    t[j + 1] = t[j];
+    --j;
+  } while (j >= 0 && k[j] > key);
+  k[j + 1] = key;
+  t[j + 1] = v;
+}
+
+// Moves pair i back among the sorted pairs [0, i) to its stable place.
+inline void insert_pair(std::uint64_t* k, Tag* t, long long i) {
+  if (k[i] < k[i - 1]) move_back(k, t, i);
+}
+
+void insertion_sort(std::uint64_t* k, Tag* t, long long n) {
+  for (long long i = 1; i < n; ++i) insert_pair(k, t, i);
+}
+
+// count[0, digits) -> exclusive prefix sums; returns the largest count.
+std::uint32_t scan_counts_scalar(std::uint32_t* count, int digits) {
+  std::uint32_t offset = 0, largest = 0;
+  for (int d = 0; d < digits; ++d) {
+    const std::uint32_t c = count[d];
+    count[d] = offset;
+    offset += c;
+    largest = std::max(largest, c);
+  }
+  return largest;
+}
+
+#if CUNUMPY_SORT_AVX512
+// Sixteen counts per vector: the in-vector inclusive scan in four shifted adds, the running
+// total carried in a broadcast.  digits is a multiple of 16.
+CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint32_t* count, int digits) {
+  const __m512i zero = _mm512_setzero_si512(), last = _mm512_set1_epi32(15);
+  __m512i carry = zero, largest = zero;
+  for (int d = 0; d < digits; d += 16) {
+    const __m512i x = _mm512_loadu_si512(count + d);
+    largest = _mm512_max_epu32(largest, x);
+    __m512i s = _mm512_add_epi32(x, _mm512_alignr_epi32(x, zero, 15));  // lanes shifted up by 1
+    s = _mm512_add_epi32(s, _mm512_alignr_epi32(s, zero, 14));          // by 2
+    s = _mm512_add_epi32(s, _mm512_alignr_epi32(s, zero, 12));          // by 4
+    s = _mm512_add_epi32(s, _mm512_alignr_epi32(s, zero, 8));           // by 8
+    _mm512_storeu_si512(count + d, _mm512_add_epi32(carry, _mm512_sub_epi32(s, x)));
+    carry = _mm512_add_epi32(carry, _mm512_permutexvar_epi32(last, s));
+  }
+  return _mm512_reduce_max_epu32(largest);
+}
+
+// Insertion sort of pairs that are in order but for small groups: eight neighbours are
+// compared at once, and only the pairs found out of order are moved (no branch per pair: about
+// a third of the pairs share their group with another after the counting pass, so a
+// per-pair test would be mispredicted often).
+CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long long n) {
+  long long i = 1;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i here = _mm512_loadu_si512(k + i), before = _mm512_loadu_si512(k + i - 1);
+    unsigned out_of_order = _mm512_cmplt_epu64_mask(here, before);
+    while (out_of_order != 0) {
+      const int lane = std::countr_zero(out_of_order);
+      const long long p = i + lane;
+      move_back(k, t, p);
+      out_of_order &= out_of_order - 1;
+      // The pair after it now follows a larger key: out of order too if below it.
+      if (lane < 7) out_of_order |= static_cast<unsigned>(k[p + 1] < k[p]) << (lane + 1);
+    }
+  }
+  for (; i < n; ++i) insert_pair(k, t, i);
+}
+#endif
+
+std::uint32_t scan_counts(std::uint32_t* count, int digits) {
+#if CUNUMPY_SORT_AVX512
+  if (digits % 16 == 0 && host_fast::cpu_has_avx512()) return scan_counts_avx512(count, digits);
+#endif
+  return scan_counts_scalar(count, digits);
+}
+
+void settle(std::uint64_t* k, Tag* t, long long n) {
+#if CUNUMPY_SORT_AVX512
+  if (host_fast::cpu_has_avx512()) return settle_avx512(k, t, n);
+#endif
+  insertion_sort(k, t, n);
+}
+
+// ---- writing sorted pairs out --------------------------------------------------------------------
+
+// An array travelling with the keys: its rows scattered to the bucketed positions (`stage`),
+// to be gathered into `out` in sorted order.
+struct StagedRows {
+  const void* stage;
+  void* out;
+  std::size_t row_bytes;
+};
+
+template <bool Stream, typename W>
+void gather_staged(W* __restrict out, const W* __restrict stage, const Tag* t, long long n, std::size_t per_row) {
+  if (per_row == 1) {
+    for (long long j = 0; j < n; ++j) put<Stream>(out + j, stage[position_of(t[j])]);
+    return;
+  }
+  for (long long j = 0; j < n; ++j)
+    for (std::size_t c = 0; c < per_row; ++c)
+      put<Stream>(out + j * per_row + c, stage[static_cast<std::size_t>(position_of(t[j])) * per_row + c]);
+}
+
+// Where sorted pairs go: keys, order and the staged rows.
+struct Sink {
+  std::uint64_t* keys;
+  std::int64_t* order;
+  const std::vector<StagedRows>* rows;
+  bool stream;
+
+  // The n sorted pairs (keys k, positions t) of output rows [at, at + n).
+  void write(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
+    if (stream)
+      write_as<true>(k, t, n, at);
+    else
+      write_as<false>(k, t, n, at);
+  }
+
+ private:
+  template <bool Stream>
+  void write_as(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
+    std::uint64_t* __restrict ok = keys + at;
+    std::int64_t* __restrict oo = order + at;
+    for (long long j = 0; j < n; ++j) {
+      put<Stream>(ok + j, k[j]);
+      put<Stream>(oo + j, static_cast<std::int64_t>(index_of(t[j])));
+    }
+    for (const StagedRows& r : *rows) {
+      const std::size_t b = r.row_bytes;
+      const auto o = static_cast<std::size_t>(at);
+      if (b % 8 == 0)
+        gather_staged<Stream>(static_cast<std::uint64_t*>(r.out) + o * (b / 8), static_cast<const std::uint64_t*>(r.stage), t, n, b / 8);
+      else if (b % 4 == 0)
+        gather_staged<Stream>(static_cast<std::uint32_t*>(r.out) + o * (b / 4), static_cast<const std::uint32_t*>(r.stage), t, n, b / 4);
+      else if (b % 2 == 0)
+        gather_staged<Stream>(static_cast<std::uint16_t*>(r.out) + o * (b / 2), static_cast<const std::uint16_t*>(r.stage), t, n, b / 2);
+      else
+        gather_staged<Stream>(static_cast<std::uint8_t*>(r.out) + o * b, static_cast<const std::uint8_t*>(r.stage), t, n, b);
+    }
+  }
+};
+
+// ---- a bucket's sort -------------------------------------------------------------------------
+
+// A thread's scratch for sort_bucket, reused bucket after bucket: it stays in the caches.
+struct BucketScratch {
+  std::vector<std::uint64_t> keys;
+  std::vector<Tag> tags;
+  std::vector<std::uint32_t> count;
+  void reserve(long long n) {
+    if (static_cast<long long>(keys.size()) < n) {
+      keys.resize(static_cast<std::size_t>(n));
+      tags.resize(static_cast<std::size_t>(n));
+    }
+  }
+};
+
+// Sorts n pairs stably by the bits below `top` (the bits at and above are all equal) into
+// output rows [at, at + n): keys ka[0, n) with tags ta[i], or, when ta is null, the tags of
+// bucketed positions base + i, whose original indices are ia[i].
+// One counting pass on the next ~log2(n) + 1 bits into the thread's scratch leaves groups of
+// zero, one or two pairs (for keys that spread: Morton keys of particles do), which an
+// insertion sort orders in the cache before the pairs are written out.  A group that stays
+// large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
+// every pair costs one histogram and no move.
+void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base, long long n, int top, long long at,
+                 const Sink& sink, BucketScratch& scratch) {
+  auto tag = [&](long long i) -> Tag { return ta != nullptr ? ta[i] : tag_of(base + static_cast<Pos>(i), ia[i]); };
+  if (n <= kSmallGroup || top <= 0) {
+    scratch.reserve(n);
+    for (long long i = 0; i < n; ++i) {
+      scratch.keys[i] = ka[i];
+      scratch.tags[i] = tag(i);
+    }
+    insertion_sort(scratch.keys.data(), scratch.tags.data(), n);
+    sink.write(scratch.keys.data(), scratch.tags.data(), n, at);
+    return;
+  }
+  // About two digit values per pair: most groups then hold zero or one pair.
+  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(n))) + 1, 6, kMaxDigitBits);
+  std::vector<std::uint32_t>& count = scratch.count;  // no allocation per bucket
+  if (count.size() < (std::size_t{1} << bits)) count.resize(std::size_t{1} << bits);
+  for (;;) {
+    const int shift = std::max(0, top - bits);
+    const int width = top - shift;
+    const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
+    const int digits = 1 << width;
+    std::fill(count.begin(), count.begin() + digits, 0u);
+    for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
+    if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
+      top = shift;
+      if (top == 0) return sort_bucket(ka, ta, ia, base, n, 0, at, sink, scratch);  // all keys equal
+      continue;
+    }
+    const std::uint32_t largest = scan_counts(count.data(), digits);
+    // The stable counting scatter by this digit (count[d] ends as the end of group d).
+    auto scatter = [&](std::uint64_t* dk, Tag* dt) {
+      for (long long i = 0; i < n; ++i) {
+        const std::uint64_t key = ka[i];
+        const std::uint32_t p = count[(key >> shift) & mask]++;
+        dk[p] = key;
+        dt[p] = tag(i);
+      }
+    };
+    if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
+      scratch.reserve(n);
+      std::uint64_t* tk = scratch.keys.data();
+      Tag* tt = scratch.tags.data();
+      scatter(tk, tt);
+      settle(tk, tt, n);
+      sink.write(tk, tt, n, at);
+      return;
+    }
+    // Large groups (clustered keys): scatter into memory of this level, then each group in
+    // turn: large ones recursively, small ones (already in digit order) by the base case.
+    std::vector<std::uint64_t> gk(static_cast<std::size_t>(n));
+    std::vector<Tag> gt(static_cast<std::size_t>(n));
+    scatter(gk.data(), gt.data());
+    const std::vector<std::uint32_t> ends(count.begin(), count.begin() + digits);  // the recursion reuses count
+    long long start = 0, run = 0;
+    for (int d = 0; d <= digits; ++d) {
+      const long long end = d < digits ? ends[d] : n;
+      if (d == digits || end - start > kSmallGroup) {
+        if (start > run)  // the small groups before this one, sorted together
+          sort_bucket(gk.data() + run, gt.data() + run, nullptr, 0, start - run, 0, at + run, sink, scratch);
+        if (d < digits)
+          sort_bucket(gk.data() + start, gt.data() + start, nullptr, 0, end - start, shift, at + start, sink, scratch);
+        run = end;
+      }
+      start = end;
+    }
+    return;
+  }
+}
+
+// ---- the most significant digit ----------------------------------------------------------------
+
+// The first carried array whose rows are 8 bytes rides along in the top digit's scatter: its
+// rows reach their bucketed positions with no second pass over the array.  Other arrays are
+// staged afterwards through the positions the scatter records.
+struct RowRide {
+  const std::uint64_t* in = nullptr;
+  std::uint64_t* stage = nullptr;
+};
+
+// Scatter of the most significant digit through write-combining buffers: each bucket gathers
+// one 64-byte line of keys, one of original indices (and one of riding rows) in a small
+// buffer, and full lines go to memory with streaming stores.  Lines are not read before they
+// are written, and far fewer pages are touched at a time than with one store per pair: about
+// twice as fast as plain stores for arrays larger than the caches.
+template <bool kRide>
+class LineScatter {
+ public:
+  static constexpr unsigned kWords = 64 / sizeof(std::uint64_t), kIndices = 64 / sizeof(Pos);
+  explicit LineScatter(int buckets) : lines_(static_cast<std::size_t>(buckets)) {}
+
+  // Pairs [begin, end) of `words` go to positions next[digit]++ of keys / indices (and their
+  // riding rows to the same positions of ride.stage), recorded in first[i] when first is not
+  // null; first_owned[d] is where this caller's part of bucket d starts (positions before it
+  // belong to others).
+  void run(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
+           std::uint32_t* next, const std::uint32_t* first_owned, std::uint64_t* keys, Pos* indices, RowRide ride,
+           Pos* first) {
+    Line* lines = lines_.data();
+    for (long long i = begin; i < end; ++i) {
+      const std::uint64_t key = words[i];
+      const std::uint64_t d = (key >> shift) & mask;
+      const std::uint32_t pos = next[d]++;
+      if (first != nullptr) first[i] = pos;
+      Line& line = lines[d];
+      line.keys[pos % kWords] = key;
+      line.indices[pos % kIndices] = static_cast<Pos>(i);
+      if constexpr (kRide) line.rows[pos % kWords] = ride.in[i];
+      if (pos % kWords == kWords - 1) {
+        flush(keys, line.keys, pos - (kWords - 1), pos + 1, first_owned[d]);
+        if constexpr (kRide) flush(ride.stage, line.rows, pos - (kWords - 1), pos + 1, first_owned[d]);
+      }
+      if (pos % kIndices == kIndices - 1) flush(indices, line.indices, pos - (kIndices - 1), pos + 1, first_owned[d]);
+    }
+    for (std::size_t d = 0; d < lines_.size(); ++d) {  // the partly filled last lines
+      const std::uint32_t e = next[d];
+      flush(keys, lines[d].keys, e - e % kWords, e, first_owned[d]);
+      flush(indices, lines[d].indices, e - e % kIndices, e, first_owned[d]);
+      if constexpr (kRide) flush(ride.stage, lines[d].rows, e - e % kWords, e, first_owned[d]);
+    }
+  }
+
+ private:
+  struct alignas(64) PairLine {
+    std::uint64_t keys[kWords];
+    Pos indices[kIndices];
+  };
+  struct alignas(64) RideLine : PairLine {
+    std::uint64_t rows[kWords];
+  };
+  using Line = std::conditional_t<kRide, RideLine, PairLine>;
+  // Positions [from, to) of one line (from is a multiple of the line's length); positions
+  // below `owned` are another caller's.
+  template <typename T>
+  static void flush(T* out, const T* line, std::uint32_t from, std::uint32_t to, std::uint32_t owned) {
+    constexpr unsigned per_line = 64 / sizeof(T);
+#if defined(__x86_64__)
+    if (from >= owned && to - from == per_line && reinterpret_cast<std::uintptr_t>(out + from) % 64 == 0) {
+      auto* dst = reinterpret_cast<__m128i*>(out + from);
+      const auto* src = reinterpret_cast<const __m128i*>(line);
+      for (int q = 0; q < 4; ++q) _mm_stream_si128(dst + q, _mm_load_si128(src + q));
+      return;
+    }
+#endif
+    for (std::uint32_t p = std::max(from, owned); p < to; ++p) out[p] = line[p % per_line];
+  }
+  std::vector<Line> lines_;
+};
+
+// The same scatter with plain stores, for pairs that fit in the caches (which keeps them there
+// for the buckets).
+template <bool kRide>
+void scatter_in_cache(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
+                      std::uint32_t* next, std::uint64_t* keys, Pos* indices, RowRide ride, Pos* first) {
+  for (long long i = begin; i < end; ++i) {
+    const std::uint64_t k = words[i];
+    const std::uint32_t pos = next[(k >> shift) & mask]++;
+    keys[pos] = k;
+    indices[pos] = static_cast<Pos>(i);
+    if constexpr (kRide) ride.stage[pos] = ride.in[i];
+    if (first != nullptr) first[i] = pos;
+  }
+}
+
+// Rows [begin, end) of `in` to their bucketed positions first[i] of `stage`.
+template <typename W>
+void stage_rows(W* __restrict stage, const W* __restrict in, const Pos* first, long long begin, long long end,
+                std::size_t per_row) {
+  if (per_row == 1) {
+    for (long long i = begin; i < end; ++i) stage[first[i]] = in[i];
+    return;
+  }
+  for (long long i = begin; i < end; ++i)
+    for (std::size_t c = 0; c < per_row; ++c) stage[first[i] * per_row + c] = in[i * per_row + c];
+}
+
+void stage_rows_any(void* stage, const void* in, std::size_t row_bytes, const Pos* first, long long begin,
+                    long long end) {
+  const std::size_t b = row_bytes;
+  if (b % 8 == 0)
+    stage_rows(static_cast<std::uint64_t*>(stage), static_cast<const std::uint64_t*>(in), first, begin, end, b / 8);
+  else if (b % 4 == 0)
+    stage_rows(static_cast<std::uint32_t*>(stage), static_cast<const std::uint32_t*>(in), first, begin, end, b / 4);
+  else if (b % 2 == 0)
+    stage_rows(static_cast<std::uint16_t*>(stage), static_cast<const std::uint16_t*>(in), first, begin, end, b / 2);
+  else
+    stage_rows(static_cast<std::uint8_t*>(stage), static_cast<const std::uint8_t*>(in), first, begin, end, b);
+}
+
+// The top digit: up to 11 bits below `high` (the highest bit in which keys differ), for
+// buckets of at least ~8192 pairs (cache-sized).
+constexpr int kMaxTopBits = 11;
+int top_digit_bits(long long n, int high) {
+  int bits = 4;
+  while (bits < kMaxTopBits && (n >> (bits + 1)) >= 8192) ++bits;
+  return std::min(bits, high);
+}
+
+// Stable sort of n words (0 < n < 2^32): the most-significant-digit pass (parallel, stable;
+// write-combined when the data is larger than the caches), the rows staged at the pairs'
+// bucketed positions, then each bucket sorted where it lies and written out with its rows.
+void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out_keys, std::int64_t* out,
+                     std::span<const CarriedRows> rows) {
+  // The highest bit in which keys differ, guessed from a sample: the pass that checks the
+  // guess counts the top digit under it too, so the keys are read once before the scatter
+  // (a wrong guess, possible for clustered keys, costs one more counting pass).
+  const std::uint64_t first_key = words[0];
+  std::uint64_t sample = 0;
+  for (long long s = 1; s <= 64; ++s) sample |= words[(n - 1) * s / 64] ^ first_key;
+  int high = 64 - std::countl_zero(sample);
+  int msd_bits = top_digit_bits(n, high);
+  int msd_shift = high - msd_bits;
+  std::uint64_t mask = (std::uint64_t{1} << msd_bits) - 1;
+
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
+#endif
+  constexpr std::size_t kStride = std::size_t{1} << kMaxTopBits;  // counts per thread
+  std::vector<std::uint32_t> counts(static_cast<std::size_t>(threads) * kStride, 0);
+  std::vector<std::uint64_t> diffs(static_cast<std::size_t>(threads), 0);
+  auto range = [n, threads](int t) { return std::pair{n * t / threads, n * (t + 1) / threads}; };
+  auto thread_id = [] {
+#if defined(_OPENMP)
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+  };
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = thread_id();
+    const auto [begin, end] = range(t);
+    std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
+    std::uint64_t diff = 0;
+    for (long long i = begin; i < end; ++i) {
+      const std::uint64_t w = words[i];
+      diff |= w ^ first_key;
+      ++c[(w >> msd_shift) & mask];
+    }
+    diffs[static_cast<std::size_t>(t)] = diff;
+  }
+  std::uint64_t diff = 0;
+  for (const std::uint64_t d : diffs) diff |= d;
+  if (diff == 0) {  // one key: the order is the identity
+    for (long long i = 0; i < n; ++i) out[i] = i;
+    std::memcpy(out_keys, words, static_cast<std::size_t>(n) * sizeof(std::uint64_t));
+    for (const CarriedRows& r : rows)
+      if (r.row_bytes != 0) std::memcpy(r.out, r.in, static_cast<std::size_t>(n) * r.row_bytes);
+    return;
+  }
+  if (64 - std::countl_zero(diff) != high) {  // the sample missed the highest difference
+    high = 64 - std::countl_zero(diff);
+    msd_bits = top_digit_bits(n, high);
+    msd_shift = high - msd_bits;
+    mask = (std::uint64_t{1} << msd_bits) - 1;
+    std::fill(counts.begin(), counts.end(), 0u);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = thread_id();
+      const auto [begin, end] = range(t);
+      std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
+      for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & mask];
+    }
+  }
+  const int buckets = 1 << msd_bits;
+  const bool stream = n >= kStreamingPairs;
+
+  // Scratch from the host allocator, whose cache of large blocks makes repeated sorts skip
+  // the operating system's page faults.
+  const auto un = static_cast<std::size_t>(n);
+  const auto keys_block = allocate(Backend::host, un * sizeof(std::uint64_t));
+  const auto from_block = allocate(Backend::host, un * sizeof(Pos));
+  auto* ka = static_cast<std::uint64_t*>(keys_block->ptr);
+  auto* from = static_cast<Pos*>(from_block->ptr);  // original index of each bucketed position
+  std::vector<std::shared_ptr<Allocation>> stage_blocks;
+  std::vector<StagedRows> staged;
+  RowRide ride;
+  std::vector<std::size_t> others;  // carried arrays staged through `first`
+  for (std::size_t a = 0; a < rows.size(); ++a) {
+    const CarriedRows& r = rows[a];
+    if (r.row_bytes == 0) continue;
+    stage_blocks.push_back(allocate(Backend::host, un * r.row_bytes));
+    staged.push_back({stage_blocks.back()->ptr, r.out, r.row_bytes});
+    if (r.row_bytes == 8 && ride.in == nullptr)
+      ride = {static_cast<const std::uint64_t*>(r.in), static_cast<std::uint64_t*>(stage_blocks.back()->ptr)};
+    else
+      others.push_back(a);
+  }
+  std::shared_ptr<Allocation> first_block;
+  Pos* first = nullptr;  // bucketed position of each original index, to stage the other arrays
+  if (!others.empty()) {
+    first_block = allocate(Backend::host, un * sizeof(Pos));
+    first = static_cast<Pos*>(first_block->ptr);
+  }
+  std::vector<long long> bucket_start(static_cast<std::size_t>(buckets) + 1, 0);
+  {  // bucket-major, then thread: stable
+    std::uint32_t offset = 0;
+    for (int b = 0; b < buckets; ++b) {
+      bucket_start[static_cast<std::size_t>(b)] = offset;
+      for (int t = 0; t < threads; ++t) {
+        std::uint32_t& v = counts[static_cast<std::size_t>(t) * kStride + static_cast<std::size_t>(b)];
+        const std::uint32_t cnt = v;
+        v = offset;
+        offset += cnt;
+      }
+    }
+    bucket_start[static_cast<std::size_t>(buckets)] = offset;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = thread_id();
+    const auto [begin, end] = range(t);
+    std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
+    if (stream) {
+      const std::vector<std::uint32_t> owned(c, c + buckets);
+      if (ride.in != nullptr)
+        LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), ka, from, ride, first);
+      else
+        LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), ka, from, ride, first);
+    } else if (ride.in != nullptr) {
+      scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, ka, from, ride, first);
+    } else {
+      scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, ka, from, ride, first);
+    }
+    // This thread's rows of the other arrays go where its pairs went.
+    std::size_t r = 0;
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+      if (rows[a].row_bytes == 0) continue;
+      if (std::find(others.begin(), others.end(), a) != others.end())
+        stage_rows_any(stage_blocks[r]->ptr, rows[a].in, rows[a].row_bytes, first, begin, end);
+      ++r;
+    }
+    store_fence();
+#pragma omp barrier
+    const Sink sink{out_keys, out, &staged, stream};
+    BucketScratch scratch;
+#pragma omp for schedule(dynamic, 16)
+    for (int b = 0; b < buckets; ++b) {
+      const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
+      if (e > s) sort_bucket(ka + s, nullptr, from + s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
+    }
+    store_fence();
+  }
+}
+
+}  // namespace
+
+void host_sort_words(const std::uint64_t* words, long long n, std::uint64_t* out_keys, std::int64_t* out_order,
+                     std::span<const CarriedRows> rows) {
+  if (n == 0) return;
+  if (n >= (1LL << 32))
+    throw ValueError("sort_by_key on the host sorts fewer than 2^32 keys per call, got " + std::to_string(n) +
+                     "; sort parts and merge them, or sort on the device");
+  host_sort_pairs(words, n, out_keys, out_order, rows);
+}
+
+}  // namespace cunumpy::detail
