@@ -151,6 +151,71 @@ TEST_P(Algorithms, SortByKeyIsStableAndPermutesEveryArray) {
   }
 }
 
+// Keys that meet in the in-bucket digit in small groups of every size (the groups the host
+// sort orders eight pairs at a time, or pair by pair where a group does not fit that), at
+// sizes from one bucket to many; the first 8-byte array rides in the top scatter, the others
+// are staged after it.
+TEST_P(Algorithms, SortByKeyOfKeysThatMeetInSmallGroups) {
+  std::mt19937_64 g(29);
+  for (const long long n : {1000LL, 5003LL, 70001LL, (1LL << 20) + 3}) {
+    std::vector<std::uint64_t> keys(static_cast<std::size_t>(n));
+    for (long long i = 0; i < n; ++i) {
+      const std::uint64_t r = g();
+      switch (i % 4) {
+        case 0: keys[i] = r >> 1; break;                                    // spread
+        case 1: keys[i] = ((r % static_cast<std::uint64_t>(n)) << 40) | (r & 7); break;  // pairs and triples
+        case 2: keys[i] = (r % 64) << 40; break;                            // equal keys in groups
+        default: keys[i] = ((r % static_cast<std::uint64_t>(n / 3 + 1)) << 40) | ((r >> 20) & 0xFF); break;
+      }
+    }
+    std::vector<std::int64_t> id(static_cast<std::size_t>(n));
+    std::iota(id.begin(), id.end(), std::int64_t{100});
+    std::vector<double> w(static_cast<std::size_t>(n));
+    std::iota(w.begin(), w.end(), 0.25);
+    std::vector<float> xy(static_cast<std::size_t>(2 * n));
+    std::iota(xy.begin(), xy.end(), 0.0f);
+    auto [sk, order, sid, sw, sxy] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id),
+                                                     cn::from_host<double>(w), cn::from_host<float>(xy, cn::Shape{n, 2}));
+    const std::vector<std::int64_t> expected = stable_order(keys);
+    auto ho = cn::to_host(order);
+    auto hk = cn::to_host(sk);
+    auto hid = cn::to_host(sid);
+    auto hw = cn::to_host(sw);
+    auto hxy = cn::to_host(sxy);
+    for (long long i = 0; i < n; ++i) {
+      const std::int64_t e = expected[i];
+      ASSERT_EQ(ho(i), e) << "n=" << n << " i=" << i;
+      ASSERT_EQ(hk(i), keys[e]) << i;
+      ASSERT_EQ(hid(i), id[e]) << i;
+      ASSERT_EQ(hw(i), w[e]) << i;
+      ASSERT_EQ(hxy(i, 1), xy[2 * e + 1]) << i;
+    }
+  }
+}
+
+// Keys that differ in a bit no sampled key shows (the host sort guesses the top digit from a
+// sample and counts it again when the guess was wrong).
+TEST_P(Algorithms, SortByKeyWhenOneRareKeyHoldsTheHighestBit) {
+  const long long n = 100000;
+  std::vector<std::uint64_t> keys(n);
+  for (long long i = 0; i < n; ++i) keys[i] = static_cast<std::uint64_t>((i * 7919) % 1000);  // ten bits
+  keys[1] |= std::uint64_t{1} << 50;
+  keys[2] = std::uint64_t{1} << 49;
+  std::vector<std::int64_t> id(n);
+  std::iota(id.begin(), id.end(), std::int64_t{0});
+  auto [sk, order, sid] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id));
+  const std::vector<std::int64_t> expected = stable_order(keys);
+  auto ho = cn::to_host(order);
+  auto hk = cn::to_host(sk);
+  auto hid = cn::to_host(sid);
+  for (long long i = 0; i < n; ++i) {
+    ASSERT_EQ(ho(i), expected[i]) << i;
+    ASSERT_EQ(hk(i), keys[expected[i]]) << i;
+    ASSERT_EQ(hid(i), expected[i]) << i;
+  }
+  EXPECT_EQ(ho(n - 1), 1);
+}
+
 // More than 2^21 keys: the host sort streams its outputs and permutes the arrays through its
 // bucketed layout.  Spread keys, a cluster that shares its top bits (a bucket sorted
 // recursively), a block of equal keys (stability), rows of several widths.

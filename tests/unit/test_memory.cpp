@@ -2,6 +2,8 @@
 // as_device_array, streams, HostStaging, DeviceMirror.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,37 @@ TEST(Pools, PinnedBlocksAreReusedAndReleased) {
   cn::free_memory_pool();
   EXPECT_EQ(cn::detail::pinned_pool_stats().cached_blocks, 0u);
   EXPECT_EQ(cn::detail::pinned_pool_stats().cached_bytes, 0u);
+}
+
+// Host blocks of 2 MiB and more are mapped on 2 MiB boundaries (huge pages where the kernel
+// allows them), cached when freed, and unmapped when the cache is released; smaller blocks
+// come from malloc.
+TEST(Pools, LargeHostBlocksAreHugePageAlignedCachedAndReleased) {
+  cn::free_memory_pool();
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  void* first = nullptr;
+  {
+    auto big = cn::detail::allocate(cn::Backend::host, 3 * kHuge + 100);
+    first = big->ptr;
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big->ptr) % kHuge, 0u);
+    std::memset(big->ptr, 0x5A, 3 * kHuge + 100);  // every byte of it is usable
+    auto small = cn::detail::allocate(cn::Backend::host, 1000);
+    static_cast<char*>(small->ptr)[999] = 1;
+  }
+  EXPECT_EQ(cn::detail::host_cache_stats().cached_blocks, 1u);
+  {
+    auto again = cn::detail::allocate(cn::Backend::host, 3 * kHuge);
+    EXPECT_EQ(again->ptr, first);
+  }
+  {
+    auto pinned = cn::detail::pinned_allocate(kHuge + 1);  // page-locked with CUDA, else a mapped block
+    static_cast<char*>(pinned->ptr)[kHuge] = 1;
+  }
+  cn::free_memory_pool();
+  EXPECT_EQ(cn::detail::host_cache_stats().cached_blocks, 0u);
+  EXPECT_EQ(cn::detail::pinned_pool_stats().cached_blocks, 0u);
+  auto after = cn::detail::allocate(cn::Backend::host, 3 * kHuge);  // a fresh mapping works
+  static_cast<char*>(after->ptr)[3 * kHuge - 1] = 1;
 }
 
 TEST(MemoryInfo, HostHasNoneEmulatedReportsTheMachine) {
