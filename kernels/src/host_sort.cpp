@@ -200,12 +200,56 @@ void gather_staged(W* __restrict out, const W* __restrict stage, const Tag* t, l
       put<Stream>(out + j * per_row + c, stage[static_cast<std::size_t>(position_of(t[j])) * per_row + c]);
 }
 
+#if CUNUMPY_SORT_AVX512
+// One output column of a bucket's sorted pairs, eight words per vector: the keys (Mode 0), the
+// original indices (1) or the rows of an 8-byte array staged at the pairs' positions (2).
+// Streaming stores write whole 64-byte lines, so the words up to the first line boundary go
+// one by one.
+template <bool Stream, int Mode>
+CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std::uint64_t* k, const Tag* t,
+                                                   const std::uint64_t* stage, long long n) {
+  auto word = [&](long long j) -> std::uint64_t {
+    if constexpr (Mode == 0) return k[j];
+    if constexpr (Mode == 1) return index_of(t[j]);
+    return stage[position_of(t[j])];
+  };
+  long long j = 0;
+  if constexpr (Stream)
+    for (; j < n && reinterpret_cast<std::uintptr_t>(out + j) % 64 != 0; ++j) put<true>(out + j, word(j));
+  const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
+  for (; j + 8 <= n; j += 8) {
+    __m512i v;
+    if constexpr (Mode == 0)
+      v = _mm512_loadu_si512(k + j);
+    else if constexpr (Mode == 1)
+      v = _mm512_and_si512(_mm512_loadu_si512(t + j), low);
+    else
+      v = _mm512_i64gather_epi64(_mm512_srli_epi64(_mm512_loadu_si512(t + j), 32), stage, 8);
+    if constexpr (Stream)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + j), v);
+    else
+      _mm512_storeu_si512(out + j, v);
+  }
+  for (; j < n; ++j) put<Stream>(out + j, word(j));
+}
+#endif
+
 // Where sorted pairs go: keys, order and the staged rows.
 struct Sink {
   std::uint64_t* keys;
   std::int64_t* order;
   const std::vector<StagedRows>* rows;
   bool stream;
+
+  // Asks for the staged rows of bucketed positions [first, first + n) ahead of the gather,
+  // which reads them in no order (the hardware prefetches only what is read in order).
+  void prefetch(Pos first, long long n) const {
+    for (const StagedRows& r : *rows) {
+      const char* p = static_cast<const char*>(r.stage) + static_cast<std::size_t>(first) * r.row_bytes;
+      const std::size_t bytes = static_cast<std::size_t>(n) * r.row_bytes;
+      for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+    }
+  }
 
   // The n sorted pairs (keys k, positions t) of output rows [at, at + n).
   void write(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
@@ -218,13 +262,31 @@ struct Sink {
  private:
   template <bool Stream>
   void write_as(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
+#if CUNUMPY_SORT_AVX512
+    if (host_fast::cpu_has_avx512()) {
+      write_words_avx512<Stream, 0>(keys + at, k, t, nullptr, n);
+      write_words_avx512<Stream, 1>(reinterpret_cast<std::uint64_t*>(order + at), nullptr, t, nullptr, n);
+      for (const StagedRows& r : *rows)
+        if (r.row_bytes == 8)
+          write_words_avx512<Stream, 2>(static_cast<std::uint64_t*>(r.out) + at, nullptr, t,
+                                        static_cast<const std::uint64_t*>(r.stage), n);
+        else
+          gather_any<Stream>(r, t, n, at);
+      return;
+    }
+#endif
     std::uint64_t* __restrict ok = keys + at;
     std::int64_t* __restrict oo = order + at;
     for (long long j = 0; j < n; ++j) {
       put<Stream>(ok + j, k[j]);
       put<Stream>(oo + j, static_cast<std::int64_t>(index_of(t[j])));
     }
-    for (const StagedRows& r : *rows) {
+    for (const StagedRows& r : *rows) gather_any<Stream>(r, t, n, at);
+  }
+
+  template <bool Stream>
+  static void gather_any(const StagedRows& r, const Tag* t, long long n, long long at) {
+    {
       const std::size_t b = r.row_bytes;
       const auto o = static_cast<std::size_t>(at);
       if (b % 8 == 0)
@@ -284,6 +346,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base
     const int width = top - shift;
     const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
     const int digits = 1 << width;
+    if (ta == nullptr) sink.prefetch(base, n);  // a top-level bucket: its rows lie together
     std::fill(count.begin(), count.begin() + digits, 0u);
     for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
