@@ -53,22 +53,7 @@ constexpr Pos index_of(Tag t) { return static_cast<Pos>(t); }
 
 constexpr long long kSmallGroup = 48;  // groups up to this size are left to insertion sort
 constexpr int kMaxDigitBits = 14;
-constexpr long long kStreamingPairs = 1LL << 21;  // outputs larger than the caches from here on
-
-// Stores one word: plainly, or, for 8-byte words, streaming (the destination line is not read
-// first: half the memory traffic for outputs larger than the caches).
-template <bool Stream, typename T>
-inline void put(T* dst, T value) {
-#if defined(__x86_64__)
-  if constexpr (Stream && sizeof(T) == 8) {
-    long long bits;
-    std::memcpy(&bits, &value, 8);
-    _mm_stream_si64(reinterpret_cast<long long*>(dst), bits);
-    return;
-  }
-#endif
-  *dst = value;
-}
+constexpr long long kLineScatterPairs = 1LL << 21;  // the top digit's scatter write-combined from here on
 
 void store_fence() {
 #if defined(__x86_64__)
@@ -181,42 +166,39 @@ void settle(std::uint64_t* k, Tag* t, long long n) {
 
 // ---- writing sorted pairs out --------------------------------------------------------------------
 
-// An array travelling with the keys: its rows scattered to the bucketed positions (`stage`),
-// to be gathered into `out` in sorted order.
-struct StagedRows {
-  const void* stage;
+// An array travelling with the keys: the scatter of the top digit stages its rows in `out` at
+// the pairs' bucketed positions; each bucket takes its rows aside and writes them back sorted.
+struct CarriedOut {
   void* out;
   std::size_t row_bytes;
 };
 
-template <bool Stream, typename W>
-void gather_staged(W* __restrict out, const W* __restrict stage, const Tag* t, long long n, std::size_t per_row) {
+// out row j = stage row (position of t[j]) - base.
+template <typename W>
+void gather_staged(W* __restrict out, const W* __restrict stage, Pos base, const Tag* t, long long n,
+                   std::size_t per_row) {
   if (per_row == 1) {
-    for (long long j = 0; j < n; ++j) put<Stream>(out + j, stage[position_of(t[j])]);
+    for (long long j = 0; j < n; ++j) out[j] = stage[position_of(t[j]) - base];
     return;
   }
   for (long long j = 0; j < n; ++j)
     for (std::size_t c = 0; c < per_row; ++c)
-      put<Stream>(out + j * per_row + c, stage[static_cast<std::size_t>(position_of(t[j])) * per_row + c]);
+      out[j * per_row + c] = stage[static_cast<std::size_t>(position_of(t[j]) - base) * per_row + c];
 }
 
 #if CUNUMPY_SORT_AVX512
 // One output column of a bucket's sorted pairs, eight words per vector: the keys (Mode 0), the
-// original indices (1) or the rows of an 8-byte array staged at the pairs' positions (2).
-// Streaming stores write whole 64-byte lines, so the words up to the first line boundary go
-// one by one.
-template <bool Stream, int Mode>
+// original indices (1) or the rows of an 8-byte array, row (position - base) of `stage` (2).
+template <int Mode>
 CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std::uint64_t* k, const Tag* t,
-                                                   const std::uint64_t* stage, long long n) {
+                                                   const std::uint64_t* stage, Pos base, long long n) {
   auto word = [&](long long j) -> std::uint64_t {
     if constexpr (Mode == 0) return k[j];
     if constexpr (Mode == 1) return index_of(t[j]);
-    return stage[position_of(t[j])];
+    return stage[position_of(t[j]) - base];
   };
   long long j = 0;
-  if constexpr (Stream)
-    for (; j < n && reinterpret_cast<std::uintptr_t>(out + j) % 64 != 0; ++j) put<true>(out + j, word(j));
-  const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
+  const __m512i low = _mm512_set1_epi64(0xFFFFFFFF), first = _mm512_set1_epi64(base);
   for (; j + 8 <= n; j += 8) {
     __m512i v;
     if constexpr (Mode == 0)
@@ -224,81 +206,79 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
     else if constexpr (Mode == 1)
       v = _mm512_and_si512(_mm512_loadu_si512(t + j), low);
     else
-      v = _mm512_i64gather_epi64(_mm512_srli_epi64(_mm512_loadu_si512(t + j), 32), stage, 8);
-    if constexpr (Stream)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + j), v);
-    else
-      _mm512_storeu_si512(out + j, v);
+      v = _mm512_i64gather_epi64(_mm512_sub_epi64(_mm512_srli_epi64(_mm512_loadu_si512(t + j), 32), first), stage, 8);
+    _mm512_storeu_si512(out + j, v);
   }
-  for (; j < n; ++j) put<Stream>(out + j, word(j));
+  for (; j < n; ++j) out[j] = word(j);
 }
 #endif
 
-// Where sorted pairs go: keys, order and the staged rows.
-struct Sink {
-  std::uint64_t* keys;
-  std::int64_t* order;
-  const std::vector<StagedRows>* rows;
-  bool stream;
+// Where a thread's sorted pairs go: keys, order and the carried arrays' rows.  The bucket's
+// region of every output holds what the top digit's scatter staged there (keys, original
+// indices, rows): the bucket reads its keys and indices before it writes, and its rows are
+// taken aside first (take_rows), so that every output is written where it was just read:
+// plain stores that hit the caches (streaming stores measured slower here).
+class Sink {
+ public:
+  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows)
+      : keys_(keys), order_(order), rows_(&rows), taken_(rows.size()) {}
 
-  // Asks for the staged rows of bucketed positions [first, first + n) ahead of the gather,
-  // which reads them in no order (the hardware prefetches only what is read in order).
-  void prefetch(Pos first, long long n) const {
-    for (const StagedRows& r : *rows) {
-      const char* p = static_cast<const char*>(r.stage) + static_cast<std::size_t>(first) * r.row_bytes;
+  // Copies the staged rows of bucketed positions [first, first + n) aside.
+  void take_rows(Pos first, long long n) {
+    base_ = first;
+    for (std::size_t a = 0; a < rows_->size(); ++a) {
+      const CarriedOut& r = (*rows_)[a];
       const std::size_t bytes = static_cast<std::size_t>(n) * r.row_bytes;
-      for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+      if (taken_[a].size() * sizeof(std::uint64_t) < bytes) taken_[a].resize(bytes / sizeof(std::uint64_t) + 1);
+      std::memcpy(taken_[a].data(), static_cast<const unsigned char*>(r.out) + first * r.row_bytes, bytes);
     }
   }
 
-  // The n sorted pairs (keys k, positions t) of output rows [at, at + n).
+  // The n sorted pairs (keys k, tags t) of output rows [at, at + n).
   void write(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
-    if (stream)
-      write_as<true>(k, t, n, at);
-    else
-      write_as<false>(k, t, n, at);
-  }
-
- private:
-  template <bool Stream>
-  void write_as(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
 #if CUNUMPY_SORT_AVX512
     if (host_fast::cpu_has_avx512()) {
-      write_words_avx512<Stream, 0>(keys + at, k, t, nullptr, n);
-      write_words_avx512<Stream, 1>(reinterpret_cast<std::uint64_t*>(order + at), nullptr, t, nullptr, n);
-      for (const StagedRows& r : *rows)
-        if (r.row_bytes == 8)
-          write_words_avx512<Stream, 2>(static_cast<std::uint64_t*>(r.out) + at, nullptr, t,
-                                        static_cast<const std::uint64_t*>(r.stage), n);
+      write_words_avx512<0>(keys_ + at, k, t, nullptr, 0, n);
+      write_words_avx512<1>(reinterpret_cast<std::uint64_t*>(order_ + at), nullptr, t, nullptr, 0, n);
+      for (std::size_t a = 0; a < rows_->size(); ++a)
+        if ((*rows_)[a].row_bytes == 8)
+          write_words_avx512<2>(static_cast<std::uint64_t*>((*rows_)[a].out) + at, nullptr, t, taken_[a].data(),
+                                        base_, n);
         else
-          gather_any<Stream>(r, t, n, at);
+          gather_rows(a, t, n, at);
       return;
     }
 #endif
-    std::uint64_t* __restrict ok = keys + at;
-    std::int64_t* __restrict oo = order + at;
+    std::uint64_t* __restrict ok = keys_ + at;
+    std::int64_t* __restrict oo = order_ + at;
     for (long long j = 0; j < n; ++j) {
-      put<Stream>(ok + j, k[j]);
-      put<Stream>(oo + j, static_cast<std::int64_t>(index_of(t[j])));
+      ok[j] = k[j];
+      oo[j] = static_cast<std::int64_t>(index_of(t[j]));
     }
-    for (const StagedRows& r : *rows) gather_any<Stream>(r, t, n, at);
+    for (std::size_t a = 0; a < rows_->size(); ++a) gather_rows(a, t, n, at);
   }
 
-  template <bool Stream>
-  static void gather_any(const StagedRows& r, const Tag* t, long long n, long long at) {
-    {
-      const std::size_t b = r.row_bytes;
-      const auto o = static_cast<std::size_t>(at);
-      if (b % 8 == 0)
-        gather_staged<Stream>(static_cast<std::uint64_t*>(r.out) + o * (b / 8), static_cast<const std::uint64_t*>(r.stage), t, n, b / 8);
-      else if (b % 4 == 0)
-        gather_staged<Stream>(static_cast<std::uint32_t*>(r.out) + o * (b / 4), static_cast<const std::uint32_t*>(r.stage), t, n, b / 4);
-      else if (b % 2 == 0)
-        gather_staged<Stream>(static_cast<std::uint16_t*>(r.out) + o * (b / 2), static_cast<const std::uint16_t*>(r.stage), t, n, b / 2);
-      else
-        gather_staged<Stream>(static_cast<std::uint8_t*>(r.out) + o * b, static_cast<const std::uint8_t*>(r.stage), t, n, b);
-    }
+ private:
+  void gather_rows(std::size_t a, const Tag* t, long long n, long long at) const {
+    const std::size_t b = (*rows_)[a].row_bytes;
+    const auto o = static_cast<std::size_t>(at);
+    void* out = (*rows_)[a].out;
+    const void* stage = taken_[a].data();
+    if (b % 8 == 0)
+      gather_staged(static_cast<std::uint64_t*>(out) + o * (b / 8), static_cast<const std::uint64_t*>(stage), base_, t, n, b / 8);
+    else if (b % 4 == 0)
+      gather_staged(static_cast<std::uint32_t*>(out) + o * (b / 4), static_cast<const std::uint32_t*>(stage), base_, t, n, b / 4);
+    else if (b % 2 == 0)
+      gather_staged(static_cast<std::uint16_t*>(out) + o * (b / 2), static_cast<const std::uint16_t*>(stage), base_, t, n, b / 2);
+    else
+      gather_staged(static_cast<std::uint8_t*>(out) + o * b, static_cast<const std::uint8_t*>(stage), base_, t, n, b);
   }
+
+  std::uint64_t* keys_;
+  std::int64_t* order_;
+  const std::vector<CarriedOut>* rows_;
+  std::vector<std::vector<std::uint64_t>> taken_;  // a bucket's staged rows, per array
+  Pos base_ = 0;                                   // the bucketed position of their first row
 };
 
 // ---- a bucket's sort -------------------------------------------------------------------------
@@ -318,15 +298,16 @@ struct BucketScratch {
 
 // Sorts n pairs stably by the bits below `top` (the bits at and above are all equal) into
 // output rows [at, at + n): keys ka[0, n) with tags ta[i], or, when ta is null, the tags of
-// bucketed positions base + i, whose original indices are ia[i].
+// bucketed positions base + i, whose original indices are ia[i] (ka and ia may be the output
+// rows themselves: they are read before the outputs are written).
 // One counting pass on the next ~log2(n) + 1 bits into the thread's scratch leaves groups of
 // zero, one or two pairs (for keys that spread: Morton keys of particles do), which an
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
 // every pair costs one histogram and no move.
-void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base, long long n, int top, long long at,
+void sort_bucket(const std::uint64_t* ka, const Tag* ta, const std::int64_t* ia, Pos base, long long n, int top, long long at,
                  const Sink& sink, BucketScratch& scratch) {
-  auto tag = [&](long long i) -> Tag { return ta != nullptr ? ta[i] : tag_of(base + static_cast<Pos>(i), ia[i]); };
+  auto tag = [&](long long i) -> Tag { return ta != nullptr ? ta[i] : tag_of(base + static_cast<Pos>(i), static_cast<Pos>(ia[i])); };
   if (n <= kSmallGroup || top <= 0) {
     scratch.reserve(n);
     for (long long i = 0; i < n; ++i) {
@@ -346,7 +327,6 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base
     const int width = top - shift;
     const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
     const int digits = 1 << width;
-    if (ta == nullptr) sink.prefetch(base, n);  // a top-level bucket: its rows lie together
     std::fill(count.begin(), count.begin() + digits, 0u);
     for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
@@ -398,8 +378,8 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Pos* ia, Pos base
 // ---- the most significant digit ----------------------------------------------------------------
 
 // The first carried array whose rows are 8 bytes rides along in the top digit's scatter: its
-// rows reach their bucketed positions with no second pass over the array.  Other arrays are
-// staged afterwards through the positions the scatter records.
+// rows reach their bucketed positions (in its output) with no second pass over the array.
+// Other arrays are staged afterwards through the positions the scatter records.
 struct RowRide {
   const std::uint64_t* in = nullptr;
   std::uint64_t* stage = nullptr;
@@ -407,13 +387,15 @@ struct RowRide {
 
 // Scatter of the most significant digit through write-combining buffers: each bucket gathers
 // one 64-byte line of keys, one of original indices (and one of riding rows) in a small
-// buffer, and full lines go to memory with streaming stores.  Lines are not read before they
+// buffer, and full lines go to memory with streaming stores.  The destinations are the
+// outputs themselves (keys, order and the riding array's output), which each bucket then
+// sorts in place.  Lines are not read before they
 // are written, and far fewer pages are touched at a time than with one store per pair: about
 // twice as fast as plain stores for arrays larger than the caches.
 template <bool kRide>
 class LineScatter {
  public:
-  static constexpr unsigned kWords = 64 / sizeof(std::uint64_t), kIndices = 64 / sizeof(Pos);
+  static constexpr unsigned kWords = 64 / sizeof(std::uint64_t);
   explicit LineScatter(int buckets) : lines_(static_cast<std::size_t>(buckets)) {}
 
   // Pairs [begin, end) of `words` go to positions next[digit]++ of keys / indices (and their
@@ -421,8 +403,8 @@ class LineScatter {
   // null; first_owned[d] is where this caller's part of bucket d starts (positions before it
   // belong to others).
   void run(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-           std::uint32_t* next, const std::uint32_t* first_owned, std::uint64_t* keys, Pos* indices, RowRide ride,
-           Pos* first) {
+           std::uint32_t* next, const std::uint32_t* first_owned, std::uint64_t* keys, std::int64_t* indices,
+           RowRide ride, Pos* first) {
     Line* lines = lines_.data();
     for (long long i = begin; i < end; ++i) {
       const std::uint64_t key = words[i];
@@ -431,18 +413,18 @@ class LineScatter {
       if (first != nullptr) first[i] = pos;
       Line& line = lines[d];
       line.keys[pos % kWords] = key;
-      line.indices[pos % kIndices] = static_cast<Pos>(i);
+      line.indices[pos % kWords] = i;
       if constexpr (kRide) line.rows[pos % kWords] = ride.in[i];
       if (pos % kWords == kWords - 1) {
         flush(keys, line.keys, pos - (kWords - 1), pos + 1, first_owned[d]);
+        flush(indices, line.indices, pos - (kWords - 1), pos + 1, first_owned[d]);
         if constexpr (kRide) flush(ride.stage, line.rows, pos - (kWords - 1), pos + 1, first_owned[d]);
       }
-      if (pos % kIndices == kIndices - 1) flush(indices, line.indices, pos - (kIndices - 1), pos + 1, first_owned[d]);
     }
     for (std::size_t d = 0; d < lines_.size(); ++d) {  // the partly filled last lines
       const std::uint32_t e = next[d];
       flush(keys, lines[d].keys, e - e % kWords, e, first_owned[d]);
-      flush(indices, lines[d].indices, e - e % kIndices, e, first_owned[d]);
+      flush(indices, lines[d].indices, e - e % kWords, e, first_owned[d]);
       if constexpr (kRide) flush(ride.stage, lines[d].rows, e - e % kWords, e, first_owned[d]);
     }
   }
@@ -450,7 +432,7 @@ class LineScatter {
  private:
   struct alignas(64) PairLine {
     std::uint64_t keys[kWords];
-    Pos indices[kIndices];
+    std::int64_t indices[kWords];
   };
   struct alignas(64) RideLine : PairLine {
     std::uint64_t rows[kWords];
@@ -478,12 +460,12 @@ class LineScatter {
 // for the buckets).
 template <bool kRide>
 void scatter_in_cache(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-                      std::uint32_t* next, std::uint64_t* keys, Pos* indices, RowRide ride, Pos* first) {
+                      std::uint32_t* next, std::uint64_t* keys, std::int64_t* indices, RowRide ride, Pos* first) {
   for (long long i = begin; i < end; ++i) {
     const std::uint64_t k = words[i];
     const std::uint32_t pos = next[(k >> shift) & mask]++;
     keys[pos] = k;
-    indices[pos] = static_cast<Pos>(i);
+    indices[pos] = i;
     if constexpr (kRide) ride.stage[pos] = ride.in[i];
     if (first != nullptr) first[i] = pos;
   }
@@ -592,26 +574,21 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     }
   }
   const int buckets = 1 << msd_bits;
-  const bool stream = n >= kStreamingPairs;
+  const bool line_scatter = n >= kLineScatterPairs;
 
-  // Scratch from the host allocator, whose cache of large blocks makes repeated sorts skip
-  // the operating system's page faults.
+  // The pairs and the rows are staged in the outputs; only arrays that do not ride in the
+  // scatter need the positions recorded (host allocator: its cache of large blocks makes
+  // repeated sorts skip the operating system's page faults).
   const auto un = static_cast<std::size_t>(n);
-  const auto keys_block = allocate(Backend::host, un * sizeof(std::uint64_t));
-  const auto from_block = allocate(Backend::host, un * sizeof(Pos));
-  auto* ka = static_cast<std::uint64_t*>(keys_block->ptr);
-  auto* from = static_cast<Pos*>(from_block->ptr);  // original index of each bucketed position
-  std::vector<std::shared_ptr<Allocation>> stage_blocks;
-  std::vector<StagedRows> staged;
+  std::vector<CarriedOut> carried;
   RowRide ride;
   std::vector<std::size_t> others;  // carried arrays staged through `first`
   for (std::size_t a = 0; a < rows.size(); ++a) {
     const CarriedRows& r = rows[a];
     if (r.row_bytes == 0) continue;
-    stage_blocks.push_back(allocate(Backend::host, un * r.row_bytes));
-    staged.push_back({stage_blocks.back()->ptr, r.out, r.row_bytes});
+    carried.push_back({r.out, r.row_bytes});
     if (r.row_bytes == 8 && ride.in == nullptr)
-      ride = {static_cast<const std::uint64_t*>(r.in), static_cast<std::uint64_t*>(stage_blocks.back()->ptr)};
+      ride = {static_cast<const std::uint64_t*>(r.in), static_cast<std::uint64_t*>(r.out)};
     else
       others.push_back(a);
   }
@@ -640,33 +617,29 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     const int t = thread_id();
     const auto [begin, end] = range(t);
     std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
-    if (stream) {
+    if (line_scatter) {
       const std::vector<std::uint32_t> owned(c, c + buckets);
       if (ride.in != nullptr)
-        LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), ka, from, ride, first);
+        LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
       else
-        LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), ka, from, ride, first);
+        LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
     } else if (ride.in != nullptr) {
-      scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, ka, from, ride, first);
+      scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, out_keys, out, ride, first);
     } else {
-      scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, ka, from, ride, first);
+      scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, out_keys, out, ride, first);
     }
     // This thread's rows of the other arrays go where its pairs went.
-    std::size_t r = 0;
-    for (std::size_t a = 0; a < rows.size(); ++a) {
-      if (rows[a].row_bytes == 0) continue;
-      if (std::find(others.begin(), others.end(), a) != others.end())
-        stage_rows_any(stage_blocks[r]->ptr, rows[a].in, rows[a].row_bytes, first, begin, end);
-      ++r;
-    }
+    for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
     store_fence();
 #pragma omp barrier
-    const Sink sink{out_keys, out, &staged, stream};
+    Sink sink(out_keys, out, carried);
     BucketScratch scratch;
 #pragma omp for schedule(dynamic, 16)
     for (int b = 0; b < buckets; ++b) {
       const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
-      if (e > s) sort_bucket(ka + s, nullptr, from + s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
+      if (e == s) continue;
+      sink.take_rows(static_cast<Pos>(s), e - s);
+      sort_bucket(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
     }
     store_fence();
   }
