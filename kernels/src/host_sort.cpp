@@ -127,23 +127,27 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint32_t* count
 CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long long n) {
   if (n < 2) return;
   const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), one = _mm512_set1_epi64(1);
-  __m512i last = _mm512_set1_epi64(static_cast<long long>(k[0]));  // lane 7: the key before the block
+  // Lane 7 of `loaded`: the key before the block as it was read; of `settled`: as it is now.
+  // The swaps are worked out from what was read (no dependence from block to block), and
+  // checked against the settled keys.
+  __m512i loaded = _mm512_set1_epi64(static_cast<long long>(k[0])), settled = loaded;
   long long i = 1;
   for (; i + 8 <= n; i += 8) {
     const __m512i here = _mm512_loadu_si512(k + i);
-    const __mmask8 down = _mm512_cmplt_epu64_mask(here, _mm512_alignr_epi64(here, last, 7));
+    const __mmask8 down = _mm512_cmplt_epu64_mask(here, _mm512_alignr_epi64(here, loaded, 7));
+    loaded = here;
     // Lane l takes lane l + 1 when that one is down, lane l - 1 when l itself is down.
     __m512i source = _mm512_mask_add_epi64(lanes, static_cast<__mmask8>(down >> 1), lanes, one);
     source = _mm512_mask_sub_epi64(source, down, source, one);
     const __m512i swapped = _mm512_permutexvar_epi64(source, here);
     const bool simple = (down & 1) == 0 && (down & (down >> 1)) == 0;
-    if (simple && _mm512_cmplt_epu64_mask(swapped, _mm512_alignr_epi64(swapped, last, 7)) == 0) [[likely]] {
+    if (simple && _mm512_cmplt_epu64_mask(swapped, _mm512_alignr_epi64(swapped, settled, 7)) == 0) [[likely]] {
       _mm512_storeu_si512(k + i, swapped);
       _mm512_storeu_si512(t + i, _mm512_permutexvar_epi64(source, _mm512_loadu_si512(t + i)));
-      last = swapped;
+      settled = swapped;
     } else {
       for (long long j = i; j < i + 8; ++j) insert_pair(k, t, j);
-      last = _mm512_loadu_si512(k + i);
+      settled = _mm512_loadu_si512(k + i);
     }
   }
   for (; i < n; ++i) insert_pair(k, t, i);
