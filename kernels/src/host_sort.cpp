@@ -309,9 +309,17 @@ struct BucketScratch {
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
 // every pair costs one histogram and no move.
-void sort_bucket(const std::uint64_t* ka, const Tag* ta, const std::int64_t* ia, Pos base, long long n, int top, long long at,
+template <typename Index>
+void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos base, long long n, int top, long long at,
                  const Sink& sink, BucketScratch& scratch) {
-  auto tag = [&](long long i) -> Tag { return ta != nullptr ? ta[i] : tag_of(base + static_cast<Pos>(i), static_cast<Pos>(ia[i])); };
+  // The staged indices share memory with the order's int64 words: read as bytes (memcpy), so
+  // that no load of them can be moved past the order's stores.
+  auto tag = [&](long long i) -> Tag {
+    if (ta != nullptr) return ta[i];
+    Index index;
+    std::memcpy(&index, ia + i, sizeof index);
+    return tag_of(base + static_cast<Pos>(i), static_cast<Pos>(index));
+  };
   if (n <= kSmallGroup || top <= 0) {
     scratch.reserve(n);
     for (long long i = 0; i < n; ++i) {
@@ -368,9 +376,10 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const std::int64_t* ia,
       const long long end = d < digits ? ends[d] : n;
       if (d == digits || end - start > kSmallGroup) {
         if (start > run)  // the small groups before this one, sorted together
-          sort_bucket(gk.data() + run, gt.data() + run, nullptr, 0, start - run, 0, at + run, sink, scratch);
+          sort_bucket<Index>(gk.data() + run, gt.data() + run, nullptr, 0, start - run, 0, at + run, sink, scratch);
         if (d < digits)
-          sort_bucket(gk.data() + start, gt.data() + start, nullptr, 0, end - start, shift, at + start, sink, scratch);
+          sort_bucket<Index>(gk.data() + start, gt.data() + start, nullptr, 0, end - start, shift, at + start, sink,
+                             scratch);
         run = end;
       }
       start = end;
@@ -461,15 +470,20 @@ class LineScatter {
 };
 
 // The same scatter with plain stores, for pairs that fit in the caches (which keeps them there
-// for the buckets).
+// for the buckets).  The original indices are staged as 32-bit words, packed at the start of
+// their bucket's region of the order: position p of the bucket that starts at s goes to
+// 32-bit word s + p of the order (inside bytes [8s, 8e) of the bucket's own region).
 template <bool kRide>
 void scatter_in_cache(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-                      std::uint32_t* next, std::uint64_t* keys, std::int64_t* indices, RowRide ride, Pos* first) {
+                      std::uint32_t* next, const std::uint32_t* bucket_first, std::uint64_t* keys, Pos* indices,
+                      RowRide ride, Pos* first) {
   for (long long i = begin; i < end; ++i) {
     const std::uint64_t k = words[i];
-    const std::uint32_t pos = next[(k >> shift) & mask]++;
+    const std::uint64_t d = (k >> shift) & mask;
+    const std::uint32_t pos = next[d]++;
     keys[pos] = k;
-    indices[pos] = i;
+    const auto index = static_cast<Pos>(i);
+    std::memcpy(indices + bucket_first[d] + pos, &index, sizeof index);  // bytes: see sort_bucket
     if constexpr (kRide) ride.stage[pos] = ride.in[i];
     if (first != nullptr) first[i] = pos;
   }
@@ -616,6 +630,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     }
     bucket_start[static_cast<std::size_t>(buckets)] = offset;
   }
+  std::vector<std::uint32_t> first_of_bucket(bucket_start.begin(), bucket_start.end() - 1);
+  auto* packed = reinterpret_cast<Pos*>(out);  // indices staged in cache-sized sorts (scatter_in_cache)
 #pragma omp parallel num_threads(threads)
   {
     const int t = thread_id();
@@ -628,9 +644,9 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       else
         LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
     } else if (ride.in != nullptr) {
-      scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, out_keys, out, ride, first);
+      scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride, first);
     } else {
-      scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, out_keys, out, ride, first);
+      scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride, first);
     }
     // This thread's rows of the other arrays go where its pairs went.
     for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
@@ -643,7 +659,10 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
       if (e == s) continue;
       sink.take_rows(static_cast<Pos>(s), e - s);
-      sort_bucket(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
+      if (line_scatter)
+        sort_bucket<std::int64_t>(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
+      else
+        sort_bucket<Pos>(out_keys + s, nullptr, packed + 2 * s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
     }
     store_fence();
   }
