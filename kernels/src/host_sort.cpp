@@ -147,7 +147,7 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long lon
       settled = swapped;
     } else {
       for (long long j = i; j < i + 8; ++j) insert_pair(k, t, j);
-      settled = _mm512_loadu_si512(k + i);
+      settled = _mm512_set1_epi64(static_cast<long long>(k[i + 7]));  // only lane 7 is used
     }
   }
   for (; i < n; ++i) insert_pair(k, t, i);
