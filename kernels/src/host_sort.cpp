@@ -6,7 +6,10 @@
 // next ~log2(size) + 1 bits and an insertion sort of the small groups that pass leaves.  The
 // rows of the arrays that travel with the keys are scattered to the buckets too and gathered
 // within each bucket as it is written out: every read of the arrays is sequential or stays in
-// the caches, instead of one random read of the whole array per row.
+// the caches, instead of one random read of the whole array per row.  Everything is staged in
+// the outputs themselves (keys, order, the arrays' outputs), which each bucket then overwrites
+// with its sorted pairs: no scratch the size of the input but, when an array other than the
+// first with 8-byte rows travels, the rows' bucketed positions (4 bytes a key).
 #include "host_sort.hpp"
 
 #include <algorithm>
@@ -402,9 +405,9 @@ struct RowRide {
 // one 64-byte line of keys, one of original indices (and one of riding rows) in a small
 // buffer, and full lines go to memory with streaming stores.  The destinations are the
 // outputs themselves (keys, order and the riding array's output), which each bucket then
-// sorts in place.  Lines are not read before they
-// are written, and far fewer pages are touched at a time than with one store per pair: about
-// twice as fast as plain stores for arrays larger than the caches.
+// sorts in place.  Lines are not read before they are written, and far fewer pages are
+// touched at a time than with one store per pair: about twice as fast as plain stores for
+// arrays larger than the caches.
 template <bool kRide>
 class LineScatter {
  public:

@@ -15,7 +15,9 @@
 // about log2(its size) further bits and an insertion sort of what is left: about two passes
 // over memory whatever the key width.  The arrays travel with the keys: their rows are
 // scattered to the buckets and gathered within each bucket as it is written out, rather than
-// read at random by the order afterwards.
+// read at random by the order afterwards.  The host sort stages everything in its outputs, so
+// it needs no scratch the size of the input (but 4 bytes a key for the rows' positions when an
+// array other than the first with 8-byte rows travels).
 //
 // segment_sum's determinism guarantee: out[k] is the sum, in increasing index order, of the
 // values whose key is k, starting from zero; the same bits on every run and on every backend
