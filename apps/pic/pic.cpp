@@ -274,12 +274,13 @@ void deposit_private_grids(State& s) {
   auto& grids = s.thread_grids;
 #pragma omp parallel num_threads(threads)
   {
-    int t = 0;
+    int t = 0, team = 1;  // the team may be smaller than asked for: its threads share the particles
 #if defined(_OPENMP)
     t = omp_get_thread_num();
+    team = omp_get_num_threads();
 #endif
     double* g = grids[static_cast<std::size_t>(t)].data();
-    const long long begin = n * t / threads, end = n * (t + 1) / threads;
+    const long long begin = n * t / team, end = n * (t + 1) / team;
     for (long long i = begin; i < end; ++i)
       kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { g[c] += q * w; });
 #pragma omp barrier

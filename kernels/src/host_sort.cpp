@@ -530,6 +530,9 @@ int top_digit_bits(long long n, int high) {
 // Stable sort of n words (0 < n < 2^32): the most-significant-digit pass (parallel, stable;
 // write-combined when the data is larger than the caches), the rows staged at the pairs'
 // bucketed positions, then each bucket sorted where it lies and written out with its rows.
+// One parallel region, whose threads take their parts of the keys by the size of the team
+// they got: called from inside a parallel region, the sort gets a team of one when nested
+// regions are off, whatever it asked for.
 void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out_keys, std::int64_t* out,
                      std::span<const CarriedRows> rows) {
   // The highest bit in which keys differ, guessed from a sample: the pass that checks the
@@ -542,59 +545,6 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
   int msd_bits = top_digit_bits(n, high);
   int msd_shift = high - msd_bits;
   std::uint64_t mask = (std::uint64_t{1} << msd_bits) - 1;
-
-  int threads = 1;
-#if defined(_OPENMP)
-  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
-#endif
-  constexpr std::size_t kStride = std::size_t{1} << kMaxTopBits;  // counts per thread
-  std::vector<std::uint32_t> counts(static_cast<std::size_t>(threads) * kStride, 0);
-  std::vector<std::uint64_t> diffs(static_cast<std::size_t>(threads), 0);
-  auto range = [n, threads](int t) { return std::pair{n * t / threads, n * (t + 1) / threads}; };
-  auto thread_id = [] {
-#if defined(_OPENMP)
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-  };
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = thread_id();
-    const auto [begin, end] = range(t);
-    std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
-    std::uint64_t diff = 0;
-    for (long long i = begin; i < end; ++i) {
-      const std::uint64_t w = words[i];
-      diff |= w ^ first_key;
-      ++c[(w >> msd_shift) & mask];
-    }
-    diffs[static_cast<std::size_t>(t)] = diff;
-  }
-  std::uint64_t diff = 0;
-  for (const std::uint64_t d : diffs) diff |= d;
-  if (diff == 0) {  // one key: the order is the identity
-    for (long long i = 0; i < n; ++i) out[i] = i;
-    std::memcpy(out_keys, words, static_cast<std::size_t>(n) * sizeof(std::uint64_t));
-    for (const CarriedRows& r : rows)
-      if (r.row_bytes != 0) std::memcpy(r.out, r.in, static_cast<std::size_t>(n) * r.row_bytes);
-    return;
-  }
-  if (64 - std::countl_zero(diff) != high) {  // the sample missed the highest difference
-    high = 64 - std::countl_zero(diff);
-    msd_bits = top_digit_bits(n, high);
-    msd_shift = high - msd_bits;
-    mask = (std::uint64_t{1} << msd_bits) - 1;
-    std::fill(counts.begin(), counts.end(), 0u);
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = thread_id();
-      const auto [begin, end] = range(t);
-      std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
-      for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & mask];
-    }
-  }
-  const int buckets = 1 << msd_bits;
   const bool line_scatter = n >= kLineScatterPairs;
 
   // The pairs and the rows are staged in the outputs; only arrays that do not ride in the
@@ -619,55 +569,113 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     first_block = allocate(Backend::host, un * sizeof(Pos));
     first = static_cast<Pos*>(first_block->ptr);
   }
-  std::vector<long long> bucket_start(static_cast<std::size_t>(buckets) + 1, 0);
-  {  // bucket-major, then thread: stable
-    std::uint32_t offset = 0;
-    for (int b = 0; b < buckets; ++b) {
-      bucket_start[static_cast<std::size_t>(b)] = offset;
-      for (int t = 0; t < threads; ++t) {
-        std::uint32_t& v = counts[static_cast<std::size_t>(t) * kStride + static_cast<std::size_t>(b)];
-        const std::uint32_t cnt = v;
-        v = offset;
-        offset += cnt;
-      }
-    }
-    bucket_start[static_cast<std::size_t>(buckets)] = offset;
-  }
-  std::vector<std::uint32_t> first_of_bucket(bucket_start.begin(), bucket_start.end() - 1);
   auto* packed = reinterpret_cast<Pos*>(out);  // indices staged in cache-sized sorts (scatter_in_cache)
+
+  int threads = 1;  // asked for; the team may be smaller
+#if defined(_OPENMP)
+  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
+#endif
+  constexpr std::size_t kStride = std::size_t{1} << kMaxTopBits;  // counts per thread
+  std::vector<std::uint32_t> counts(static_cast<std::size_t>(threads) * kStride, 0);
+  std::vector<std::uint64_t> diffs(static_cast<std::size_t>(threads), 0);
+  std::vector<long long> bucket_start(kStride + 1, 0);
+  std::vector<std::uint32_t> first_of_bucket(kStride, 0);
+  int team = 1;
+  bool one_key = false, recount = false;
 #pragma omp parallel num_threads(threads)
   {
-    const int t = thread_id();
-    const auto [begin, end] = range(t);
+    int t = 0;
+#if defined(_OPENMP)
+    t = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
+#endif
+    const long long begin = n * t / team, end = n * (t + 1) / team;
     std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
-    if (line_scatter) {
-      const std::vector<std::uint32_t> owned(c, c + buckets);
-      if (ride.in != nullptr)
-        LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
-      else
-        LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
-    } else if (ride.in != nullptr) {
-      scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride, first);
-    } else {
-      scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride, first);
+    std::uint64_t my_diff = 0;
+    for (long long i = begin; i < end; ++i) {
+      const std::uint64_t w = words[i];
+      my_diff |= w ^ first_key;
+      ++c[(w >> msd_shift) & mask];
     }
-    // This thread's rows of the other arrays go where its pairs went.
-    for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
-    store_fence();
+    diffs[static_cast<std::size_t>(t)] = my_diff;
 #pragma omp barrier
-    Sink sink(out_keys, out, carried);
-    BucketScratch scratch;
-#pragma omp for schedule(dynamic, 16)
-    for (int b = 0; b < buckets; ++b) {
-      const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
-      if (e == s) continue;
-      sink.take_rows(static_cast<Pos>(s), e - s);
-      if (line_scatter)
-        sort_bucket<std::int64_t>(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
-      else
-        sort_bucket<Pos>(out_keys + s, nullptr, packed + 2 * s, static_cast<Pos>(s), e - s, msd_shift, s, sink, scratch);
+#pragma omp single
+    {
+      std::uint64_t diff = 0;
+      for (int tt = 0; tt < team; ++tt) diff |= diffs[static_cast<std::size_t>(tt)];
+      one_key = diff == 0;
+      if (!one_key && 64 - std::countl_zero(diff) != high) {  // the sample missed the highest difference
+        high = 64 - std::countl_zero(diff);
+        msd_bits = top_digit_bits(n, high);
+        msd_shift = high - msd_bits;
+        mask = (std::uint64_t{1} << msd_bits) - 1;
+        recount = true;
+      }
     }
-    store_fence();
+    if (one_key) {  // one key: the order is the identity
+      for (long long i = begin; i < end; ++i) out[i] = i;
+      std::memcpy(out_keys + begin, words + begin, static_cast<std::size_t>(end - begin) * sizeof(std::uint64_t));
+      for (const CarriedRows& r : rows)
+        if (r.row_bytes != 0)
+          std::memcpy(static_cast<unsigned char*>(r.out) + begin * r.row_bytes,
+                      static_cast<const unsigned char*>(r.in) + begin * r.row_bytes,
+                      static_cast<std::size_t>(end - begin) * r.row_bytes);
+    } else {
+      if (recount) {
+        std::fill(c, c + kStride, 0u);
+        for (long long i = begin; i < end; ++i) ++c[(words[i] >> msd_shift) & mask];
+#pragma omp barrier
+      }
+      const int buckets = 1 << msd_bits;
+#pragma omp single
+      {  // bucket-major, then thread: stable
+        std::uint32_t offset = 0;
+        for (int b = 0; b < buckets; ++b) {
+          bucket_start[static_cast<std::size_t>(b)] = offset;
+          first_of_bucket[static_cast<std::size_t>(b)] = offset;
+          for (int tt = 0; tt < team; ++tt) {
+            std::uint32_t& v = counts[static_cast<std::size_t>(tt) * kStride + static_cast<std::size_t>(b)];
+            const std::uint32_t cnt = v;
+            v = offset;
+            offset += cnt;
+          }
+        }
+        bucket_start[static_cast<std::size_t>(buckets)] = offset;
+      }
+      if (line_scatter) {
+        const std::vector<std::uint32_t> owned(c, c + buckets);
+        if (ride.in != nullptr)
+          LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
+        else
+          LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
+      } else if (ride.in != nullptr) {
+        scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride,
+                               first);
+      } else {
+        scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride,
+                                first);
+      }
+      // This thread's rows of the other arrays go where its pairs went.
+      for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
+      store_fence();
+#pragma omp barrier
+      Sink sink(out_keys, out, carried);
+      BucketScratch scratch;
+#pragma omp for schedule(dynamic, 16)
+      for (int b = 0; b < buckets; ++b) {
+        const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
+        if (e == s) continue;
+        sink.take_rows(static_cast<Pos>(s), e - s);
+        if (line_scatter)
+          sort_bucket<std::int64_t>(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink,
+                                    scratch);
+        else
+          sort_bucket<Pos>(out_keys + s, nullptr, packed + 2 * s, static_cast<Pos>(s), e - s, msd_shift, s, sink,
+                           scratch);
+      }
+      store_fence();
+    }
   }
 }
 

@@ -10,6 +10,10 @@
 #include <random>
 #include <vector>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include <cunumpy/cunumpy.hpp>
 
 #include "on_backend.hpp"
@@ -214,6 +218,34 @@ TEST_P(Algorithms, SortByKeyWhenOneRareKeyHoldsTheHighestBit) {
     ASSERT_EQ(hid(i), expected[i]) << i;
   }
   EXPECT_EQ(ho(n - 1), 1);
+}
+
+// sort_by_key called from inside a parallel region, each thread sorting keys of its own: the
+// host sort works with the team it is given (one thread when nested regions are off), however
+// many threads it asked for.
+TEST_P(Algorithms, SortByKeyInsideAParallelRegion) {
+#if defined(_OPENMP)
+  if (GetParam() != cn::Backend::host) GTEST_SKIP() << "the threads share the host backend only";
+  const long long n = 300000;  // enough keys for the sort to ask for several threads
+  std::mt19937_64 g(41);
+  std::vector<std::uint64_t> keys(n);
+  for (auto& k : keys) k = g() >> 1;
+  std::vector<std::int64_t> id(n);
+  std::iota(id.begin(), id.end(), std::int64_t{0});
+  const std::vector<std::int64_t> expected = stable_order(keys);
+  long long wrong = 0;
+#pragma omp parallel num_threads(2) reduction(+ : wrong)
+  {
+    omp_set_num_threads(2);  // what a nested region would ask for
+    auto [sk, order, sid] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id));
+    auto ho = cn::to_host(order);
+    auto hid = cn::to_host(sid);
+    for (long long i = 0; i < n; ++i) wrong += (ho(i) != expected[i]) + (hid(i) != expected[i]);
+  }
+  EXPECT_EQ(wrong, 0);
+#else
+  GTEST_SKIP() << "built without OpenMP";
+#endif
 }
 
 // More than 2^21 keys: the host sort streams its outputs and permutes the arrays through its
