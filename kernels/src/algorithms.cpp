@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
-#include <memory>
-#include <numeric>
 #include <string>
 
 #include <cunumpy/errors.hpp>
@@ -15,7 +12,6 @@
 
 #include "host_fast.hpp"
 #include "host_sort.hpp"
-
 
 #if CUNUMPY_CUDA_COMPILATION()
 #include <cub/device/device_radix_sort.cuh>
