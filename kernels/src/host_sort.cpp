@@ -180,6 +180,20 @@ struct CarriedOut {
   std::size_t row_bytes;
 };
 
+// Calls f(W{}) with the widest word type W (8, 4, 2 or 1 bytes) whose size divides row_bytes:
+// rows are moved as whole words of that type.
+template <typename F>
+void by_word(std::size_t row_bytes, F&& f) {
+  if (row_bytes % 8 == 0)
+    f(std::uint64_t{});
+  else if (row_bytes % 4 == 0)
+    f(std::uint32_t{});
+  else if (row_bytes % 2 == 0)
+    f(std::uint16_t{});
+  else
+    f(std::uint8_t{});
+}
+
 // out row j = stage row (position of t[j]) - base.
 template <typename W>
 void gather_staged(W* __restrict out, const W* __restrict stage, Pos base, const Tag* t, long long n,
@@ -268,17 +282,11 @@ class Sink {
  private:
   void gather_rows(std::size_t a, const Tag* t, long long n, long long at) const {
     const std::size_t b = (*rows_)[a].row_bytes;
-    const auto o = static_cast<std::size_t>(at);
-    void* out = (*rows_)[a].out;
-    const void* stage = taken_[a].data();
-    if (b % 8 == 0)
-      gather_staged(static_cast<std::uint64_t*>(out) + o * (b / 8), static_cast<const std::uint64_t*>(stage), base_, t, n, b / 8);
-    else if (b % 4 == 0)
-      gather_staged(static_cast<std::uint32_t*>(out) + o * (b / 4), static_cast<const std::uint32_t*>(stage), base_, t, n, b / 4);
-    else if (b % 2 == 0)
-      gather_staged(static_cast<std::uint16_t*>(out) + o * (b / 2), static_cast<const std::uint16_t*>(stage), base_, t, n, b / 2);
-    else
-      gather_staged(static_cast<std::uint8_t*>(out) + o * b, static_cast<const std::uint8_t*>(stage), base_, t, n, b);
+    by_word(b, [&](auto word) {
+      using W = decltype(word);
+      gather_staged(static_cast<W*>((*rows_)[a].out) + static_cast<std::size_t>(at) * (b / sizeof(W)),
+                    reinterpret_cast<const W*>(taken_[a].data()), base_, t, n, b / sizeof(W));
+    });
   }
 
   std::uint64_t* keys_;
@@ -478,7 +486,7 @@ class LineScatter {
 // 32-bit word s + p of the order (inside bytes [8s, 8e) of the bucket's own region).
 template <bool kRide>
 void scatter_in_cache(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-                      std::uint32_t* next, const std::uint32_t* bucket_first, std::uint64_t* keys, Pos* indices,
+                      std::uint32_t* next, const long long* bucket_first, std::uint64_t* keys, Pos* indices,
                       RowRide ride, Pos* first) {
   for (long long i = begin; i < end; ++i) {
     const std::uint64_t k = words[i];
@@ -506,15 +514,10 @@ void stage_rows(W* __restrict stage, const W* __restrict in, const Pos* first, l
 
 void stage_rows_any(void* stage, const void* in, std::size_t row_bytes, const Pos* first, long long begin,
                     long long end) {
-  const std::size_t b = row_bytes;
-  if (b % 8 == 0)
-    stage_rows(static_cast<std::uint64_t*>(stage), static_cast<const std::uint64_t*>(in), first, begin, end, b / 8);
-  else if (b % 4 == 0)
-    stage_rows(static_cast<std::uint32_t*>(stage), static_cast<const std::uint32_t*>(in), first, begin, end, b / 4);
-  else if (b % 2 == 0)
-    stage_rows(static_cast<std::uint16_t*>(stage), static_cast<const std::uint16_t*>(in), first, begin, end, b / 2);
-  else
-    stage_rows(static_cast<std::uint8_t*>(stage), static_cast<const std::uint8_t*>(in), first, begin, end, b);
+  by_word(row_bytes, [&](auto word) {
+    using W = decltype(word);
+    stage_rows(static_cast<W*>(stage), static_cast<const W*>(in), first, begin, end, row_bytes / sizeof(W));
+  });
 }
 
 // The top digit: up to 11 bits below `high` (the highest bit in which keys differ), for
@@ -579,7 +582,6 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
   std::vector<std::uint32_t> counts(static_cast<std::size_t>(threads) * kStride, 0);
   std::vector<std::uint64_t> diffs(static_cast<std::size_t>(threads), 0);
   std::vector<long long> bucket_start(kStride + 1, 0);
-  std::vector<std::uint32_t> first_of_bucket(kStride, 0);
   int team = 1;
   bool one_key = false, recount = false;
 #pragma omp parallel num_threads(threads)
@@ -633,7 +635,6 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
         std::uint32_t offset = 0;
         for (int b = 0; b < buckets; ++b) {
           bucket_start[static_cast<std::size_t>(b)] = offset;
-          first_of_bucket[static_cast<std::size_t>(b)] = offset;
           for (int tt = 0; tt < team; ++tt) {
             std::uint32_t& v = counts[static_cast<std::size_t>(tt) * kStride + static_cast<std::size_t>(b)];
             const std::uint32_t cnt = v;
@@ -650,10 +651,10 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
         else
           LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
       } else if (ride.in != nullptr) {
-        scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride,
+        scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, bucket_start.data(), out_keys, packed, ride,
                                first);
       } else {
-        scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, first_of_bucket.data(), out_keys, packed, ride,
+        scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, bucket_start.data(), out_keys, packed, ride,
                                 first);
       }
       // This thread's rows of the other arrays go where its pairs went.
