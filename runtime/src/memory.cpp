@@ -218,6 +218,16 @@ std::shared_ptr<Allocation> allocate(Backend backend, std::size_t bytes) {
   return std::make_shared<Allocation>(p, bytes, backend);
 }
 
+namespace {
+// The CUDA copy kind of a transfer in which at least one side is on cuda.
+cuda_api::Direction direction(Backend dst_backend, Backend src_backend) {
+  using cuda_api::Direction;
+  return src_backend != Backend::cuda   ? Direction::host_to_device
+         : dst_backend != Backend::cuda ? Direction::device_to_host
+                                        : Direction::device_to_device;
+}
+}  // namespace
+
 void copy_memory(void* dst, Backend dst_backend, const void* src, Backend src_backend,
                  std::size_t bytes) {
   if (bytes == 0) return;
@@ -225,11 +235,7 @@ void copy_memory(void* dst, Backend dst_backend, const void* src, Backend src_ba
     std::memcpy(dst, src, bytes);  // host and emulated memory are both host-addressable
     return;
   }
-  using cuda_api::Direction;
-  const Direction direction = src_backend != Backend::cuda  ? Direction::host_to_device
-                              : dst_backend != Backend::cuda ? Direction::device_to_host
-                                                             : Direction::device_to_device;
-  cuda_api::copy(dst, src, bytes, direction, current_stream());
+  cuda_api::copy(dst, src, bytes, direction(dst_backend, src_backend), current_stream());
 }
 
 void copy_memory_async(void* dst, Backend dst_backend, const void* src, Backend src_backend, std::size_t bytes,
@@ -239,11 +245,7 @@ void copy_memory_async(void* dst, Backend dst_backend, const void* src, Backend 
     std::memcpy(dst, src, bytes);  // the emulated device completes work as it is issued
     return;
   }
-  using cuda_api::Direction;
-  const Direction direction = src_backend != Backend::cuda  ? Direction::host_to_device
-                              : dst_backend != Backend::cuda ? Direction::device_to_host
-                                                             : Direction::device_to_device;
-  cuda_api::copy_async(dst, src, bytes, direction, stream);
+  cuda_api::copy_async(dst, src, bytes, direction(dst_backend, src_backend), stream);
 }
 
 void cuda_memory_info(std::size_t& free, std::size_t& total) { cuda_api::mem_get_info(free, total); }
