@@ -241,8 +241,12 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
 // plain stores that hit the caches (streaming stores measured slower here).
 class Sink {
  public:
-  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows)
-      : keys_(keys), order_(order), rows_(&rows), taken_(rows.size()) {}
+  // `taken` is the thread's storage for the rows taken aside (kept from call to call).
+  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows,
+       std::vector<std::vector<std::uint64_t>>& taken)
+      : keys_(keys), order_(order), rows_(&rows), taken_(taken) {
+    if (taken_.size() < rows.size()) taken_.resize(rows.size());
+  }
 
   // Copies the staged rows of bucketed positions [first, first + n) aside.
   void take_rows(Pos first, long long n) {
@@ -292,13 +296,14 @@ class Sink {
   std::uint64_t* keys_;
   std::int64_t* order_;
   const std::vector<CarriedOut>* rows_;
-  std::vector<std::vector<std::uint64_t>> taken_;  // a bucket's staged rows, per array
+  std::vector<std::vector<std::uint64_t>>& taken_;  // a bucket's staged rows, per array
   Pos base_ = 0;                                   // the bucketed position of their first row
 };
 
 // ---- a bucket's sort -------------------------------------------------------------------------
 
-// A thread's scratch for sort_bucket, reused bucket after bucket: it stays in the caches.
+// A thread's scratch for sort_bucket, reused bucket after bucket (it stays in the caches) and
+// call after call (see thread_scratch).
 struct BucketScratch {
   std::vector<std::uint64_t> keys;
   std::vector<Tag> tags;
@@ -397,6 +402,18 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     }
     return;
   }
+}
+
+// What a thread keeps from one sort to the next (about 200 KB at 4096-pair buckets): allocated
+// anew each call, its pages were faulted in and cleared each call, a few percent of a sort of
+// 2^20 keys.  OpenMP's threads persist, and so does their scratch.
+struct ThreadScratch {
+  BucketScratch bucket;
+  std::vector<std::vector<std::uint64_t>> taken;  // rows taken aside, per carried array
+};
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
 }
 
 // ---- the most significant digit ----------------------------------------------------------------
@@ -661,8 +678,9 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
       store_fence();
 #pragma omp barrier
-      Sink sink(out_keys, out, carried);
-      BucketScratch scratch;
+      ThreadScratch& mine = thread_scratch();
+      Sink sink(out_keys, out, carried, mine.taken);
+      BucketScratch& scratch = mine.bucket;
 #pragma omp for schedule(dynamic, 16)
       for (int b = 0; b < buckets; ++b) {
         const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
