@@ -3,7 +3,7 @@
 // One pass over the most significant digit (up to 11 bits, from the highest bit that differs
 // between keys; parallel and stable) scatters (key, original index) pairs into buckets small
 // enough for the caches; each bucket is then sorted where it lies by one counting pass on the
-// next ~log2(size) + 1 bits and an insertion sort of the small groups that pass leaves.  The
+// next ~log2(size) + 2 bits and an insertion sort of the small groups that pass leaves.  The
 // rows of the arrays that travel with the keys are scattered to the buckets too and gathered
 // within each bucket as it is written out: every read of the arrays is sequential or stays in
 // the caches, instead of one random read of the whole array per row.  Everything is staged in
@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -31,7 +33,7 @@
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define CUNUMPY_SORT_AVX512 1
-#define CUNUMPY_SORT_AVX512_TARGET __attribute__((target("avx512f,avx512dq")))
+#define CUNUMPY_SORT_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC
 // bug 105593); the warning is about the header, not this file.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -123,34 +125,52 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint32_t* count
 
 // Insertion sort of pairs that are in order but for small groups (what the counting pass
 // leaves), eight pairs at a time without a branch per pair: each pair found below its left
-// neighbour is swapped with it by one permutation of the eight.  When that does not sort the
-// eight (pairs out of order side by side, or at the block's start, or a key that must move
-// further), the block goes through insert_pair instead; a branch per pair would be mispredicted
-// for a good share of the pairs.
+// neighbour is swapped with it by one permutation of the eight, the first one with the
+// settled pair before the block (which then takes its place in the block).  The swaps are
+// worked out from the keys as they were read (no dependence from block to block) and checked
+// against the settled ones; when they do not sort the block (pairs out of order side by side,
+// or a key that must move further), the block goes through insert_pair instead.  A branch
+// per pair, or per condition, would be mispredicted for a good share of the blocks.
 CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long long n) {
   if (n < 2) return;
   const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), one = _mm512_set1_epi64(1);
-  // Lane 7 of `loaded`: the key before the block as it was read; of `settled`: as it is now.
-  // The swaps are worked out from what was read (no dependence from block to block), and
-  // checked against the settled keys.
+  // `loaded`: the last block as it was read (lane 7: the key before this block); `settled`,
+  // `settled_t`: as it was written (lanes 6 and 7: the two pairs before this block).
   __m512i loaded = _mm512_set1_epi64(static_cast<long long>(k[0])), settled = loaded;
+  __m512i settled_t = _mm512_set1_epi64(static_cast<long long>(t[0]));
   long long i = 1;
   for (; i + 8 <= n; i += 8) {
     const __m512i here = _mm512_loadu_si512(k + i);
-    const __mmask8 down = _mm512_cmplt_epu64_mask(here, _mm512_alignr_epi64(here, loaded, 7));
+    const __m512i here_t = _mm512_loadu_si512(t + i);
+    const unsigned down = _mm512_cmplt_epu64_mask(here, _mm512_alignr_epi64(here, loaded, 7));
     loaded = here;
-    // Lane l takes lane l + 1 when that one is down, lane l - 1 when l itself is down.
+    // Lane l takes lane l + 1 when that one is down, lane l - 1 when l itself is down; lane 0
+    // down takes index -1: lane 7 of the second table, the settled pair before the block.
     __m512i source = _mm512_mask_add_epi64(lanes, static_cast<__mmask8>(down >> 1), lanes, one);
-    source = _mm512_mask_sub_epi64(source, down, source, one);
-    const __m512i swapped = _mm512_permutexvar_epi64(source, here);
-    const bool simple = (down & 1) == 0 && (down & (down >> 1)) == 0;
-    if (simple && _mm512_cmplt_epu64_mask(swapped, _mm512_alignr_epi64(swapped, settled, 7)) == 0) [[likely]] {
+    source = _mm512_mask_sub_epi64(source, static_cast<__mmask8>(down), source, one);
+    const __m512i swapped = _mm512_permutex2var_epi64(here, source, settled);
+    const __m128i before = _mm512_extracti64x2_epi64(settled, 3);
+    const auto s6 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(before));
+    const auto s7 = static_cast<std::uint64_t>(_mm_extract_epi64(before, 1));
+    const auto h0 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(here)));
+    // Not this way: two neighbours down; lane 0 down but not below the pair it trades places
+    // with (equal keys keep their order), or below the one before that; the block unsorted.
+    unsigned bad = down & (down >> 1);
+    bad |= down & 1 & static_cast<unsigned>((h0 >= s7) | (s6 > h0));
+    bad |= _mm512_cmplt_epu64_mask(swapped, _mm512_alignr_epi64(swapped, settled, 7));
+    if (bad == 0) [[likely]] {
+      const __m512i swapped_t = _mm512_permutex2var_epi64(here_t, source, settled_t);
       _mm512_storeu_si512(k + i, swapped);
-      _mm512_storeu_si512(t + i, _mm512_permutexvar_epi64(source, _mm512_loadu_si512(t + i)));
+      _mm512_storeu_si512(t + i, swapped_t);
+      const auto moved = static_cast<__mmask8>(down & 1);  // lane 0's pair to the slot before
+      _mm_mask_storeu_epi64(k + i - 1, moved, _mm512_castsi512_si128(here));
+      _mm_mask_storeu_epi64(t + i - 1, moved, _mm512_castsi512_si128(here_t));
       settled = swapped;
+      settled_t = swapped_t;
     } else {
       for (long long j = i; j < i + 8; ++j) insert_pair(k, t, j);
-      settled = _mm512_set1_epi64(static_cast<long long>(k[i + 7]));  // only lane 7 is used
+      settled = _mm512_loadu_si512(k + i);
+      settled_t = _mm512_loadu_si512(t + i);
     }
   }
   for (; i < n; ++i) insert_pair(k, t, i);
@@ -234,6 +254,55 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
 }
 #endif
 
+// What a thread keeps from one sort to the next (about 200 KB at 4096-pair buckets), in one
+// place for the bucket scratch and the sink: allocated anew each call, its pages were faulted
+// in and cleared each call, a few percent of a sort of 2^20 keys.  OpenMP's threads persist,
+// and so does their scratch.
+//
+// The keys and tags of a bucket's counting pass and the counts are one block, 64-byte aligned
+// (the settle and the output loops move eight words per vector: an unaligned vector straddles
+// two lines), the tags a few lines past a 4 KiB boundary from the keys (stores to one and
+// loads from the other at the same offset modulo 4 KiB look alike to the core's memory
+// disambiguation, and wait).
+class ThreadScratch {
+ public:
+  std::uint64_t* keys = nullptr;
+  Tag* tags = nullptr;
+  std::uint32_t* count = nullptr;
+  std::vector<std::vector<std::uint64_t>> taken;  // a bucket's rows of each carried array, taken aside
+
+  // Room for n pairs and `digits` counts.
+  void reserve(long long n, std::size_t digits = 0) {
+    const auto pairs = static_cast<std::size_t>(n);
+    if (pairs <= pairs_ && digits <= digits_) return;
+    pairs_ = std::max(pairs_, pairs);
+    digits_ = std::max(digits_, digits);
+    const std::size_t stride = round_up(pairs_ * sizeof(std::uint64_t)) + kStagger;
+    const std::size_t bytes = round_up(2 * stride + digits_ * sizeof(std::uint32_t));
+    block_.reset(static_cast<unsigned char*>(std::aligned_alloc(kPage, bytes)));
+    if (!block_)
+      throw ValueError("sort_by_key: " + std::to_string(bytes) +
+                       " bytes of host scratch are not available; free memory or sort fewer keys");
+    keys = reinterpret_cast<std::uint64_t*>(block_.get());
+    tags = reinterpret_cast<Tag*>(block_.get() + stride);
+    count = reinterpret_cast<std::uint32_t*>(block_.get() + 2 * stride);
+  }
+
+ private:
+  static constexpr std::size_t kPage = 4096, kStagger = 5 * 64;
+  static std::size_t round_up(std::size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> block_;
+  std::size_t pairs_ = 0, digits_ = 0;
+};
+
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
+}
+
 // Where a thread's sorted pairs go: keys, order and the carried arrays' rows.  The bucket's
 // region of every output holds what the top digit's scatter staged there (keys, original
 // indices, rows): the bucket reads its keys and indices before it writes, and its rows are
@@ -242,9 +311,8 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
 class Sink {
  public:
   // `taken` is the thread's storage for the rows taken aside (kept from call to call).
-  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows,
-       std::vector<std::vector<std::uint64_t>>& taken)
-      : keys_(keys), order_(order), rows_(&rows), taken_(taken) {
+  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows, ThreadScratch& scratch)
+      : keys_(keys), order_(order), rows_(&rows), taken_(scratch.taken) {
     if (taken_.size() < rows.size()) taken_.resize(rows.size());
   }
 
@@ -302,32 +370,18 @@ class Sink {
 
 // ---- a bucket's sort -------------------------------------------------------------------------
 
-// A thread's scratch for sort_bucket, reused bucket after bucket (it stays in the caches) and
-// call after call (see thread_scratch).
-struct BucketScratch {
-  std::vector<std::uint64_t> keys;
-  std::vector<Tag> tags;
-  std::vector<std::uint32_t> count;
-  void reserve(long long n) {
-    if (static_cast<long long>(keys.size()) < n) {
-      keys.resize(static_cast<std::size_t>(n));
-      tags.resize(static_cast<std::size_t>(n));
-    }
-  }
-};
-
 // Sorts n pairs stably by the bits below `top` (the bits at and above are all equal) into
 // output rows [at, at + n): keys ka[0, n) with tags ta[i], or, when ta is null, the tags of
 // bucketed positions base + i, whose original indices are ia[i] (ka and ia may be the output
 // rows themselves: they are read before the outputs are written).
-// One counting pass on the next ~log2(n) + 1 bits into the thread's scratch leaves groups of
+// One counting pass on the next ~log2(n) + 2 bits into the thread's scratch leaves groups of
 // zero, one or two pairs (for keys that spread: Morton keys of particles do), which an
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
 // every pair costs one histogram and no move.
 template <typename Index>
 void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos base, long long n, int top, long long at,
-                 const Sink& sink, BucketScratch& scratch) {
+                 const Sink& sink, ThreadScratch& scratch) {
   // The staged indices share memory with the order's int64 words: read as bytes (memcpy), so
   // that no load of them can be moved past the order's stores.
   auto tag = [&](long long i) -> Tag {
@@ -342,27 +396,30 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
       scratch.keys[i] = ka[i];
       scratch.tags[i] = tag(i);
     }
-    insertion_sort(scratch.keys.data(), scratch.tags.data(), n);
-    sink.write(scratch.keys.data(), scratch.tags.data(), n, at);
+    insertion_sort(scratch.keys, scratch.tags, n);
+    sink.write(scratch.keys, scratch.tags, n, at);
     return;
   }
-  // About two digit values per pair: most groups then hold zero or one pair.
-  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(n))) + 1, 6, kMaxDigitBits);
-  std::vector<std::uint32_t>& count = scratch.count;  // no allocation per bucket
-  if (count.size() < (std::size_t{1} << bits)) count.resize(std::size_t{1} << bits);
+  // About four digit values per pair: most groups then hold zero or one pair, and the pairs
+  // that share one are rarely out of order side by side (which sends a block of the settle
+  // to its slow path; with two values per pair, 13 bits for 4095 pairs, one block in five).
+  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(4 * n - 1))), 6,
+                              kMaxDigitBits);
+  scratch.reserve(n, std::size_t{1} << bits);  // no allocation per bucket
+  std::uint32_t* count = scratch.count;
   for (;;) {
     const int shift = std::max(0, top - bits);
     const int width = top - shift;
     const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
     const int digits = 1 << width;
-    std::fill(count.begin(), count.begin() + digits, 0u);
+    std::fill(count, count + digits, 0u);
     for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
       top = shift;
       if (top == 0) return sort_bucket(ka, ta, ia, base, n, 0, at, sink, scratch);  // all keys equal
       continue;
     }
-    const std::uint32_t largest = scan_counts(count.data(), digits);
+    const std::uint32_t largest = scan_counts(count, digits);
     // The stable counting scatter by this digit (count[d] ends as the end of group d).
     auto scatter = [&](std::uint64_t* dk, Tag* dt) {
       for (long long i = 0; i < n; ++i) {
@@ -373,9 +430,8 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
       }
     };
     if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
-      scratch.reserve(n);
-      std::uint64_t* tk = scratch.keys.data();
-      Tag* tt = scratch.tags.data();
+      std::uint64_t* tk = scratch.keys;
+      Tag* tt = scratch.tags;
       scatter(tk, tt);
       settle(tk, tt, n);
       sink.write(tk, tt, n, at);
@@ -386,7 +442,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     std::vector<std::uint64_t> gk(static_cast<std::size_t>(n));
     std::vector<Tag> gt(static_cast<std::size_t>(n));
     scatter(gk.data(), gt.data());
-    const std::vector<std::uint32_t> ends(count.begin(), count.begin() + digits);  // the recursion reuses count
+    const std::vector<std::uint32_t> ends(count, count + digits);  // the recursion reuses count
     long long start = 0, run = 0;
     for (int d = 0; d <= digits; ++d) {
       const long long end = d < digits ? ends[d] : n;
@@ -402,18 +458,6 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     }
     return;
   }
-}
-
-// What a thread keeps from one sort to the next (about 200 KB at 4096-pair buckets): allocated
-// anew each call, its pages were faulted in and cleared each call, a few percent of a sort of
-// 2^20 keys.  OpenMP's threads persist, and so does their scratch.
-struct ThreadScratch {
-  BucketScratch bucket;
-  std::vector<std::vector<std::uint64_t>> taken;  // rows taken aside, per carried array
-};
-ThreadScratch& thread_scratch() {
-  thread_local ThreadScratch scratch;
-  return scratch;
 }
 
 // ---- the most significant digit ----------------------------------------------------------------
@@ -678,9 +722,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
       store_fence();
 #pragma omp barrier
-      ThreadScratch& mine = thread_scratch();
-      Sink sink(out_keys, out, carried, mine.taken);
-      BucketScratch& scratch = mine.bucket;
+      ThreadScratch& scratch = thread_scratch();
+      Sink sink(out_keys, out, carried, scratch);
 #pragma omp for schedule(dynamic, 16)
       for (int b = 0; b < buckets; ++b) {
         const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
