@@ -135,7 +135,8 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long lon
   if (n < 2) return;
   const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), one = _mm512_set1_epi64(1);
   // `loaded`: the last block as it was read (lane 7: the key before this block); `settled`,
-  // `settled_t`: as it was written (lanes 6 and 7: the two pairs before this block).
+  // `settled_t`: as it was written (lanes 6 and 7: the two pairs before this block; lane 7
+  // holds the largest key so far, never below lane 7 of `loaded`).
   __m512i loaded = _mm512_set1_epi64(static_cast<long long>(k[0])), settled = loaded;
   __m512i settled_t = _mm512_set1_epi64(static_cast<long long>(t[0]));
   long long i = 1;
@@ -149,14 +150,14 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long lon
     __m512i source = _mm512_mask_add_epi64(lanes, static_cast<__mmask8>(down >> 1), lanes, one);
     source = _mm512_mask_sub_epi64(source, static_cast<__mmask8>(down), source, one);
     const __m512i swapped = _mm512_permutex2var_epi64(here, source, settled);
-    const __m128i before = _mm512_extracti64x2_epi64(settled, 3);
-    const auto s6 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(before));
-    const auto s7 = static_cast<std::uint64_t>(_mm_extract_epi64(before, 1));
+    // Not this way: two neighbours down; lane 0 down but below the settled pair before the
+    // one it trades places with; the block unsorted.  (Lane 0 down is strictly below the
+    // settled pair it trades with, so equal keys keep their order: that pair's key is the
+    // one read there, or a larger one moved there.)
+    const auto s6 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(settled, 3)));
     const auto h0 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(here)));
-    // Not this way: two neighbours down; lane 0 down but not below the pair it trades places
-    // with (equal keys keep their order), or below the one before that; the block unsorted.
     unsigned bad = down & (down >> 1);
-    bad |= down & 1 & static_cast<unsigned>((h0 >= s7) | (s6 > h0));
+    bad |= down & 1 & static_cast<unsigned>(s6 > h0);
     bad |= _mm512_cmplt_epu64_mask(swapped, _mm512_alignr_epi64(swapped, settled, 7));
     if (bad == 0) [[likely]] {
       const __m512i swapped_t = _mm512_permutex2var_epi64(here_t, source, settled_t);
