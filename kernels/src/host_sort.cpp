@@ -304,10 +304,16 @@ ThreadScratch& thread_scratch() {
   return scratch;
 }
 
+// Rows to copy aside: n words from `from` to `to` (none when from is null).
+struct RowCopy {
+  const std::uint64_t* from = nullptr;
+  std::uint64_t* to = nullptr;
+};
+
 // Where a thread's sorted pairs go: keys, order and the carried arrays' rows.  The bucket's
 // region of every output holds what the top digit's scatter staged there (keys, original
 // indices, rows): the bucket reads its keys and indices before it writes, and its rows are
-// taken aside first (take_rows), so that every output is written where it was just read:
+// taken aside first (take_rows, and the bucket's first counting pass), so that every output is written where it was just read:
 // plain stores that hit the caches (streaming stores measured slower here).
 class Sink {
  public:
@@ -315,17 +321,27 @@ class Sink {
   Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows, ThreadScratch& scratch)
       : keys_(keys), order_(order), rows_(&rows), taken_(scratch.taken) {
     if (taken_.size() < rows.size()) taken_.resize(rows.size());
+    for (std::size_t a = 0; a < rows.size() && fused_ == kNone; ++a)
+      if (rows[a].row_bytes == sizeof(std::uint64_t)) fused_ = a;
   }
 
-  // Copies the staged rows of bucketed positions [first, first + n) aside.
-  void take_rows(Pos first, long long n) {
+  // Copies the staged rows of bucketed positions [first, first + n) aside, but for those of
+  // the first array with 8-byte rows: that copy is returned, for the bucket's first counting
+  // pass to make as it reads the keys (the two streams from memory then overlap).
+  RowCopy take_rows(Pos first, long long n) {
     base_ = first;
+    RowCopy left;
     for (std::size_t a = 0; a < rows_->size(); ++a) {
       const CarriedOut& r = (*rows_)[a];
       const std::size_t bytes = static_cast<std::size_t>(n) * r.row_bytes;
       if (taken_[a].size() * sizeof(std::uint64_t) < bytes) taken_[a].resize(bytes / sizeof(std::uint64_t) + 1);
+      if (a == fused_) {
+        left = {static_cast<const std::uint64_t*>(r.out) + first, taken_[a].data()};
+        continue;
+      }
       std::memcpy(taken_[a].data(), static_cast<const unsigned char*>(r.out) + first * r.row_bytes, bytes);
     }
+    return left;
   }
 
   // The n sorted pairs (keys k, tags t) of output rows [at, at + n).
@@ -365,7 +381,9 @@ class Sink {
   std::uint64_t* keys_;
   std::int64_t* order_;
   const std::vector<CarriedOut>* rows_;
-  std::vector<std::vector<std::uint64_t>>& taken_;  // a bucket's staged rows, per array
+  std::vector<std::vector<std::uint64_t>>& taken_;
+  static constexpr std::size_t kNone = ~std::size_t{0};
+  std::size_t fused_ = kNone;  // the array whose rows the counting pass takes aside  // a bucket's staged rows, per array
   Pos base_ = 0;                                   // the bucketed position of their first row
 };
 
@@ -379,10 +397,11 @@ class Sink {
 // zero, one or two pairs (for keys that spread: Morton keys of particles do), which an
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
-// every pair costs one histogram and no move.
+// every pair costs one histogram and no move.  `copy` (n rows of a carried array, see
+// Sink::take_rows) is made by the first counting pass, or first thing when there is none.
 template <typename Index>
 void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos base, long long n, int top, long long at,
-                 const Sink& sink, ThreadScratch& scratch) {
+                 const Sink& sink, ThreadScratch& scratch, RowCopy copy = {}) {
   // The staged indices share memory with the order's int64 words: read as bytes (memcpy), so
   // that no load of them can be moved past the order's stores.
   auto tag = [&](long long i) -> Tag {
@@ -391,6 +410,10 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     std::memcpy(&index, ia + i, sizeof index);
     return tag_of(base + static_cast<Pos>(i), static_cast<Pos>(index));
   };
+  if (copy.from != nullptr && (n <= kSmallGroup || top <= 0)) {
+    std::memcpy(copy.to, copy.from, static_cast<std::size_t>(n) * sizeof(std::uint64_t));
+    copy = {};
+  }
   if (n <= kSmallGroup || top <= 0) {
     scratch.reserve(n);
     for (long long i = 0; i < n; ++i) {
@@ -414,7 +437,15 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
     const int digits = 1 << width;
     std::fill(count, count + digits, 0u);
-    for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
+    if (copy.from != nullptr) {
+      for (long long i = 0; i < n; ++i) {
+        ++count[(ka[i] >> shift) & mask];
+        copy.to[i] = copy.from[i];
+      }
+      copy = {};
+    } else {
+      for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
+    }
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
       top = shift;
       if (top == 0) return sort_bucket(ka, ta, ia, base, n, 0, at, sink, scratch);  // all keys equal
@@ -729,13 +760,13 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       for (int b = 0; b < buckets; ++b) {
         const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
         if (e == s) continue;
-        sink.take_rows(static_cast<Pos>(s), e - s);
+        const RowCopy copy = sink.take_rows(static_cast<Pos>(s), e - s);
         if (line_scatter)
           sort_bucket<std::int64_t>(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink,
-                                    scratch);
+                                    scratch, copy);
         else
           sort_bucket<Pos>(out_keys + s, nullptr, packed + 2 * s, static_cast<Pos>(s), e - s, msd_shift, s, sink,
-                           scratch);
+                           scratch, copy);
       }
       store_fence();
     }
