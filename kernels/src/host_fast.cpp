@@ -29,7 +29,8 @@ namespace cunumpy::detail::host_fast {
 
 bool cpu_has_avx512() {
 #if CUNUMPY_HOST_AVX512
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   return yes;
 #else
   return false;

@@ -8,7 +8,8 @@
 
 namespace cunumpy::detail::host_fast {
 
-// Whether this CPU runs AVX-512 F and DQ (the hand-vectorised paths need both).
+// Whether this CPU runs AVX-512 F, DQ, VL and BW (what the hand-vectorised paths use; every
+// CPU with DQ has the other two, x86-64-v4).
 bool cpu_has_avx512();
 
 // out0[i] (and out1[i] when not null) = cunumpy_uniform2(seed, stream[i], counter).

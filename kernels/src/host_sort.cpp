@@ -33,7 +33,7 @@
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define CUNUMPY_SORT_AVX512 1
-#define CUNUMPY_SORT_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))
+#define CUNUMPY_SORT_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_*() (GCC
 // bug 105593); the warning is about the header, not this file.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -93,11 +93,12 @@ void insertion_sort(std::uint64_t* k, Tag* t, long long n) {
 }
 
 // count[0, digits) -> exclusive prefix sums; returns the largest count.
-std::uint32_t scan_counts_scalar(std::uint32_t* count, int digits) {
+template <typename C>
+std::uint32_t scan_counts_scalar(C* count, int digits) {
   std::uint32_t offset = 0, largest = 0;
   for (int d = 0; d < digits; ++d) {
     const std::uint32_t c = count[d];
-    count[d] = offset;
+    count[d] = static_cast<C>(offset);
     offset += c;
     largest = std::max(largest, c);
   }
@@ -121,6 +122,32 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint32_t* count
     carry = _mm512_add_epi32(carry, _mm512_permutexvar_epi32(last, s));
   }
   return _mm512_reduce_max_epu32(largest);
+}
+
+// The same for 16-bit counts (whose sums stay below 2^16), 32 per vector: the in-vector scan
+// in five shifted adds (a shift by k counts: a permutation, the first k lanes zeroed).
+CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint16_t* count, int digits) {
+  const __m512i lanes = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
+                                         12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  __m512i from[5];
+  __mmask32 keep[5];
+  for (int b = 0; b < 5; ++b) {
+    from[b] = _mm512_sub_epi16(lanes, _mm512_set1_epi16(static_cast<short>(1 << b)));
+    keep[b] = static_cast<__mmask32>(~((std::uint64_t{1} << (1 << b)) - 1));
+  }
+  const __m512i last = _mm512_set1_epi16(31);
+  __m512i carry = _mm512_setzero_si512(), largest = carry;
+  for (int d = 0; d < digits; d += 32) {
+    const __m512i x = _mm512_loadu_si512(count + d);
+    largest = _mm512_max_epu16(largest, x);
+    __m512i s = x;
+    for (int b = 0; b < 5; ++b) s = _mm512_add_epi16(s, _mm512_maskz_permutexvar_epi16(keep[b], from[b], s));
+    _mm512_storeu_si512(count + d, _mm512_add_epi16(carry, _mm512_sub_epi16(s, x)));
+    carry = _mm512_add_epi16(carry, _mm512_permutexvar_epi16(last, s));
+  }
+  const __m512i wide = _mm512_max_epu32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(largest)),
+                                        _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(largest, 1)));
+  return _mm512_reduce_max_epu32(wide);
 }
 
 // Insertion sort of pairs that are in order but for small groups (what the counting pass
@@ -178,9 +205,10 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long lon
 }
 #endif
 
-std::uint32_t scan_counts(std::uint32_t* count, int digits) {
+template <typename C>
+std::uint32_t scan_counts(C* count, int digits) {
 #if CUNUMPY_SORT_AVX512
-  if (digits % 16 == 0 && host_fast::cpu_has_avx512()) return scan_counts_avx512(count, digits);
+  if (digits % (64 / sizeof(C)) == 0 && host_fast::cpu_has_avx512()) return scan_counts_avx512(count, digits);
 #endif
   return scan_counts_scalar(count, digits);
 }
@@ -399,9 +427,14 @@ class Sink {
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
 // every pair costs one histogram and no move.  `copy` (n rows of a carried array, see
 // Sink::take_rows) is made by the first counting pass, or first thing when there is none.
-template <typename Index>
+// Counts of type C: 16-bit ones below 2^16 pairs (half the lines of 32-bit ones to clear, scan
+// and hit in the counting pass and the scatter).
+template <typename Index, typename C = std::uint32_t>
 void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos base, long long n, int top, long long at,
                  const Sink& sink, ThreadScratch& scratch, RowCopy copy = {}) {
+  if constexpr (sizeof(C) > sizeof(std::uint16_t)) {
+    if (n < (1LL << 16)) return sort_bucket<Index, std::uint16_t>(ka, ta, ia, base, n, top, at, sink, scratch, copy);
+  }
   // The staged indices share memory with the order's int64 words: read as bytes (memcpy), so
   // that no load of them can be moved past the order's stores.
   auto tag = [&](long long i) -> Tag {
@@ -430,13 +463,13 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
   const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(4 * n - 1))), 6,
                               kMaxDigitBits);
   scratch.reserve(n, std::size_t{1} << bits);  // no allocation per bucket
-  std::uint32_t* count = scratch.count;
+  C* count = reinterpret_cast<C*>(scratch.count);
   for (;;) {
     const int shift = std::max(0, top - bits);
     const int width = top - shift;
     const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
     const int digits = 1 << width;
-    std::fill(count, count + digits, 0u);
+    std::fill(count, count + digits, C{0});
     if (copy.from != nullptr) {
       for (long long i = 0; i < n; ++i) {
         ++count[(ka[i] >> shift) & mask];
@@ -448,7 +481,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     }
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
       top = shift;
-      if (top == 0) return sort_bucket(ka, ta, ia, base, n, 0, at, sink, scratch);  // all keys equal
+      if (top == 0) return sort_bucket<Index>(ka, ta, ia, base, n, 0, at, sink, scratch);  // all keys equal
       continue;
     }
     const std::uint32_t largest = scan_counts(count, digits);
@@ -456,7 +489,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     auto scatter = [&](std::uint64_t* dk, Tag* dt) {
       for (long long i = 0; i < n; ++i) {
         const std::uint64_t key = ka[i];
-        const std::uint32_t p = count[(key >> shift) & mask]++;
+        const std::uint32_t p = count[(key >> shift) & mask]++;  // below n: no wrap
         dk[p] = key;
         dt[p] = tag(i);
       }
