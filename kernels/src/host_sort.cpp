@@ -48,13 +48,12 @@ namespace {
 
 // A position in the bucketed layout, or an original index (the sort takes fewer than 2^32 keys).
 using Pos = std::uint32_t;
-// What a pair carries through its bucket's sort: (bucketed position << 32) | original index.
-// The index is the order; the arrays' rows, staged at the bucketed positions, are gathered
-// by the position when the bucket is written out.
-using Tag = std::uint64_t;
-constexpr Tag tag_of(Pos position, Pos index) { return (static_cast<Tag>(position) << 32) | index; }
-constexpr Pos position_of(Tag t) { return static_cast<Pos>(t >> 32); }
-constexpr Pos index_of(Tag t) { return static_cast<Pos>(t); }
+// What a pair carries through its top bucket's sort (the tag): its position in the bucket as
+// staged, 0 for the bucket's first pair, in a T: 16 bits for buckets under 2^16 pairs, else
+// 32.  The bucket's original indices and its rows of the carried arrays are taken aside in
+// that order before the bucket is sorted; the sorted pairs' order and rows are gathered from
+// there by the tag as the bucket is written out.  (A 16-bit tag is a quarter of the stores
+// of the counting scatter that an (index, position) word would be.)
 
 constexpr long long kSmallGroup = 48;  // groups up to this size are left to insertion sort
 constexpr int kMaxDigitBits = 14;
@@ -70,9 +69,10 @@ void store_fence() {
 
 // Moves pair i, which is below pair i - 1, back among the sorted pairs [0, i) to its stable
 // place.
-inline void move_back(std::uint64_t* k, Tag* t, long long i) {
+template <typename T>
+inline void move_back(std::uint64_t* k, T* t, long long i) {
   const std::uint64_t key = k[i];
-  const Tag v = t[i];
+  const T v = t[i];
   long long j = i - 1;
   do {
     k[j + 1] = k[j];
@@ -84,11 +84,13 @@ inline void move_back(std::uint64_t* k, Tag* t, long long i) {
 }
 
 // Moves pair i back among the sorted pairs [0, i) to its stable place.
-inline void insert_pair(std::uint64_t* k, Tag* t, long long i) {
+template <typename T>
+inline void insert_pair(std::uint64_t* k, T* t, long long i) {
   if (k[i] < k[i - 1]) move_back(k, t, i);
 }
 
-void insertion_sort(std::uint64_t* k, Tag* t, long long n) {
+template <typename T>
+void insertion_sort(std::uint64_t* k, T* t, long long n) {
   for (long long i = 1; i < n; ++i) insert_pair(k, t, i);
 }
 
@@ -150,6 +152,34 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint16_t* count
   return _mm512_reduce_max_epu32(wide);
 }
 
+// Eight tags: loaded, permuted by a permutation of 64-bit lanes (indices 8-15: the second
+// table), stored, and lane 0 stored alone.
+CUNUMPY_SORT_AVX512_TARGET inline __m256i load_tags(const std::uint32_t* t) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t));
+}
+CUNUMPY_SORT_AVX512_TARGET inline __m256i load_tags(const std::uint16_t* t) {
+  return _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+CUNUMPY_SORT_AVX512_TARGET inline __m256i permute_tags(std::uint32_t*, __m256i a, __m512i source, __m256i b) {
+  return _mm256_permutex2var_epi32(a, _mm512_cvtepi64_epi32(source), b);
+}
+CUNUMPY_SORT_AVX512_TARGET inline __m256i permute_tags(std::uint16_t*, __m256i a, __m512i source, __m256i b) {
+  return _mm256_castsi128_si256(
+      _mm_permutex2var_epi16(_mm256_castsi256_si128(a), _mm512_cvtepi64_epi16(source), _mm256_castsi256_si128(b)));
+}
+CUNUMPY_SORT_AVX512_TARGET inline void store_tags(std::uint32_t* t, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(t), v);
+}
+CUNUMPY_SORT_AVX512_TARGET inline void store_tags(std::uint16_t* t, __m256i v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(t), _mm256_castsi256_si128(v));
+}
+CUNUMPY_SORT_AVX512_TARGET inline void store_first_tag(std::uint32_t* t, __mmask8 m, __m256i v) {
+  _mm_mask_storeu_epi32(t, m, _mm256_castsi256_si128(v));
+}
+CUNUMPY_SORT_AVX512_TARGET inline void store_first_tag(std::uint16_t* t, __mmask8 m, __m256i v) {
+  _mm_mask_storeu_epi16(t, m, _mm256_castsi256_si128(v));
+}
+
 // Insertion sort of pairs that are in order but for small groups (what the counting pass
 // leaves), eight pairs at a time without a branch per pair: each pair found below its left
 // neighbour is swapped with it by one permutation of the eight, the first one with the
@@ -158,18 +188,19 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint16_t* count
 // against the settled ones; when they do not sort the block (pairs out of order side by side,
 // or a key that must move further), the block goes through insert_pair instead.  A branch
 // per pair, or per condition, would be mispredicted for a good share of the blocks.
-CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long long n) {
+template <typename T>
+CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, T* t, long long n) {
   if (n < 2) return;
   const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), one = _mm512_set1_epi64(1);
   // `loaded`: the last block as it was read (lane 7: the key before this block); `settled`,
   // `settled_t`: as it was written (lanes 6 and 7: the two pairs before this block; lane 7
   // holds the largest key so far, never below lane 7 of `loaded`).
   __m512i loaded = _mm512_set1_epi64(static_cast<long long>(k[0])), settled = loaded;
-  __m512i settled_t = _mm512_set1_epi64(static_cast<long long>(t[0]));
+  __m256i settled_t = sizeof(T) == 2 ? _mm256_set1_epi16(static_cast<short>(t[0])) : _mm256_set1_epi32(static_cast<int>(t[0]));
   long long i = 1;
   for (; i + 8 <= n; i += 8) {
     const __m512i here = _mm512_loadu_si512(k + i);
-    const __m512i here_t = _mm512_loadu_si512(t + i);
+    const __m256i here_t = load_tags(t + i);
     const unsigned down = _mm512_cmplt_epu64_mask(here, _mm512_alignr_epi64(here, loaded, 7));
     loaded = here;
     // Lane l takes lane l + 1 when that one is down, lane l - 1 when l itself is down; lane 0
@@ -187,18 +218,18 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, Tag* t, long lon
     bad |= down & 1 & static_cast<unsigned>(s6 > h0);
     bad |= _mm512_cmplt_epu64_mask(swapped, _mm512_alignr_epi64(swapped, settled, 7));
     if (bad == 0) [[likely]] {
-      const __m512i swapped_t = _mm512_permutex2var_epi64(here_t, source, settled_t);
+      const __m256i swapped_t = permute_tags(t, here_t, source, settled_t);
       _mm512_storeu_si512(k + i, swapped);
-      _mm512_storeu_si512(t + i, swapped_t);
+      store_tags(t + i, swapped_t);
       const auto moved = static_cast<__mmask8>(down & 1);  // lane 0's pair to the slot before
       _mm_mask_storeu_epi64(k + i - 1, moved, _mm512_castsi512_si128(here));
-      _mm_mask_storeu_epi64(t + i - 1, moved, _mm512_castsi512_si128(here_t));
+      store_first_tag(t + i - 1, moved, here_t);
       settled = swapped;
       settled_t = swapped_t;
     } else {
       for (long long j = i; j < i + 8; ++j) insert_pair(k, t, j);
       settled = _mm512_loadu_si512(k + i);
-      settled_t = _mm512_loadu_si512(t + i);
+      settled_t = load_tags(t + i);
     }
   }
   for (; i < n; ++i) insert_pair(k, t, i);
@@ -213,7 +244,8 @@ std::uint32_t scan_counts(C* count, int digits) {
   return scan_counts_scalar(count, digits);
 }
 
-void settle(std::uint64_t* k, Tag* t, long long n) {
+template <typename T>
+void settle(std::uint64_t* k, T* t, long long n) {
 #if CUNUMPY_SORT_AVX512
   if (host_fast::cpu_has_avx512()) return settle_avx512(k, t, n);
 #endif
@@ -243,50 +275,56 @@ void by_word(std::size_t row_bytes, F&& f) {
     f(std::uint8_t{});
 }
 
-// out row j = stage row (position of t[j]) - base.
-template <typename W>
-void gather_staged(W* __restrict out, const W* __restrict stage, Pos base, const Tag* t, long long n,
-                   std::size_t per_row) {
+// out row j = row t[j] of `taken`.
+template <typename W, typename T>
+void gather_taken(W* __restrict out, const W* __restrict taken, const T* t, long long n, std::size_t per_row) {
   if (per_row == 1) {
-    for (long long j = 0; j < n; ++j) out[j] = stage[position_of(t[j]) - base];
+    for (long long j = 0; j < n; ++j) out[j] = taken[t[j]];
     return;
   }
   for (long long j = 0; j < n; ++j)
-    for (std::size_t c = 0; c < per_row; ++c)
-      out[j * per_row + c] = stage[static_cast<std::size_t>(position_of(t[j]) - base) * per_row + c];
+    for (std::size_t c = 0; c < per_row; ++c) out[j * per_row + c] = taken[static_cast<std::size_t>(t[j]) * per_row + c];
 }
 
 #if CUNUMPY_SORT_AVX512
+// Eight tags as 32-bit gather indices.
+CUNUMPY_SORT_AVX512_TARGET inline __m256i tag_indices(const std::uint32_t* t) { return load_tags(t); }
+CUNUMPY_SORT_AVX512_TARGET inline __m256i tag_indices(const std::uint16_t* t) {
+  return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
 // One output column of a bucket's sorted pairs, eight words per vector: the keys (Mode 0), the
-// original indices (1) or the rows of an 8-byte array, row (position - base) of `stage` (2).
-template <int Mode>
-CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std::uint64_t* k, const Tag* t,
-                                                   const std::uint64_t* stage, Pos base, long long n) {
-  auto word = [&](long long j) -> std::uint64_t {
-    if constexpr (Mode == 0) return k[j];
-    if constexpr (Mode == 1) return index_of(t[j]);
-    return stage[position_of(t[j]) - base];
-  };
+// original indices, index[t[j]] (1), or the rows of an 8-byte array, row[t[j]] (2).
+template <int Mode, typename T>
+CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std::uint64_t* k, const T* t,
+                                                   const void* taken, long long n) {
+  const auto* index = static_cast<const Pos*>(taken);
+  const auto* row = static_cast<const std::uint64_t*>(taken);
   long long j = 0;
-  const __m512i low = _mm512_set1_epi64(0xFFFFFFFF), first = _mm512_set1_epi64(base);
   for (; j + 8 <= n; j += 8) {
     __m512i v;
-    if constexpr (Mode == 0)
+    if constexpr (Mode == 0) {
       v = _mm512_loadu_si512(k + j);
-    else if constexpr (Mode == 1)
-      v = _mm512_and_si512(_mm512_loadu_si512(t + j), low);
-    else
-      v = _mm512_i64gather_epi64(_mm512_sub_epi64(_mm512_srli_epi64(_mm512_loadu_si512(t + j), 32), first), stage, 8);
+    } else {
+      const __m256i at = tag_indices(t + j);
+      if constexpr (Mode == 1)
+        v = _mm512_cvtepu32_epi64(_mm256_i32gather_epi32(reinterpret_cast<const int*>(index), at, 4));
+      else
+        v = _mm512_i32gather_epi64(at, row, 8);
+    }
     _mm512_storeu_si512(out + j, v);
   }
-  for (; j < n; ++j) out[j] = word(j);
+  for (; j < n; ++j) {
+    if constexpr (Mode == 0) out[j] = k[j];
+    if constexpr (Mode == 1) out[j] = index[t[j]];
+    if constexpr (Mode == 2) out[j] = row[t[j]];
+  }
 }
 #endif
 
-// What a thread keeps from one sort to the next (about 200 KB at 4096-pair buckets), in one
-// place for the bucket scratch and the sink: allocated anew each call, its pages were faulted
-// in and cleared each call, a few percent of a sort of 2^20 keys.  OpenMP's threads persist,
-// and so does their scratch.
+// What a thread keeps from one sort to the next (about 200 KB at 4096-pair buckets): allocated
+// anew each call, its pages were faulted in and cleared each call, a few percent of a sort of
+// 2^20 keys.  OpenMP's threads persist, and so does their scratch.
 //
 // The keys and tags of a bucket's counting pass and the counts are one block, 64-byte aligned
 // (the settle and the output loops move eight words per vector: an unaligned vector straddles
@@ -296,9 +334,10 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
 class ThreadScratch {
  public:
   std::uint64_t* keys = nullptr;
-  Tag* tags = nullptr;
-  std::uint32_t* count = nullptr;
-  std::vector<std::vector<std::uint64_t>> taken;  // a bucket's rows of each carried array, taken aside
+  void* tags = nullptr;   // 2 or 4 bytes a pair
+  void* count = nullptr;  // 2 or 4 bytes a digit value
+  std::vector<Pos> index;                          // a bucket's original indices, taken aside
+  std::vector<std::vector<std::uint64_t>> taken;  // its rows of each carried array, taken aside
 
   // Room for n pairs and `digits` counts.
   void reserve(long long n, std::size_t digits = 0) {
@@ -307,14 +346,14 @@ class ThreadScratch {
     pairs_ = std::max(pairs_, pairs);
     digits_ = std::max(digits_, digits);
     const std::size_t stride = round_up(pairs_ * sizeof(std::uint64_t)) + kStagger;
-    const std::size_t bytes = round_up(2 * stride + digits_ * sizeof(std::uint32_t));
+    const std::size_t bytes = round_up(stride + round_up(pairs_ * sizeof(Pos)) + kStagger + digits_ * sizeof(std::uint32_t));
     block_.reset(static_cast<unsigned char*>(std::aligned_alloc(kPage, bytes)));
     if (!block_)
       throw ValueError("sort_by_key: " + std::to_string(bytes) +
                        " bytes of host scratch are not available; free memory or sort fewer keys");
     keys = reinterpret_cast<std::uint64_t*>(block_.get());
-    tags = reinterpret_cast<Tag*>(block_.get() + stride);
-    count = reinterpret_cast<std::uint32_t*>(block_.get() + 2 * stride);
+    tags = block_.get() + stride;
+    count = block_.get() + stride + round_up(pairs_ * sizeof(Pos)) + kStagger;
   }
 
  private:
@@ -332,56 +371,84 @@ ThreadScratch& thread_scratch() {
   return scratch;
 }
 
-// Rows to copy aside: n words from `from` to `to` (none when from is null).
-struct RowCopy {
-  const std::uint64_t* from = nullptr;
-  std::uint64_t* to = nullptr;
+// What a top bucket's first counting pass copies aside as it reads the keys (the streams from
+// memory then overlap): its staged original indices, as bytes (they share memory with the
+// order's int64 words: no load of them may be moved past the order's stores), and the rows of
+// the first array with 8-byte rows (see Sink::take_rows).
+template <typename Index>
+struct BucketCopy {
+  const Index* index_from = nullptr;  // none when null
+  Pos* index_to = nullptr;
+  const std::uint64_t* rows_from = nullptr;  // none when null
+  std::uint64_t* rows_to = nullptr;
+
+  // Pairs [i, i + m).
+  void some(long long i, long long m) const {
+    if constexpr (sizeof(Index) == sizeof(Pos)) {
+      std::memcpy(index_to + i, index_from + i, static_cast<std::size_t>(m) * sizeof(Pos));
+    } else {
+      for (long long j = i; j < i + m; ++j) {
+        Index v;
+        std::memcpy(&v, index_from + j, sizeof v);
+        index_to[j] = static_cast<Pos>(v);
+      }
+    }
+    if (rows_from != nullptr)
+      std::memcpy(rows_to + i, rows_from + i, static_cast<std::size_t>(m) * sizeof(std::uint64_t));
+  }
+  void all(long long n) const { some(0, n); }
 };
 
-// Where a thread's sorted pairs go: keys, order and the carried arrays' rows.  The bucket's
+// Where a thread's sorted pairs go: keys, order and the carried arrays' rows.  A top bucket's
 // region of every output holds what the top digit's scatter staged there (keys, original
-// indices, rows): the bucket reads its keys and indices before it writes, and its rows are
-// taken aside first (take_rows, and the bucket's first counting pass), so that every output is written where it was just read:
-// plain stores that hit the caches (streaming stores measured slower here).
+// indices, rows): its indices and rows are taken aside (take, and the bucket's first counting
+// pass), its keys read by that pass, before anything is written, so that every output is
+// written where it was just read: plain stores that hit the caches (streaming stores measured
+// slower here).
 class Sink {
  public:
-  // `taken` is the thread's storage for the rows taken aside (kept from call to call).
   Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows, ThreadScratch& scratch)
-      : keys_(keys), order_(order), rows_(&rows), taken_(scratch.taken) {
-    if (taken_.size() < rows.size()) taken_.resize(rows.size());
+      : keys_(keys), order_(order), rows_(&rows), scratch_(scratch) {
+    if (scratch_.taken.size() < rows.size()) scratch_.taken.resize(rows.size());
     for (std::size_t a = 0; a < rows.size() && fused_ == kNone; ++a)
       if (rows[a].row_bytes == sizeof(std::uint64_t)) fused_ = a;
   }
 
-  // Copies the staged rows of bucketed positions [first, first + n) aside, but for those of
-  // the first array with 8-byte rows: that copy is returned, for the bucket's first counting
-  // pass to make as it reads the keys (the two streams from memory then overlap).
-  RowCopy take_rows(Pos first, long long n) {
-    base_ = first;
-    RowCopy left;
+  // Makes room for a bucket of n pairs at bucketed positions [first, first + n) whose staged
+  // indices are ia[0, n), copies aside the rows of the arrays but the first with 8-byte rows,
+  // and returns what is left to copy.
+  template <typename Index>
+  BucketCopy<Index> take(Pos first, long long n, const Index* ia) {
+    const auto count = static_cast<std::size_t>(n);
+    if (scratch_.index.size() < count) scratch_.index.resize(count);
+    BucketCopy<Index> left{ia, scratch_.index.data()};
     for (std::size_t a = 0; a < rows_->size(); ++a) {
       const CarriedOut& r = (*rows_)[a];
-      const std::size_t bytes = static_cast<std::size_t>(n) * r.row_bytes;
-      if (taken_[a].size() * sizeof(std::uint64_t) < bytes) taken_[a].resize(bytes / sizeof(std::uint64_t) + 1);
+      const std::size_t bytes = count * r.row_bytes;
+      std::vector<std::uint64_t>& taken = scratch_.taken[a];
+      if (taken.size() * sizeof(std::uint64_t) < bytes) taken.resize(bytes / sizeof(std::uint64_t) + 1);
       if (a == fused_) {
-        left = {static_cast<const std::uint64_t*>(r.out) + first, taken_[a].data()};
+        left.rows_from = static_cast<const std::uint64_t*>(r.out) + first;
+        left.rows_to = taken.data();
         continue;
       }
-      std::memcpy(taken_[a].data(), static_cast<const unsigned char*>(r.out) + first * r.row_bytes, bytes);
+      std::memcpy(taken.data(), static_cast<const unsigned char*>(r.out) + first * r.row_bytes, bytes);
     }
     return left;
   }
 
   // The n sorted pairs (keys k, tags t) of output rows [at, at + n).
-  void write(const std::uint64_t* k, const Tag* t, long long n, long long at) const {
+  template <typename T>
+  void write(const std::uint64_t* k, const T* t, long long n, long long at) const {
+    const Pos* index = scratch_.index.data();
 #if CUNUMPY_SORT_AVX512
     if (host_fast::cpu_has_avx512()) {
-      write_words_avx512<0>(keys_ + at, k, t, nullptr, 0, n);
-      write_words_avx512<1>(reinterpret_cast<std::uint64_t*>(order_ + at), nullptr, t, nullptr, 0, n);
+      write_words_avx512<0>(keys_ + at, k, t, nullptr, n);
+      write_words_avx512<1>(reinterpret_cast<std::uint64_t*>(order_ + at), nullptr, t, index, n);
       for (std::size_t a = 0; a < rows_->size(); ++a)
         if ((*rows_)[a].row_bytes == 8)
-          write_words_avx512<2>(static_cast<std::uint64_t*>((*rows_)[a].out) + at, nullptr, t, taken_[a].data(),
-                                        base_, n);
+          write_words_avx512<2>(static_cast<std::uint64_t*>((*rows_)[a].out) + at, nullptr, t,
+                                scratch_.taken[a].data(), n);
         else
           gather_rows(a, t, n, at);
       return;
@@ -391,70 +458,56 @@ class Sink {
     std::int64_t* __restrict oo = order_ + at;
     for (long long j = 0; j < n; ++j) {
       ok[j] = k[j];
-      oo[j] = static_cast<std::int64_t>(index_of(t[j]));
+      oo[j] = static_cast<std::int64_t>(index[t[j]]);
     }
     for (std::size_t a = 0; a < rows_->size(); ++a) gather_rows(a, t, n, at);
   }
 
  private:
-  void gather_rows(std::size_t a, const Tag* t, long long n, long long at) const {
+  template <typename T>
+  void gather_rows(std::size_t a, const T* t, long long n, long long at) const {
     const std::size_t b = (*rows_)[a].row_bytes;
     by_word(b, [&](auto word) {
       using W = decltype(word);
-      gather_staged(static_cast<W*>((*rows_)[a].out) + static_cast<std::size_t>(at) * (b / sizeof(W)),
-                    reinterpret_cast<const W*>(taken_[a].data()), base_, t, n, b / sizeof(W));
+      gather_taken(static_cast<W*>((*rows_)[a].out) + static_cast<std::size_t>(at) * (b / sizeof(W)),
+                   reinterpret_cast<const W*>(scratch_.taken[a].data()), t, n, b / sizeof(W));
     });
   }
 
   std::uint64_t* keys_;
   std::int64_t* order_;
   const std::vector<CarriedOut>* rows_;
-  std::vector<std::vector<std::uint64_t>>& taken_;
+  ThreadScratch& scratch_;
   static constexpr std::size_t kNone = ~std::size_t{0};
-  std::size_t fused_ = kNone;  // the array whose rows the counting pass takes aside  // a bucket's staged rows, per array
-  Pos base_ = 0;                                   // the bucketed position of their first row
+  std::size_t fused_ = kNone;  // the array whose rows the counting pass takes aside
 };
 
 // ---- a bucket's sort -------------------------------------------------------------------------
 
 // Sorts n pairs stably by the bits below `top` (the bits at and above are all equal) into
-// output rows [at, at + n): keys ka[0, n) with tags ta[i], or, when ta is null, the tags of
-// bucketed positions base + i, whose original indices are ia[i] (ka and ia may be the output
-// rows themselves: they are read before the outputs are written).
+// output rows [at, at + n): keys ka[0, n) with tags ta[i], or, when ta is null, tags i (a top
+// bucket as staged: ka may be the output rows themselves, read before anything is written).
 // One counting pass on the next ~log2(n) + 2 bits into the thread's scratch leaves groups of
 // zero, one or two pairs (for keys that spread: Morton keys of particles do), which an
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
-// every pair costs one histogram and no move.  `copy` (n rows of a carried array, see
-// Sink::take_rows) is made by the first counting pass, or first thing when there is none.
-// Counts of type C: 16-bit ones below 2^16 pairs (half the lines of 32-bit ones to clear, scan
-// and hit in the counting pass and the scatter).
-template <typename Index, typename C = std::uint32_t>
-void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos base, long long n, int top, long long at,
-                 const Sink& sink, ThreadScratch& scratch, RowCopy copy = {}) {
-  if constexpr (sizeof(C) > sizeof(std::uint16_t)) {
-    if (n < (1LL << 16)) return sort_bucket<Index, std::uint16_t>(ka, ta, ia, base, n, top, at, sink, scratch, copy);
-  }
-  // The staged indices share memory with the order's int64 words: read as bytes (memcpy), so
-  // that no load of them can be moved past the order's stores.
-  auto tag = [&](long long i) -> Tag {
-    if (ta != nullptr) return ta[i];
-    Index index;
-    std::memcpy(&index, ia + i, sizeof index);
-    return tag_of(base + static_cast<Pos>(i), static_cast<Pos>(index));
-  };
-  if (copy.from != nullptr && (n <= kSmallGroup || top <= 0)) {
-    std::memcpy(copy.to, copy.from, static_cast<std::size_t>(n) * sizeof(std::uint64_t));
-    copy = {};
-  }
+// every pair costs one histogram and no move.  `copy` (see BucketCopy) is made by the first
+// counting pass, or first thing when there is none.  Counts of the tags' type: 16-bit ones
+// below 2^16 pairs, half the lines of 32-bit ones to clear, scan and hit.
+template <typename T, typename Index>
+void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, long long at, const Sink& sink,
+                 ThreadScratch& scratch, BucketCopy<Index> copy = {}) {
+  auto tag = [&](long long i) -> T { return ta != nullptr ? ta[i] : static_cast<T>(i); };
   if (n <= kSmallGroup || top <= 0) {
+    if (copy.index_from != nullptr) copy.all(n);
     scratch.reserve(n);
+    auto* tt = static_cast<T*>(scratch.tags);
     for (long long i = 0; i < n; ++i) {
       scratch.keys[i] = ka[i];
-      scratch.tags[i] = tag(i);
+      tt[i] = tag(i);
     }
-    insertion_sort(scratch.keys, scratch.tags, n);
-    sink.write(scratch.keys, scratch.tags, n, at);
+    insertion_sort(scratch.keys, tt, n);
+    sink.write(scratch.keys, tt, n, at);
     return;
   }
   // About four digit values per pair: most groups then hold zero or one pair, and the pairs
@@ -463,30 +516,34 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
   const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(4 * n - 1))), 6,
                               kMaxDigitBits);
   scratch.reserve(n, std::size_t{1} << bits);  // no allocation per bucket
-  C* count = reinterpret_cast<C*>(scratch.count);
+  auto* count = static_cast<T*>(scratch.count);
   for (;;) {
     const int shift = std::max(0, top - bits);
     const int width = top - shift;
     const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
     const int digits = 1 << width;
-    std::fill(count, count + digits, C{0});
-    if (copy.from != nullptr) {
-      for (long long i = 0; i < n; ++i) {
-        ++count[(ka[i] >> shift) & mask];
-        copy.to[i] = copy.from[i];
+    std::fill(count, count + digits, T{0});
+    if (copy.index_from != nullptr) {
+      constexpr long long kStep = 8;  // a line of keys and of rows a step
+      long long i = 0;
+      for (; i + kStep <= n; i += kStep) {
+        copy.some(i, kStep);
+        for (long long j = i; j < i + kStep; ++j) ++count[(ka[j] >> shift) & mask];
       }
+      copy.some(i, n - i);
+      for (; i < n; ++i) ++count[(ka[i] >> shift) & mask];
       copy = {};
     } else {
       for (long long i = 0; i < n; ++i) ++count[(ka[i] >> shift) & mask];
     }
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
       top = shift;
-      if (top == 0) return sort_bucket<Index>(ka, ta, ia, base, n, 0, at, sink, scratch);  // all keys equal
+      if (top == 0) return sort_bucket<T, Index>(ka, ta, n, 0, at, sink, scratch);  // all keys equal
       continue;
     }
     const std::uint32_t largest = scan_counts(count, digits);
     // The stable counting scatter by this digit (count[d] ends as the end of group d).
-    auto scatter = [&](std::uint64_t* dk, Tag* dt) {
+    auto scatter = [&](std::uint64_t* dk, T* dt) {
       for (long long i = 0; i < n; ++i) {
         const std::uint64_t key = ka[i];
         const std::uint32_t p = count[(key >> shift) & mask]++;  // below n: no wrap
@@ -496,7 +553,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     };
     if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
       std::uint64_t* tk = scratch.keys;
-      Tag* tt = scratch.tags;
+      auto* tt = static_cast<T*>(scratch.tags);
       scatter(tk, tt);
       settle(tk, tt, n);
       sink.write(tk, tt, n, at);
@@ -505,7 +562,7 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
     // Large groups (clustered keys): scatter into memory of this level, then each group in
     // turn: large ones recursively, small ones (already in digit order) by the base case.
     std::vector<std::uint64_t> gk(static_cast<std::size_t>(n));
-    std::vector<Tag> gt(static_cast<std::size_t>(n));
+    std::vector<T> gt(static_cast<std::size_t>(n));
     scatter(gk.data(), gt.data());
     const std::vector<std::uint32_t> ends(count, count + digits);  // the recursion reuses count
     long long start = 0, run = 0;
@@ -513,16 +570,25 @@ void sort_bucket(const std::uint64_t* ka, const Tag* ta, const Index* ia, Pos ba
       const long long end = d < digits ? ends[d] : n;
       if (d == digits || end - start > kSmallGroup) {
         if (start > run)  // the small groups before this one, sorted together
-          sort_bucket<Index>(gk.data() + run, gt.data() + run, nullptr, 0, start - run, 0, at + run, sink, scratch);
+          sort_bucket<T, Index>(gk.data() + run, gt.data() + run, start - run, 0, at + run, sink, scratch);
         if (d < digits)
-          sort_bucket<Index>(gk.data() + start, gt.data() + start, nullptr, 0, end - start, shift, at + start, sink,
-                             scratch);
+          sort_bucket<T, Index>(gk.data() + start, gt.data() + start, end - start, shift, at + start, sink, scratch);
         run = end;
       }
       start = end;
     }
     return;
   }
+}
+
+// A top bucket of n pairs: 16-bit tags and counts below 2^16 pairs.
+template <typename Index>
+void sort_top_bucket(const std::uint64_t* ka, long long n, int top, long long at, const Sink& sink,
+                     ThreadScratch& scratch, BucketCopy<Index> copy) {
+  if (n < (1LL << 16))
+    sort_bucket<std::uint16_t, Index>(ka, nullptr, n, top, at, sink, scratch, copy);
+  else
+    sort_bucket<std::uint32_t, Index>(ka, nullptr, n, top, at, sink, scratch, copy);
 }
 
 // ---- the most significant digit ----------------------------------------------------------------
@@ -793,13 +859,11 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       for (int b = 0; b < buckets; ++b) {
         const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
         if (e == s) continue;
-        const RowCopy copy = sink.take_rows(static_cast<Pos>(s), e - s);
         if (line_scatter)
-          sort_bucket<std::int64_t>(out_keys + s, nullptr, out + s, static_cast<Pos>(s), e - s, msd_shift, s, sink,
-                                    scratch, copy);
+          sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch, sink.take(static_cast<Pos>(s), e - s, out + s));
         else
-          sort_bucket<Pos>(out_keys + s, nullptr, packed + 2 * s, static_cast<Pos>(s), e - s, msd_shift, s, sink,
-                           scratch, copy);
+          sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
+                          sink.take(static_cast<Pos>(s), e - s, packed + 2 * s));
       }
       store_fence();
     }
