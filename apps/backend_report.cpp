@@ -15,7 +15,8 @@ int main() {
   std::printf("reason:  %s\n", cn::backend_reason().c_str());
   std::printf("cuda:    %s\n", cn::cuda_available() ? "available"
                                                     : cn::cuda_unavailable_reason().c_str());
-  std::printf("devices: %d\n\n", cn::device_count());
+  std::printf("devices: %d\n", cn::device_count());
+  std::printf("host vector loops: %s\n\n", cn::host_simd().c_str());
 
   const long long n = 100000;
   std::vector<double> initial(n, 1.0);

@@ -20,6 +20,8 @@
 
 namespace cunumpy {
 
+std::string host_simd() { return detail::host_fast::simd_report(); }
+
 int max_morton_levels(int ndim) {
   if (ndim == 2) return MAX_MORTON_LEVELS_2D;
   if (ndim == 3) return MAX_MORTON_LEVELS_3D;

@@ -1,5 +1,9 @@
 #include "host_fast.hpp"
 
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
 #include <cunumpy/morton.cuh>
 #include <cunumpy/random.cuh>
 
@@ -27,15 +31,49 @@
 
 namespace cunumpy::detail::host_fast {
 
-bool cpu_has_avx512() {
+namespace {
+
+// Whether the hand-vectorised paths run, and why: the CPU's AVX-512 (F, DQ, VL, BW) and
+// CUNUMPY_HOST_SIMD (auto, the default: when the CPU has it; portable: never; avx512: when the
+// CPU has it, saying so when it does not).  Read once.
+struct SimdChoice {
+  bool avx512 = false;
+  std::string report;
+};
+
+const SimdChoice& simd_choice() {
+  static const SimdChoice choice = [] {
+    SimdChoice c;
 #if CUNUMPY_HOST_AVX512
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  return yes;
+    const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+    const std::string why_not = "this CPU lacks AVX-512 F, DQ, VL or BW";
 #else
-  return false;
+    const bool cpu = false;
+    const std::string why_not = "built without the x86-64 AVX-512 paths (not GCC/Clang on x86-64)";
 #endif
+    const char* env = std::getenv("CUNUMPY_HOST_SIMD");
+    const std::string asked = env == nullptr ? "" : env;
+    std::string lower;
+    for (const char ch : asked) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "portable") {
+      c.report = "portable (CUNUMPY_HOST_SIMD=" + asked + ")";
+      return c;
+    }
+    std::string note;
+    if (!lower.empty() && lower != "auto" && lower != "avx512")
+      note = "; CUNUMPY_HOST_SIMD=" + asked + " is not understood (auto, avx512 or portable)";
+    c.avx512 = cpu;
+    c.report = cpu ? "avx512" + note : "portable (" + why_not + ")" + note;
+    return c;
+  }();
+  return choice;
 }
+
+}  // namespace
+
+bool cpu_has_avx512() { return simd_choice().avx512; }
+std::string simd_report() { return simd_choice().report; }
 
 namespace {
 

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace cunumpy::detail::host_fast {
 
-// Whether this CPU runs AVX-512 F, DQ, VL and BW (what the hand-vectorised paths use; every
-// CPU with DQ has the other two, x86-64-v4).
+// Whether the hand-vectorised AVX-512 paths run: this CPU has AVX-512 F, DQ, VL and BW (what
+// they use; every CPU with DQ has the other two, x86-64-v4) and CUNUMPY_HOST_SIMD does not say
+// portable.  simd_report() says which and why (cunumpy::host_simd()).
 bool cpu_has_avx512();
+std::string simd_report();
 
 // out0[i] (and out1[i] when not null) = cunumpy_uniform2(seed, stream[i], counter).
 void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,

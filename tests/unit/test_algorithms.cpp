@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -31,6 +33,25 @@ std::vector<std::int64_t> stable_order(const std::vector<std::uint64_t>& keys) {
   return order;
 }
 }  // namespace
+
+// The host loops run are those CUNUMPY_HOST_SIMD asks for: this program is registered a
+// second time with CUNUMPY_HOST_SIMD=portable, so that the portable loops of the sort and of
+// the Morton keys are tested on a CPU that has the vector ones.
+TEST(HostSimd, FollowsTheEnvironment) {
+  const char* env = std::getenv("CUNUMPY_HOST_SIMD");
+  const std::string report = cn::host_simd();
+  if (env != nullptr && std::string(env) == "portable") {
+    EXPECT_EQ(report, "portable (CUNUMPY_HOST_SIMD=portable)");
+    return;
+  }
+#if defined(__x86_64__) && defined(__GNUC__)
+  const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  EXPECT_EQ(report.rfind(cpu ? "avx512" : "portable (", 0), 0u) << report;
+#else
+  EXPECT_EQ(report.rfind("portable (", 0), 0u) << report;
+#endif
+}
 
 TEST(MortonHeader, SpreadCompactEncodeRoundTrip) {
   std::mt19937_64 g(1);

@@ -12,7 +12,7 @@
 // Morton key of L levels in d dimensions has at most d * L bits).  The host sort (fewer than
 // 2^32 keys per call) starts at the highest bit that differs between keys: one pass on the top
 // digit splits the keys into cache-sized buckets, each then sorted by one counting pass on
-// about log2(its size) further bits and an insertion sort of what is left: about two passes
+// about log2(its size) + 2 further bits and an insertion sort of what is left: about two passes
 // over memory whatever the key width.  The arrays travel with the keys: their rows are
 // scattered to the buckets and gathered within each bucket as it is written out, rather than
 // read at random by the order afterwards.  The host sort stages everything in its outputs, so
@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -38,6 +39,13 @@
 #include <cunumpy/array.hpp>
 
 namespace cunumpy {
+
+// Which host loops of the sort, the Morton keys and the Philox fills run: "avx512" (the
+// hand-vectorised ones, on x86-64 CPUs with AVX-512 F, DQ, VL and BW), or "portable (why)".
+// CUNUMPY_HOST_SIMD=portable asks for the portable loops (same results: the sort's order and
+// the generators' bits do not depend on it); auto, the default, or avx512 take the vector ones
+// where the CPU has them.  Read once, at the first call of any of these functions.
+std::string host_simd();
 
 // Bits per axis: 32 in 2D, 21 in 3D (a key is one uint64).
 inline constexpr int MAX_MORTON_LEVELS_2D = 32;
