@@ -399,6 +399,25 @@ struct BucketCopy {
   void all(long long n) const { some(0, n); }
 };
 
+// A later top bucket's staged keys, indices and riding rows, fetched into the core's L2 while
+// this bucket's counting scatter runs (a line of each every eight pairs): its counting pass
+// then finds them there instead of waiting on memory.  Two buckets ahead: about 8% of a sort
+// of 2^20 or 2^24 keys (one ahead: 6%).
+constexpr int kAheadBuckets = 2;
+struct Lookahead {
+  const std::uint64_t* keys = nullptr;
+  const unsigned char* index = nullptr;
+  std::size_t index_bytes = 0;
+  const std::uint64_t* rows = nullptr;  // none when null
+  long long n = 0;                      // none when 0
+
+  void fetch(long long i) const {
+    __builtin_prefetch(keys + i, 0, 2);  // locality 2: into L2 (prefetcht1)
+    __builtin_prefetch(index + static_cast<std::size_t>(i) * index_bytes, 0, 2);
+    if (rows != nullptr) __builtin_prefetch(rows + i, 0, 2);
+  }
+};
+
 // Where a thread's sorted pairs go: keys, order and the carried arrays' rows.  A top bucket's
 // region of every output holds what the top digit's scatter staged there (keys, original
 // indices, rows): its indices and rows are taken aside (take, and the bucket's first counting
@@ -492,11 +511,11 @@ class Sink {
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
 // every pair costs one histogram and no move.  `copy` (see BucketCopy) is made by the first
-// counting pass, or first thing when there is none.  Counts of the tags' type: 16-bit ones
+// counting pass, or first thing when there is none; `ahead` is fetched by the counting scatter.  Counts of the tags' type: 16-bit ones
 // below 2^16 pairs, half the lines of 32-bit ones to clear, scan and hit.
 template <typename T, typename Index>
 void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, long long at, const Sink& sink,
-                 ThreadScratch& scratch, BucketCopy<Index> copy = {}) {
+                 ThreadScratch& scratch, BucketCopy<Index> copy = {}, Lookahead ahead = {}) {
   auto tag = [&](long long i) -> T { return ta != nullptr ? ta[i] : static_cast<T>(i); };
   if (n <= kSmallGroup || top <= 0) {
     if (copy.index_from != nullptr) copy.all(n);
@@ -544,12 +563,18 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
     const std::uint32_t largest = scan_counts(count, digits);
     // The stable counting scatter by this digit (count[d] ends as the end of group d).
     auto scatter = [&](std::uint64_t* dk, T* dt) {
-      for (long long i = 0; i < n; ++i) {
+      auto place = [&](long long i) {
         const std::uint64_t key = ka[i];
         const std::uint32_t p = count[(key >> shift) & mask]++;  // below n: no wrap
         dk[p] = key;
         dt[p] = tag(i);
+      };
+      long long i = 0;
+      for (const long long fetched = std::min(n, ahead.n) & ~7LL; i < fetched; i += 8) {
+        ahead.fetch(i);
+        for (long long j = i; j < i + 8; ++j) place(j);
       }
+      for (; i < n; ++i) place(i);
     };
     if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
       std::uint64_t* tk = scratch.keys;
@@ -584,11 +609,11 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
 // A top bucket of n pairs: 16-bit tags and counts below 2^16 pairs.
 template <typename Index>
 void sort_top_bucket(const std::uint64_t* ka, long long n, int top, long long at, const Sink& sink,
-                     ThreadScratch& scratch, BucketCopy<Index> copy) {
+                     ThreadScratch& scratch, BucketCopy<Index> copy, Lookahead ahead) {
   if (n < (1LL << 16))
-    sort_bucket<std::uint16_t, Index>(ka, nullptr, n, top, at, sink, scratch, copy);
+    sort_bucket<std::uint16_t, Index>(ka, nullptr, n, top, at, sink, scratch, copy, ahead);
   else
-    sort_bucket<std::uint32_t, Index>(ka, nullptr, n, top, at, sink, scratch, copy);
+    sort_bucket<std::uint32_t, Index>(ka, nullptr, n, top, at, sink, scratch, copy, ahead);
 }
 
 // ---- the most significant digit ----------------------------------------------------------------
@@ -859,11 +884,24 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       for (int b = 0; b < buckets; ++b) {
         const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
         if (e == s) continue;
+        // The bucket after the next (this thread's but at the end of its chunk of buckets): the
+        // next one is on its way already.
+        Lookahead ahead;
+        if (const int a = b + kAheadBuckets; a < buckets) {
+          const long long as = bucket_start[static_cast<std::size_t>(a)];
+          ahead.keys = out_keys + as;
+          ahead.index = line_scatter ? reinterpret_cast<const unsigned char*>(out + as)
+                                     : reinterpret_cast<const unsigned char*>(packed + 2 * as);
+          ahead.index_bytes = line_scatter ? sizeof(std::int64_t) : sizeof(Pos);
+          ahead.rows = ride.stage != nullptr ? ride.stage + as : nullptr;
+          ahead.n = bucket_start[static_cast<std::size_t>(a) + 1] - as;
+        }
         if (line_scatter)
-          sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch, sink.take(static_cast<Pos>(s), e - s, out + s));
+          sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
+                          sink.take(static_cast<Pos>(s), e - s, out + s), ahead);
         else
           sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
-                          sink.take(static_cast<Pos>(s), e - s, packed + 2 * s));
+                          sink.take(static_cast<Pos>(s), e - s, packed + 2 * s), ahead);
       }
       store_fence();
     }
