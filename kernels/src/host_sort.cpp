@@ -56,7 +56,7 @@ using Pos = std::uint32_t;
 // of the counting scatter that an (index, position) word would be.)
 
 constexpr long long kSmallGroup = 48;  // groups up to this size are left to insertion sort
-constexpr int kMaxDigitBits = 14;
+constexpr int kMaxDigitBits = 15;
 constexpr long long kLineScatterPairs = 1LL << 21;  // the top digit's scatter write-combined from here on
 
 void store_fence() {
@@ -529,10 +529,11 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
     sink.write(scratch.keys, tt, n, at);
     return;
   }
-  // About four digit values per pair: most groups then hold zero or one pair, and the pairs
+  // Three to six digit values per pair: most groups then hold zero or one pair, and the pairs
   // that share one are rarely out of order side by side (which sends a block of the settle
   // to its slow path; with two values per pair, 13 bits for 4095 pairs, one block in five).
-  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(4 * n - 1))), 6,
+  // 14 bits for the 4096-pair buckets of 2^20 keys, 15 for the 8192-pair ones of 2^24.
+  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(3 * n - 1))), 6,
                               kMaxDigitBits);
   scratch.reserve(n, std::size_t{1} << bits);  // no allocation per bucket
   auto* count = static_cast<T*>(scratch.count);
