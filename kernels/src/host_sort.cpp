@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -57,7 +57,8 @@ using Pos = std::uint32_t;
 
 constexpr long long kSmallGroup = 48;  // groups up to this size are left to insertion sort
 constexpr int kMaxDigitBits = 15;
-constexpr long long kLineScatterPairs = 1LL << 21;  // the top digit's scatter write-combined from here on
+constexpr long long kLineScatterPairs =
+    1LL << 21;  // the top digit's scatter write-combined from here on
 
 void store_fence() {
 #if defined(__x86_64__)
@@ -129,8 +130,8 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint32_t* count
 // The same for 16-bit counts (whose sums stay below 2^16), 32 per vector: the in-vector scan
 // in five shifted adds (a shift by k counts: a permutation, the first k lanes zeroed).
 CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint16_t* count, int digits) {
-  const __m512i lanes = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
-                                         12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i lanes = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,
+                                         16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   __m512i from[5];
   __mmask32 keep[5];
   for (int b = 0; b < 5; ++b) {
@@ -143,12 +144,14 @@ CUNUMPY_SORT_AVX512_TARGET std::uint32_t scan_counts_avx512(std::uint16_t* count
     const __m512i x = _mm512_loadu_si512(count + d);
     largest = _mm512_max_epu16(largest, x);
     __m512i s = x;
-    for (int b = 0; b < 5; ++b) s = _mm512_add_epi16(s, _mm512_maskz_permutexvar_epi16(keep[b], from[b], s));
+    for (int b = 0; b < 5; ++b)
+      s = _mm512_add_epi16(s, _mm512_maskz_permutexvar_epi16(keep[b], from[b], s));
     _mm512_storeu_si512(count + d, _mm512_add_epi16(carry, _mm512_sub_epi16(s, x)));
     carry = _mm512_add_epi16(carry, _mm512_permutexvar_epi16(last, s));
   }
-  const __m512i wide = _mm512_max_epu32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(largest)),
-                                        _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(largest, 1)));
+  const __m512i wide =
+      _mm512_max_epu32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(largest)),
+                       _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(largest, 1)));
   return _mm512_reduce_max_epu32(wide);
 }
 
@@ -160,12 +163,14 @@ CUNUMPY_SORT_AVX512_TARGET inline __m256i load_tags(const std::uint32_t* t) {
 CUNUMPY_SORT_AVX512_TARGET inline __m256i load_tags(const std::uint16_t* t) {
   return _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
 }
-CUNUMPY_SORT_AVX512_TARGET inline __m256i permute_tags(std::uint32_t*, __m256i a, __m512i source, __m256i b) {
+CUNUMPY_SORT_AVX512_TARGET inline __m256i permute_tags(std::uint32_t*, __m256i a, __m512i source,
+                                                       __m256i b) {
   return _mm256_permutex2var_epi32(a, _mm512_cvtepi64_epi32(source), b);
 }
-CUNUMPY_SORT_AVX512_TARGET inline __m256i permute_tags(std::uint16_t*, __m256i a, __m512i source, __m256i b) {
-  return _mm256_castsi128_si256(
-      _mm_permutex2var_epi16(_mm256_castsi256_si128(a), _mm512_cvtepi64_epi16(source), _mm256_castsi256_si128(b)));
+CUNUMPY_SORT_AVX512_TARGET inline __m256i permute_tags(std::uint16_t*, __m256i a, __m512i source,
+                                                       __m256i b) {
+  return _mm256_castsi128_si256(_mm_permutex2var_epi16(
+      _mm256_castsi256_si128(a), _mm512_cvtepi64_epi16(source), _mm256_castsi256_si128(b)));
 }
 CUNUMPY_SORT_AVX512_TARGET inline void store_tags(std::uint32_t* t, __m256i v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(t), v);
@@ -196,7 +201,8 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, T* t, long long 
   // `settled_t`: as it was written (lanes 6 and 7: the two pairs before this block; lane 7
   // holds the largest key so far, never below lane 7 of `loaded`).
   __m512i loaded = _mm512_set1_epi64(static_cast<long long>(k[0])), settled = loaded;
-  __m256i settled_t = sizeof(T) == 2 ? _mm256_set1_epi16(static_cast<short>(t[0])) : _mm256_set1_epi32(static_cast<int>(t[0]));
+  __m256i settled_t = sizeof(T) == 2 ? _mm256_set1_epi16(static_cast<short>(t[0]))
+                                     : _mm256_set1_epi32(static_cast<int>(t[0]));
   long long i = 1;
   for (; i + 8 <= n; i += 8) {
     const __m512i here = _mm512_loadu_si512(k + i);
@@ -212,7 +218,8 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, T* t, long long 
     // one it trades places with; the block unsorted.  (Lane 0 down is strictly below the
     // settled pair it trades with, so equal keys keep their order: that pair's key is the
     // one read there, or a larger one moved there.)
-    const auto s6 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(settled, 3)));
+    const auto s6 =
+        static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm512_extracti64x2_epi64(settled, 3)));
     const auto h0 = static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm512_castsi512_si128(here)));
     unsigned bad = down & (down >> 1);
     bad |= down & 1 & static_cast<unsigned>(s6 > h0);
@@ -239,7 +246,8 @@ CUNUMPY_SORT_AVX512_TARGET void settle_avx512(std::uint64_t* k, T* t, long long 
 template <typename C>
 std::uint32_t scan_counts(C* count, int digits) {
 #if CUNUMPY_SORT_AVX512
-  if (digits % (64 / sizeof(C)) == 0 && host_fast::cpu_has_avx512()) return scan_counts_avx512(count, digits);
+  if (digits % (64 / sizeof(C)) == 0 && host_fast::cpu_has_avx512())
+    return scan_counts_avx512(count, digits);
 #endif
   return scan_counts_scalar(count, digits);
 }
@@ -252,7 +260,8 @@ void settle(std::uint64_t* k, T* t, long long n) {
   insertion_sort(k, t, n);
 }
 
-// ---- writing sorted pairs out --------------------------------------------------------------------
+// ---- writing sorted pairs out
+// --------------------------------------------------------------------
 
 // An array travelling with the keys: the scatter of the top digit stages its rows in `out` at
 // the pairs' bucketed positions; each bucket takes its rows aside and writes them back sorted.
@@ -277,18 +286,22 @@ void by_word(std::size_t row_bytes, F&& f) {
 
 // out row j = row t[j] of `taken`.
 template <typename W, typename T>
-void gather_taken(W* __restrict out, const W* __restrict taken, const T* t, long long n, std::size_t per_row) {
+void gather_taken(W* __restrict out, const W* __restrict taken, const T* t, long long n,
+                  std::size_t per_row) {
   if (per_row == 1) {
     for (long long j = 0; j < n; ++j) out[j] = taken[t[j]];
     return;
   }
   for (long long j = 0; j < n; ++j)
-    for (std::size_t c = 0; c < per_row; ++c) out[j * per_row + c] = taken[static_cast<std::size_t>(t[j]) * per_row + c];
+    for (std::size_t c = 0; c < per_row; ++c)
+      out[j * per_row + c] = taken[static_cast<std::size_t>(t[j]) * per_row + c];
 }
 
 #if CUNUMPY_SORT_AVX512
 // Eight tags as 32-bit gather indices.
-CUNUMPY_SORT_AVX512_TARGET inline __m256i tag_indices(const std::uint32_t* t) { return load_tags(t); }
+CUNUMPY_SORT_AVX512_TARGET inline __m256i tag_indices(const std::uint32_t* t) {
+  return load_tags(t);
+}
 CUNUMPY_SORT_AVX512_TARGET inline __m256i tag_indices(const std::uint16_t* t) {
   return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
 }
@@ -296,8 +309,8 @@ CUNUMPY_SORT_AVX512_TARGET inline __m256i tag_indices(const std::uint16_t* t) {
 // One output column of a bucket's sorted pairs, eight words per vector: the keys (Mode 0), the
 // original indices, index[t[j]] (1), or the rows of an 8-byte array, row[t[j]] (2).
 template <int Mode, typename T>
-CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std::uint64_t* k, const T* t,
-                                                   const void* taken, long long n) {
+CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std::uint64_t* k,
+                                                   const T* t, const void* taken, long long n) {
   const auto* index = static_cast<const Pos*>(taken);
   const auto* row = static_cast<const std::uint64_t*>(taken);
   long long j = 0;
@@ -308,7 +321,8 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
     } else {
       const __m256i at = tag_indices(t + j);
       if constexpr (Mode == 1)
-        v = _mm512_cvtepu32_epi64(_mm256_i32gather_epi32(reinterpret_cast<const int*>(index), at, 4));
+        v = _mm512_cvtepu32_epi64(
+            _mm256_i32gather_epi32(reinterpret_cast<const int*>(index), at, 4));
       else
         v = _mm512_i32gather_epi64(at, row, 8);
     }
@@ -334,9 +348,9 @@ CUNUMPY_SORT_AVX512_TARGET void write_words_avx512(std::uint64_t* out, const std
 class ThreadScratch {
  public:
   std::uint64_t* keys = nullptr;
-  void* tags = nullptr;   // 2 or 4 bytes a pair
-  void* count = nullptr;  // 2 or 4 bytes a digit value
-  std::vector<Pos> index;                          // a bucket's original indices, taken aside
+  void* tags = nullptr;                           // 2 or 4 bytes a pair
+  void* count = nullptr;                          // 2 or 4 bytes a digit value
+  std::vector<Pos> index;                         // a bucket's original indices, taken aside
   std::vector<std::vector<std::uint64_t>> taken;  // its rows of each carried array, taken aside
 
   // Room for n pairs and `digits` counts.
@@ -346,7 +360,8 @@ class ThreadScratch {
     pairs_ = std::max(pairs_, pairs);
     digits_ = std::max(digits_, digits);
     const std::size_t stride = round_up(pairs_ * sizeof(std::uint64_t)) + kStagger;
-    const std::size_t bytes = round_up(stride + round_up(pairs_ * sizeof(Pos)) + kStagger + digits_ * sizeof(std::uint32_t));
+    const std::size_t bytes = round_up(stride + round_up(pairs_ * sizeof(Pos)) + kStagger +
+                                       digits_ * sizeof(std::uint32_t));
     block_.reset(static_cast<unsigned char*>(std::aligned_alloc(kPage, bytes)));
     if (!block_)
       throw ValueError("sort_by_key: " + std::to_string(bytes) +
@@ -426,7 +441,8 @@ struct Lookahead {
 // slower here).
 class Sink {
  public:
-  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows, ThreadScratch& scratch)
+  Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows,
+       ThreadScratch& scratch)
       : keys_(keys), order_(order), rows_(&rows), scratch_(scratch) {
     if (scratch_.taken.size() < rows.size()) scratch_.taken.resize(rows.size());
     for (std::size_t a = 0; a < rows.size() && fused_ == kNone; ++a)
@@ -445,13 +461,15 @@ class Sink {
       const CarriedOut& r = (*rows_)[a];
       const std::size_t bytes = count * r.row_bytes;
       std::vector<std::uint64_t>& taken = scratch_.taken[a];
-      if (taken.size() * sizeof(std::uint64_t) < bytes) taken.resize(bytes / sizeof(std::uint64_t) + 1);
+      if (taken.size() * sizeof(std::uint64_t) < bytes)
+        taken.resize(bytes / sizeof(std::uint64_t) + 1);
       if (a == fused_) {
         left.rows_from = static_cast<const std::uint64_t*>(r.out) + first;
         left.rows_to = taken.data();
         continue;
       }
-      std::memcpy(taken.data(), static_cast<const unsigned char*>(r.out) + first * r.row_bytes, bytes);
+      std::memcpy(taken.data(), static_cast<const unsigned char*>(r.out) + first * r.row_bytes,
+                  bytes);
     }
     return left;
   }
@@ -488,8 +506,9 @@ class Sink {
     const std::size_t b = (*rows_)[a].row_bytes;
     by_word(b, [&](auto word) {
       using W = decltype(word);
-      gather_taken(static_cast<W*>((*rows_)[a].out) + static_cast<std::size_t>(at) * (b / sizeof(W)),
-                   reinterpret_cast<const W*>(scratch_.taken[a].data()), t, n, b / sizeof(W));
+      gather_taken(
+          static_cast<W*>((*rows_)[a].out) + static_cast<std::size_t>(at) * (b / sizeof(W)),
+          reinterpret_cast<const W*>(scratch_.taken[a].data()), t, n, b / sizeof(W));
     });
   }
 
@@ -511,11 +530,13 @@ class Sink {
 // insertion sort orders in the cache before the pairs are written out.  A group that stays
 // large (clustered keys) is sorted the same way, recursively.  A digit that is the same for
 // every pair costs one histogram and no move.  `copy` (see BucketCopy) is made by the first
-// counting pass, or first thing when there is none; `ahead` is fetched by the counting scatter.  Counts of the tags' type: 16-bit ones
-// below 2^16 pairs, half the lines of 32-bit ones to clear, scan and hit.
+// counting pass, or first thing when there is none; `ahead` is fetched by the counting scatter.
+// Counts of the tags' type: 16-bit ones below 2^16 pairs, half the lines of 32-bit ones to clear,
+// scan and hit.
 template <typename T, typename Index>
-void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, long long at, const Sink& sink,
-                 ThreadScratch& scratch, BucketCopy<Index> copy = {}, Lookahead ahead = {}) {
+void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, long long at,
+                 const Sink& sink, ThreadScratch& scratch, BucketCopy<Index> copy = {},
+                 Lookahead ahead = {}) {
   auto tag = [&](long long i) -> T { return ta != nullptr ? ta[i] : static_cast<T>(i); };
   if (n <= kSmallGroup || top <= 0) {
     if (copy.index_from != nullptr) copy.all(n);
@@ -533,8 +554,9 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
   // that share one are rarely out of order side by side (which sends a block of the settle
   // to its slow path; with two values per pair, 13 bits for 4095 pairs, one block in five).
   // 14 bits for the 4096-pair buckets of 2^20 keys, 15 for the 8192-pair ones of 2^24.
-  const int bits = std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(3 * n - 1))), 6,
-                              kMaxDigitBits);
+  const int bits =
+      std::clamp(static_cast<int>(std::bit_width(static_cast<unsigned long long>(3 * n - 1))), 6,
+                 kMaxDigitBits);
   scratch.reserve(n, std::size_t{1} << bits);  // no allocation per bucket
   auto* count = static_cast<T*>(scratch.count);
   for (;;) {
@@ -558,7 +580,8 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
     }
     if (count[(ka[0] >> shift) & mask] == n) {  // one digit value: look further down
       top = shift;
-      if (top == 0) return sort_bucket<T, Index>(ka, ta, n, 0, at, sink, scratch);  // all keys equal
+      if (top == 0)
+        return sort_bucket<T, Index>(ka, ta, n, 0, at, sink, scratch);  // all keys equal
       continue;
     }
     const std::uint32_t largest = scan_counts(count, digits);
@@ -596,9 +619,11 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
       const long long end = d < digits ? ends[d] : n;
       if (d == digits || end - start > kSmallGroup) {
         if (start > run)  // the small groups before this one, sorted together
-          sort_bucket<T, Index>(gk.data() + run, gt.data() + run, start - run, 0, at + run, sink, scratch);
+          sort_bucket<T, Index>(gk.data() + run, gt.data() + run, start - run, 0, at + run, sink,
+                                scratch);
         if (d < digits)
-          sort_bucket<T, Index>(gk.data() + start, gt.data() + start, end - start, shift, at + start, sink, scratch);
+          sort_bucket<T, Index>(gk.data() + start, gt.data() + start, end - start, shift,
+                                at + start, sink, scratch);
         run = end;
       }
       start = end;
@@ -644,9 +669,9 @@ class LineScatter {
   // riding rows to the same positions of ride.stage), recorded in first[i] when first is not
   // null; first_owned[d] is where this caller's part of bucket d starts (positions before it
   // belong to others).
-  void run(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-           std::uint32_t* next, const std::uint32_t* first_owned, std::uint64_t* keys, std::int64_t* indices,
-           RowRide ride, Pos* first) {
+  void run(const std::uint64_t* words, long long begin, long long end, int shift,
+           std::uint64_t mask, std::uint32_t* next, const std::uint32_t* first_owned,
+           std::uint64_t* keys, std::int64_t* indices, RowRide ride, Pos* first) {
     Line* lines = lines_.data();
     for (long long i = begin; i < end; ++i) {
       const std::uint64_t key = words[i];
@@ -660,7 +685,8 @@ class LineScatter {
       if (pos % kWords == kWords - 1) {
         flush(keys, line.keys, pos - (kWords - 1), pos + 1, first_owned[d]);
         flush(indices, line.indices, pos - (kWords - 1), pos + 1, first_owned[d]);
-        if constexpr (kRide) flush(ride.stage, line.rows, pos - (kWords - 1), pos + 1, first_owned[d]);
+        if constexpr (kRide)
+          flush(ride.stage, line.rows, pos - (kWords - 1), pos + 1, first_owned[d]);
       }
     }
     for (std::size_t d = 0; d < lines_.size(); ++d) {  // the partly filled last lines
@@ -683,10 +709,12 @@ class LineScatter {
   // Positions [from, to) of one line (from is a multiple of the line's length); positions
   // below `owned` are another caller's.
   template <typename T>
-  static void flush(T* out, const T* line, std::uint32_t from, std::uint32_t to, std::uint32_t owned) {
+  static void flush(T* out, const T* line, std::uint32_t from, std::uint32_t to,
+                    std::uint32_t owned) {
     constexpr unsigned per_line = 64 / sizeof(T);
 #if defined(__x86_64__)
-    if (from >= owned && to - from == per_line && reinterpret_cast<std::uintptr_t>(out + from) % 64 == 0) {
+    if (from >= owned && to - from == per_line &&
+        reinterpret_cast<std::uintptr_t>(out + from) % 64 == 0) {
       auto* dst = reinterpret_cast<__m128i*>(out + from);
       const auto* src = reinterpret_cast<const __m128i*>(line);
       for (int q = 0; q < 4; ++q) _mm_stream_si128(dst + q, _mm_load_si128(src + q));
@@ -703,9 +731,9 @@ class LineScatter {
 // their bucket's region of the order: position p of the bucket that starts at s goes to
 // 32-bit word s + p of the order (inside bytes [8s, 8e) of the bucket's own region).
 template <bool kRide>
-void scatter_in_cache(const std::uint64_t* words, long long begin, long long end, int shift, std::uint64_t mask,
-                      std::uint32_t* next, const long long* bucket_first, std::uint64_t* keys, Pos* indices,
-                      RowRide ride, Pos* first) {
+void scatter_in_cache(const std::uint64_t* words, long long begin, long long end, int shift,
+                      std::uint64_t mask, std::uint32_t* next, const long long* bucket_first,
+                      std::uint64_t* keys, Pos* indices, RowRide ride, Pos* first) {
   for (long long i = begin; i < end; ++i) {
     const std::uint64_t k = words[i];
     const std::uint64_t d = (k >> shift) & mask;
@@ -720,8 +748,8 @@ void scatter_in_cache(const std::uint64_t* words, long long begin, long long end
 
 // Rows [begin, end) of `in` to their bucketed positions first[i] of `stage`.
 template <typename W>
-void stage_rows(W* __restrict stage, const W* __restrict in, const Pos* first, long long begin, long long end,
-                std::size_t per_row) {
+void stage_rows(W* __restrict stage, const W* __restrict in, const Pos* first, long long begin,
+                long long end, std::size_t per_row) {
   if (per_row == 1) {
     for (long long i = begin; i < end; ++i) stage[first[i]] = in[i];
     return;
@@ -730,11 +758,12 @@ void stage_rows(W* __restrict stage, const W* __restrict in, const Pos* first, l
     for (std::size_t c = 0; c < per_row; ++c) stage[first[i] * per_row + c] = in[i * per_row + c];
 }
 
-void stage_rows_any(void* stage, const void* in, std::size_t row_bytes, const Pos* first, long long begin,
-                    long long end) {
+void stage_rows_any(void* stage, const void* in, std::size_t row_bytes, const Pos* first,
+                    long long begin, long long end) {
   by_word(row_bytes, [&](auto word) {
     using W = decltype(word);
-    stage_rows(static_cast<W*>(stage), static_cast<const W*>(in), first, begin, end, row_bytes / sizeof(W));
+    stage_rows(static_cast<W*>(stage), static_cast<const W*>(in), first, begin, end,
+               row_bytes / sizeof(W));
   });
 }
 
@@ -754,8 +783,8 @@ int top_digit_bits(long long n, int high) {
 // One parallel region, whose threads take their parts of the keys by the size of the team
 // they got: called from inside a parallel region, the sort gets a team of one when nested
 // regions are off, whatever it asked for.
-void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out_keys, std::int64_t* out,
-                     std::span<const CarriedRows> rows) {
+void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out_keys,
+                     std::int64_t* out, std::span<const CarriedRows> rows) {
   // The highest bit in which keys differ, guessed from a sample: the pass that checks the
   // guess counts the top digit under it too, so the keys are read once before the scatter
   // (a wrong guess, possible for clustered keys, costs one more counting pass).
@@ -790,11 +819,13 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     first_block = allocate(Backend::host, un * sizeof(Pos));
     first = static_cast<Pos*>(first_block->ptr);
   }
-  auto* packed = reinterpret_cast<Pos*>(out);  // indices staged in cache-sized sorts (scatter_in_cache)
+  auto* packed =
+      reinterpret_cast<Pos*>(out);  // indices staged in cache-sized sorts (scatter_in_cache)
 
   int threads = 1;  // asked for; the team may be smaller
 #if defined(_OPENMP)
-  threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
+  threads = static_cast<int>(
+      std::min<long long>(omp_get_max_threads(), std::max<long long>(1, n / 65536)));
 #endif
   constexpr std::size_t kStride = std::size_t{1} << kMaxTopBits;  // counts per thread
   std::vector<std::uint32_t> counts(static_cast<std::size_t>(threads) * kStride, 0);
@@ -825,7 +856,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       std::uint64_t diff = 0;
       for (int tt = 0; tt < team; ++tt) diff |= diffs[static_cast<std::size_t>(tt)];
       one_key = diff == 0;
-      if (!one_key && 64 - std::countl_zero(diff) != high) {  // the sample missed the highest difference
+      if (!one_key &&
+          64 - std::countl_zero(diff) != high) {  // the sample missed the highest difference
         high = 64 - std::countl_zero(diff);
         msd_bits = top_digit_bits(n, high);
         msd_shift = high - msd_bits;
@@ -835,7 +867,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     }
     if (one_key) {  // one key: the order is the identity
       for (long long i = begin; i < end; ++i) out[i] = i;
-      std::memcpy(out_keys + begin, words + begin, static_cast<std::size_t>(end - begin) * sizeof(std::uint64_t));
+      std::memcpy(out_keys + begin, words + begin,
+                  static_cast<std::size_t>(end - begin) * sizeof(std::uint64_t));
       for (const CarriedRows& r : rows)
         if (r.row_bytes != 0)
           std::memcpy(static_cast<unsigned char*>(r.out) + begin * r.row_bytes,
@@ -854,7 +887,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
         for (int b = 0; b < buckets; ++b) {
           bucket_start[static_cast<std::size_t>(b)] = offset;
           for (int tt = 0; tt < team; ++tt) {
-            std::uint32_t& v = counts[static_cast<std::size_t>(tt) * kStride + static_cast<std::size_t>(b)];
+            std::uint32_t& v =
+                counts[static_cast<std::size_t>(tt) * kStride + static_cast<std::size_t>(b)];
             const std::uint32_t cnt = v;
             v = offset;
             offset += cnt;
@@ -865,25 +899,29 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       if (line_scatter) {
         const std::vector<std::uint32_t> owned(c, c + buckets);
         if (ride.in != nullptr)
-          LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
+          LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(),
+                                         out_keys, out, ride, first);
         else
-          LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(), out_keys, out, ride, first);
+          LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(),
+                                          out_keys, out, ride, first);
       } else if (ride.in != nullptr) {
-        scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, bucket_start.data(), out_keys, packed, ride,
-                               first);
+        scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, bucket_start.data(), out_keys,
+                               packed, ride, first);
       } else {
-        scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, bucket_start.data(), out_keys, packed, ride,
-                                first);
+        scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, bucket_start.data(),
+                                out_keys, packed, ride, first);
       }
       // This thread's rows of the other arrays go where its pairs went.
-      for (const std::size_t a : others) stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
+      for (const std::size_t a : others)
+        stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
       store_fence();
 #pragma omp barrier
       ThreadScratch& scratch = thread_scratch();
       Sink sink(out_keys, out, carried, scratch);
 #pragma omp for schedule(dynamic, 16)
       for (int b = 0; b < buckets; ++b) {
-        const long long s = bucket_start[static_cast<std::size_t>(b)], e = bucket_start[static_cast<std::size_t>(b) + 1];
+        const long long s = bucket_start[static_cast<std::size_t>(b)],
+                        e = bucket_start[static_cast<std::size_t>(b) + 1];
         if (e == s) continue;
         // The bucket after the next (this thread's but at the end of its chunk of buckets): the
         // next one is on its way already.
@@ -911,12 +949,12 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
 
 }  // namespace
 
-void host_sort_words(const std::uint64_t* words, long long n, std::uint64_t* out_keys, std::int64_t* out_order,
-                     std::span<const CarriedRows> rows) {
+void host_sort_words(const std::uint64_t* words, long long n, std::uint64_t* out_keys,
+                     std::int64_t* out_order, std::span<const CarriedRows> rows) {
   if (n == 0) return;
   if (n >= (1LL << 32))
-    throw ValueError("sort_by_key on the host sorts fewer than 2^32 keys per call, got " + std::to_string(n) +
-                     "; sort parts and merge them, or sort on the device");
+    throw ValueError("sort_by_key on the host sorts fewer than 2^32 keys per call, got " +
+                     std::to_string(n) + "; sort parts and merge them, or sort on the device");
   host_sort_pairs(words, n, out_keys, out_order, rows);
 }
 
