@@ -17,7 +17,8 @@
 // scattered to the buckets and gathered within each bucket as it is written out, rather than
 // read at random by the order afterwards.  The host sort stages everything in its outputs, so
 // it needs no scratch the size of the input (but 4 bytes a key for the rows' positions when an
-// array other than the first with 8-byte rows travels).
+// array other than the first with 8-byte rows travels); each thread keeps a few hundred KB of
+// bucket scratch from one call to the next.
 //
 // segment_sum's determinism guarantee: out[k] is the sum, in increasing index order, of the
 // values whose key is k, starting from zero; the same bits on every run and on every backend
