@@ -601,11 +601,13 @@ void sort_bucket(const std::uint64_t* ka, const T* ta, long long n, int top, lon
       }
       for (; i < n; ++i) place(i);
     };
-    if (largest <= kSmallGroup) {  // the common case: scatter, insertion sort, write out
+    // The common case: scatter, insertion sort, write out.  When the digit took the last bits
+    // (keys of few bits: cell numbers), the scatter alone sorts: groups of equal keys.
+    if (largest <= kSmallGroup || shift == 0) {
       std::uint64_t* tk = scratch.keys;
       auto* tt = static_cast<T*>(scratch.tags);
       scatter(tk, tt);
-      settle(tk, tt, n);
+      if (shift > 0) settle(tk, tt, n);
       sink.write(tk, tt, n, at);
       return;
     }
