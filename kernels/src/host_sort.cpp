@@ -13,9 +13,11 @@
 #include "host_sort.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -445,7 +447,6 @@ class Sink {
   Sink(std::uint64_t* keys, std::int64_t* order, const std::vector<CarriedOut>& rows,
        ThreadScratch& scratch)
       : keys_(keys), order_(order), rows_(&rows), scratch_(scratch) {
-    if (scratch_.taken.size() < rows.size()) scratch_.taken.resize(rows.size());
     for (std::size_t a = 0; a < rows.size() && fused_ == kNone; ++a)
       if (rows[a].row_bytes == sizeof(std::uint64_t)) fused_ = a;
   }
@@ -457,6 +458,7 @@ class Sink {
   BucketCopy<Index> take(Pos first, long long n, const Index* ia) {
     const auto count = static_cast<std::size_t>(n);
     if (scratch_.index.size() < count) scratch_.index.resize(count);
+    if (scratch_.taken.size() < rows_->size()) scratch_.taken.resize(rows_->size());
     BucketCopy<Index> left{ia, scratch_.index.data()};
     for (std::size_t a = 0; a < rows_->size(); ++a) {
       const CarriedOut& r = (*rows_)[a];
@@ -836,6 +838,24 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
   std::vector<long long> bucket_start(kStride + 1, 0);
   int team = 1;
   bool one_key = false, recount = false;
+  // An exception may not leave the parallel region (memory for a bucket's scratch or for a
+  // cluster of equal keys running out): the first one is kept, every thread skips the work
+  // left (meeting the others at each barrier), and it is rethrown after the region, the
+  // outputs then released by the caller.
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+  auto guarded = [&](auto&& work) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    try {
+      work();
+    } catch (...) {
+#pragma omp critical(cunumpy_host_sort_failure)
+      {
+        if (!failure) failure = std::current_exception();
+      }
+      failed.store(true, std::memory_order_relaxed);
+    }
+  };
 #pragma omp parallel num_threads(threads)
   {
     int t = 0;
@@ -899,24 +919,26 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
         }
         bucket_start[static_cast<std::size_t>(buckets)] = offset;
       }
-      if (line_scatter) {
-        const std::vector<std::uint32_t> owned(c, c + buckets);
-        if (ride.in != nullptr)
-          LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(),
-                                         out_keys, out, ride, first);
-        else
-          LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(),
-                                          out_keys, out, ride, first);
-      } else if (ride.in != nullptr) {
-        scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, bucket_start.data(), out_keys,
-                               packed, ride, first);
-      } else {
-        scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, bucket_start.data(),
-                                out_keys, packed, ride, first);
-      }
-      // This thread's rows of the other arrays go where its pairs went.
-      for (const std::size_t a : others)
-        stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
+      guarded([&] {
+        if (line_scatter) {
+          const std::vector<std::uint32_t> owned(c, c + buckets);
+          if (ride.in != nullptr)
+            LineScatter<true>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(),
+                                           out_keys, out, ride, first);
+          else
+            LineScatter<false>(buckets).run(words, begin, end, msd_shift, mask, c, owned.data(),
+                                            out_keys, out, ride, first);
+        } else if (ride.in != nullptr) {
+          scatter_in_cache<true>(words, begin, end, msd_shift, mask, c, bucket_start.data(),
+                                 out_keys, packed, ride, first);
+        } else {
+          scatter_in_cache<false>(words, begin, end, msd_shift, mask, c, bucket_start.data(),
+                                  out_keys, packed, ride, first);
+        }
+        // This thread's rows of the other arrays go where its pairs went.
+        for (const std::size_t a : others)
+          stage_rows_any(rows[a].out, rows[a].in, rows[a].row_bytes, first, begin, end);
+      });
       store_fence();
 #pragma omp barrier
       ThreadScratch& scratch = thread_scratch();
@@ -925,7 +947,7 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
       for (int b = 0; b < buckets; ++b) {
         const long long s = bucket_start[static_cast<std::size_t>(b)],
                         e = bucket_start[static_cast<std::size_t>(b) + 1];
-        if (e == s) continue;
+        if (e == s || failed.load(std::memory_order_relaxed)) continue;
         // The bucket after the next (this thread's but at the end of its chunk of buckets): the
         // next one is on its way already.
         Lookahead ahead;
@@ -938,16 +960,19 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
           ahead.rows = ride.stage != nullptr ? ride.stage + as : nullptr;
           ahead.n = bucket_start[static_cast<std::size_t>(a) + 1] - as;
         }
-        if (line_scatter)
-          sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
-                          sink.take(static_cast<Pos>(s), e - s, out + s), ahead);
-        else
-          sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
-                          sink.take(static_cast<Pos>(s), e - s, packed + 2 * s), ahead);
+        guarded([&] {
+          if (line_scatter)
+            sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
+                            sink.take(static_cast<Pos>(s), e - s, out + s), ahead);
+          else
+            sort_top_bucket(out_keys + s, e - s, msd_shift, s, sink, scratch,
+                            sink.take(static_cast<Pos>(s), e - s, packed + 2 * s), ahead);
+        });
       }
       store_fence();
     }
   }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace
