@@ -392,7 +392,7 @@ ThreadScratch& thread_scratch() {
 // What a top bucket's first counting pass copies aside as it reads the keys (the streams from
 // memory then overlap): its staged original indices, as bytes (they share memory with the
 // order's int64 words: no load of them may be moved past the order's stores), and the rows of
-// the first array with 8-byte rows (see Sink::take_rows).
+// the first array with 8-byte rows (see Sink::take).
 template <typename Index>
 struct BucketCopy {
   const Index* index_from = nullptr;  // none when null
