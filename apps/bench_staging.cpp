@@ -38,7 +38,7 @@ void compute_step(const cn::Array<double>& a) {
 void pinned_peak(benchmark::State& state) {
   const long long n = elements_for(state);
   auto a = cn::full<double>({n}, 1.0);
-  auto host = cn::Array<double>::adopt(cn::detail::pinned_allocate(a.nbytes()), a.shape());
+  auto host = cn::pinned_empty<double>(a.shape());
   for (auto _ : state) {
     cn::copy(host, a);
     benchmark::DoNotOptimize(host.data());

@@ -47,9 +47,6 @@ function(cunumpy_print_summary)
   message(STATUS "cunumpy ${PROJECT_VERSION} feature summary:\n${_cunumpy_feature_lines}")
 endfunction()
 
-# cunumpy_layer(<name> SOURCES <files...> LINKS <targets...>): one static library per layer
-# (cunumpy_<name>, exported as cunumpy::<name>), with its public headers in include/, built
-# position-independent and with warnings, installed into the export set.
 # Host code computes what the device computes, bit for bit: no fused multiply-adds that the
 # source does not write (GCC and Clang contract a * b + c by default; nvcc's device side is
 # told --fmad=false where it matters).
@@ -60,6 +57,11 @@ function(cunumpy_no_contraction target)
   endif()
 endfunction()
 
+# cunumpy_layer(<name> SOURCES <files...> LINKS <targets...>): one static library per layer
+# (cunumpy_<name>, exported as cunumpy::<name>) that sees only the layers it links (those below
+# it: see ARCHITECTURE.md).  Its public headers are in include/ (installed); headers the
+# library's own layers share but applications never see are in internal/ (build tree only).
+# Built position-independent, with warnings, into the export set.
 function(cunumpy_layer name)
   cmake_parse_arguments(arg "" "" "SOURCES;LINKS" ${ARGN})
   set(target cunumpy_${name})
@@ -69,9 +71,14 @@ function(cunumpy_layer name)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/internal)
+    target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/internal>)
+  endif()
   target_link_libraries(${target} PUBLIC ${arg_LINKS})
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
   cunumpy_no_contraction(${target})
-  install(DIRECTORY include/cunumpy DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "*.in" EXCLUDE)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include/cunumpy)
+    install(DIRECTORY include/cunumpy DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "*.in" EXCLUDE)
+  endif()
   install(TARGETS ${target} EXPORT cunumpyTargets)
 endfunction()

@@ -110,7 +110,7 @@ class Fft {
   void forward(double* real, double* complex) {
 #if CUNUMPY_CUDA_COMPILATION()
     if (backend_ == cn::Backend::cuda) {
-      check(cufftSetStream(forward_, static_cast<cudaStream_t>(cn::detail::current_stream())), "cufftSetStream");
+      check(cufftSetStream(forward_, static_cast<cudaStream_t>(cn::current_stream().native_handle())), "cufftSetStream");
       check(cufftExecD2Z(forward_, real, reinterpret_cast<cufftDoubleComplex*>(complex)), "cufftExecD2Z");
       return;
     }
@@ -120,7 +120,7 @@ class Fft {
   void inverse(double* complex, double* real) {
 #if CUNUMPY_CUDA_COMPILATION()
     if (backend_ == cn::Backend::cuda) {
-      check(cufftSetStream(inverse_, static_cast<cudaStream_t>(cn::detail::current_stream())), "cufftSetStream");
+      check(cufftSetStream(inverse_, static_cast<cudaStream_t>(cn::current_stream().native_handle())), "cufftSetStream");
       check(cufftExecZ2D(inverse_, reinterpret_cast<cufftDoubleComplex*>(complex), real), "cufftExecZ2D");
       return;
     }
@@ -280,7 +280,7 @@ void deposit_private_grids(State& s) {
     team = omp_get_num_threads();
 #endif
     double* g = grids[static_cast<std::size_t>(t)].data();
-    const long long begin = n * t / team, end = n * (t + 1) / team;
+    const auto [begin, end] = cn::split_range(n, t, team);
     for (long long i = begin; i < end; ++i)
       kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { g[c] += q * w; });
 #pragma omp barrier

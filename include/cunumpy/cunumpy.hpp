@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cunumpy/algorithms.hpp>
+#include <cunumpy/arithmetic.cuh>
 #include <cunumpy/array.hpp>
 #include <cunumpy/atomic.cuh>
 #include <cunumpy/backend.hpp>
@@ -13,6 +14,7 @@
 #include <cunumpy/host_staging.hpp>
 #include <cunumpy/launcher.hpp>
 #include <cunumpy/memory.hpp>
+#include <cunumpy/memory_block.hpp>
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
 #include <cunumpy/morton.cuh>

@@ -178,12 +178,12 @@ SortedWords cuda_sort_words(const Array<std::uint64_t>& words) {
   Array<std::int64_t> index(Shape{n}, Backend::cuda);
   std::int64_t* idx = index.data();
   parallel_for("sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
-  auto stream = static_cast<cudaStream_t>(current_stream());
+  auto stream = static_cast<cudaStream_t>(current_stream().native_handle());
   std::size_t temp_bytes = 0;
   CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
                                                      end_bit, stream));
-  auto temp = allocate(Backend::cuda, temp_bytes);
-  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->ptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
+  auto temp = allocate_block(MemoryKind::cuda, temp_bytes);
+  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->data(), temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
                                                      end_bit, stream));
   return {sorted, order};
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <cunumpy/morton.cuh>
+#include <cunumpy/parallel.hpp>
 #include <cunumpy/random.cuh>
 
 #if defined(_OPENMP)
@@ -216,17 +217,6 @@ CUNUMPY_AVX512_TARGET long long morton3_avx512(std::uint64_t* __restrict keys, c
 }
 #endif
 
-// The contiguous part [begin, end) of [0, n) that this OpenMP thread takes.
-void thread_range(long long n, long long& begin, long long& end) {
-  begin = 0;
-  end = n;
-#if defined(_OPENMP)
-  const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-  begin = n * t / nt;
-  end = n * (t + 1) / nt;
-#endif
-}
-
 CUNUMPY_HOST_CLONES
 void uniform_ids_range(double* __restrict out0, double* __restrict out1, std::uint64_t seed,
                        const std::uint64_t* __restrict stream, std::uint64_t counter, long long begin, long long end) {
@@ -282,8 +272,7 @@ void morton_keys(std::uint64_t* keys, const double* positions, long long n, int 
                  const double* scale, int levels) {
 #pragma omp parallel
   {
-    long long begin, end;
-    thread_range(n, begin, end);
+    const auto [begin, end] = omp_thread_range(n);
     if (ndim == 3)
       morton3_range(keys, positions, lower[0], lower[1], lower[2], scale[0], scale[1], scale[2], levels, begin, end);
     else
@@ -295,8 +284,7 @@ void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const st
                         std::uint64_t counter, long long n) {
 #pragma omp parallel
   {
-    long long begin, end;
-    thread_range(n, begin, end);
+    const auto [begin, end] = omp_thread_range(n);
     uniform_ids_range(out0, out1, seed, stream, counter, begin, end);
   }
 }
@@ -307,8 +295,7 @@ void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t 
   if (kind == 0) {
 #pragma omp parallel
     {
-      long long begin, end;
-      thread_range(pairs, begin, end);
+      const auto [begin, end] = omp_thread_range(pairs);
       uniform_pairs_range(out, n, seed, stream, base, a, b, begin, end);
     }
     return;

@@ -24,8 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include <cunumpy/detail/memory.hpp>
+#include <cunumpy/arithmetic.cuh>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/memory_block.hpp>
 
 #include "host_fast.hpp"
 
@@ -376,7 +377,7 @@ class ThreadScratch {
 
  private:
   static constexpr std::size_t kPage = 4096, kStagger = 5 * 64;
-  static std::size_t round_up(std::size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+  static std::size_t round_up(std::size_t bytes) { return cunumpy::round_up(bytes, kPage); }
   struct Free {
     void operator()(unsigned char* p) const { std::free(p); }
   };
@@ -818,11 +819,11 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
     else
       others.push_back(a);
   }
-  std::shared_ptr<Allocation> first_block;
+  std::shared_ptr<MemoryBlock> first_block;
   Pos* first = nullptr;  // bucketed position of each original index, to stage the other arrays
   if (!others.empty()) {
-    first_block = allocate(Backend::host, un * sizeof(Pos));
-    first = static_cast<Pos*>(first_block->ptr);
+    first_block = allocate_block(MemoryKind::host, un * sizeof(Pos));
+    first = static_cast<Pos*>(first_block->data());
   }
   auto* packed =
       reinterpret_cast<Pos*>(out);  // indices staged in cache-sized sorts (scatter_in_cache)
@@ -864,7 +865,7 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
 #pragma omp single
     team = omp_get_num_threads();
 #endif
-    const long long begin = n * t / team, end = n * (t + 1) / team;
+    const auto [begin, end] = split_range(n, t, team);
     std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
     std::uint64_t my_diff = 0;
     for (long long i = begin; i < end; ++i) {

@@ -2,6 +2,8 @@
 // is built, so its loops run on the device there.
 #include <cunumpy/rng.hpp>
 
+#include <cunumpy/internal/context.hpp>
+
 #include <random>
 #include <string>
 
@@ -190,9 +192,6 @@ Generator RandomStreams::make_generator(std::uint64_t seed, std::optional<Backen
   return Generator(seed, rank_stream_id(rank_) ^ (std::uint64_t{1} << 62), backend.value_or(get_backend()));
 }
 
-RandomStreams& random_streams() {
-  static RandomStreams streams;
-  return streams;
-}
+RandomStreams& random_streams() { return detail::context_slot<RandomStreams>().get(); }
 
 }  // namespace cunumpy

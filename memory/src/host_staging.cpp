@@ -5,6 +5,7 @@
 #include <string>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/cuda_api.hpp>
 
 namespace cunumpy::detail {
 
@@ -18,24 +19,19 @@ StagingRing::StagingRing(std::size_t bytes, int buffers) : bytes_(bytes) {
     throw ValueError("HostStaging: at least one buffer is needed, got " + std::to_string(buffers) +
                      "; 2 lets one copy run while the previous result is read");
   slots_.resize(static_cast<std::size_t>(buffers));
-  for (Slot& s : slots_) s.host = pinned_allocate(bytes_);
+  for (Slot& s : slots_) s.host = allocate_block(MemoryKind::pinned, bytes_);
 }
 
 StagingRing::~StagingRing() {
   try {
     for (Slot& s : slots_)
-      if (s.pending) event_synchronize(device_, s.copy_done);
+      if (s.pending) s.copy_done->synchronize();
   } catch (...) {
   }
-  for (Slot& s : slots_) {
-    event_destroy(device_, s.snapshot_done);
-    event_destroy(device_, s.copy_done);
-  }
-  stream_destroy(device_, copy_stream_);
 }
 
 void StagingRing::ensure_device(Backend backend) {
-  if (copy_stream_ != nullptr) {
+  if (copy_stream_) {
     if (backend != device_)
       throw BackendError("HostStaging::copy: this staging copies from the " + std::string(to_string(device_)) +
                          " device; an array of the " + std::string(to_string(backend)) +
@@ -43,17 +39,17 @@ void StagingRing::ensure_device(Backend backend) {
     return;
   }
   device_ = backend;
-  copy_stream_ = stream_create(backend);
+  copy_stream_.emplace(backend);
   for (Slot& s : slots_) {
-    s.snapshot_done = event_create(backend);
-    s.copy_done = event_create(backend);
+    s.snapshot_done.emplace(backend, false);
+    s.copy_done.emplace(backend, false);
   }
 }
 
 void StagingRing::wait_slot(Slot& slot, const std::source_location& where, const char* what) {
   if (!slot.pending) return;
-  if (!event_query(device_, slot.copy_done)) {
-    event_synchronize(device_, slot.copy_done);
+  if (!slot.copy_done->query()) {
+    if (device_ == Backend::cuda) detail::cuda_api::event_synchronize(slot.copy_done->native_handle());
     record_sync(SyncKind::stream, [what] { return std::string(what); }, where);
   }
   slot.pending = false;
@@ -66,26 +62,27 @@ StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend, cons
   wait_slot(slot, where, "HostStaging::copy (buffer still in use)");
   slot.generation = ++next_;
   if (src_backend == Backend::host) {
-    if (bytes_ > 0) std::memcpy(slot.host->ptr, src, bytes_);
+    if (bytes_ > 0) std::memcpy(slot.host->data(), src, bytes_);
     return {index, slot.generation};
   }
   ensure_device(src_backend);
   if (src_backend == Backend::emulated) {
     // The emulated device completes work as it is issued: the copy lands now, so the array
     // may be overwritten right after and no snapshot is needed.
-    copy_memory(slot.host->ptr, Backend::host, src, src_backend, bytes_);
+    copy_memory(slot.host->data(), Backend::host, src, src_backend, bytes_);
     record_transfer(TransferKind::to_host, [&] { return description; }, where);
     return {index, slot.generation};
   }
-  if (!slot.snapshot) slot.snapshot = allocate(src_backend, bytes_);
-  void* compute = current_stream();
+  if (!slot.snapshot) slot.snapshot = allocate_block(memory_kind_of(src_backend), bytes_);
+  const StreamRef compute = current_stream();
   // The snapshot is taken in order after the kernels of the current stream; the copy stream
   // waits for it, so the next kernels may overwrite the array while the copy runs.
-  copy_memory_async(slot.snapshot->ptr, src_backend, src, src_backend, bytes_, compute);
-  event_record(src_backend, slot.snapshot_done, compute);
-  stream_wait_event(src_backend, copy_stream_, slot.snapshot_done);
-  copy_memory_async(slot.host->ptr, Backend::host, slot.snapshot->ptr, src_backend, bytes_, copy_stream_);
-  event_record(src_backend, slot.copy_done, copy_stream_);
+  copy_memory_async(slot.snapshot->data(), src_backend, src, src_backend, bytes_, compute.native_handle());
+  slot.snapshot_done->record(compute);
+  copy_stream_->wait(*slot.snapshot_done);
+  copy_memory_async(slot.host->data(), Backend::host, slot.snapshot->data(), src_backend, bytes_,
+                    copy_stream_->native_handle());
+  slot.copy_done->record(*copy_stream_);
   slot.pending = true;
   record_transfer(TransferKind::to_host, [&] { return description; }, where);
   return {index, slot.generation};
@@ -98,10 +95,10 @@ bool StagingRing::stale(const Ticket& t) const noexcept {
 bool StagingRing::ready(const Ticket& t) const {
   const Slot& slot = slots_[static_cast<std::size_t>(t.slot)];
   if (stale(t) || !slot.pending) return true;
-  return event_query(device_, slot.copy_done);
+  return slot.copy_done->query();
 }
 
-std::shared_ptr<Allocation> StagingRing::wait(const Ticket& t, const std::source_location& where) {
+std::shared_ptr<MemoryBlock> StagingRing::wait(const Ticket& t, const std::source_location& where) {
   if (stale(t)) {
     const Slot& slot = slots_[static_cast<std::size_t>(t.slot)];
     throw Error("StagedCopy::result: the result is stale: its buffer was reused by copy " +

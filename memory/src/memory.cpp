@@ -1,31 +1,22 @@
-// Pools, memory information, pin_memory and as_device_array helpers, Stream, DeviceMirror
-// errors.
+// Memory information, pin_memory and as_device_array helpers, DeviceMirror errors.
 #include <cunumpy/device_mirror.hpp>
 #include <cunumpy/memory.hpp>
-#include <cunumpy/stream.hpp>
 
 #include <unistd.h>
 
 #include <string>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/cuda_api.hpp>
 
 namespace cunumpy {
-
-void free_memory_pool() {
-  if (get_backend() == Backend::cuda) detail::trim_device_pool();
-  detail::release_pinned_pool();
-  detail::release_host_cache();
-}
-
-void set_memory_pool_release_threshold(std::size_t bytes) { detail::set_device_pool_release_threshold(bytes); }
 
 std::optional<MemoryInfo> memory_info() {
   switch (get_backend()) {
     case Backend::host: return std::nullopt;
     case Backend::cuda: {
       MemoryInfo info{};
-      detail::cuda_memory_info(info.free, info.total);
+      detail::cuda_api::mem_get_info(info.free, info.total);
       return info;
     }
     case Backend::emulated: {
@@ -39,7 +30,7 @@ std::optional<MemoryInfo> memory_info() {
 
 int max_shared_memory_per_block(bool opt_in) {
   if (!cuda_available()) return default_shared_memory_per_block;
-  return detail::cuda_shared_memory_per_block(opt_in);
+  return detail::cuda_api::shared_memory_per_block(opt_in);
 }
 
 namespace detail {
@@ -75,28 +66,5 @@ void throw_mirror_size(std::size_t size, const Shape& shape) {
 }
 
 }  // namespace detail
-
-Stream::Stream() : backend_(get_backend()) {
-  if (backend_ == Backend::host) return;
-  handle_ = detail::stream_create(backend_);
-  previous_ = detail::current_stream();
-  detail::set_current_stream(handle_);
-}
-
-Stream::~Stream() {
-  if (handle_ == nullptr) return;
-  try {
-    detail::stream_synchronize(backend_, handle_);
-  } catch (...) {
-  }
-  detail::set_current_stream(previous_);
-  detail::stream_destroy(backend_, handle_);
-}
-
-void Stream::synchronize(std::source_location where) const {
-  if (handle_ == nullptr) return;
-  detail::stream_synchronize(backend_, handle_);
-  detail::record_sync(SyncKind::stream, [] { return std::string("Stream::synchronize()"); }, where);
-}
 
 }  // namespace cunumpy

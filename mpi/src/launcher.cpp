@@ -7,7 +7,6 @@
 #include <string_view>
 
 #include <cunumpy/backend.hpp>
-#include <cunumpy/device.hpp>
 #include <cunumpy/errors.hpp>
 
 namespace cunumpy {
@@ -111,12 +110,5 @@ const LauncherInfo& launcher_info() {
 bool launched_under_mpi() { return launcher_info().under_mpi; }
 int local_rank() { return launcher_info().local_rank; }
 int local_size() { return launcher_info().local_size; }
-
-std::optional<int> bind_local_device() {
-  if (get_backend() != Backend::cuda || device_count() == 0) return std::nullopt;
-  const int id = detail::device_for(local_rank(), device_count());
-  set_device(id);
-  return id;
-}
 
 }  // namespace cunumpy

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <cunumpy/internal/comm_impl.hpp>
+
 #if CUNUMPY_HAS_MPI() && __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's MPIX_CUDA_AWARE_SUPPORT and MPIX_Query_cuda_support
 #endif
@@ -19,9 +21,6 @@ std::string_view to_string(Awareness a) noexcept {
   return "unknown";
 }
 
-namespace {
-std::optional<bool> g_recorded;
-}
 
 CudaAwareness query_cuda_awareness() {
   CudaAwareness out;
@@ -73,10 +72,11 @@ CudaAwareness query_cuda_awareness() {
   return out;
 }
 
-void set_mpi_cuda_aware(std::optional<bool> aware) { g_recorded = aware; }
+void set_mpi_cuda_aware(std::optional<bool> aware) { detail::mpi_context().recorded_cuda_awareness = aware; }
 
 CudaAwareness mpi_cuda_aware() {
-  if (g_recorded) return {*g_recorded ? Awareness::yes : Awareness::no, "set_mpi_cuda_aware"};
+  if (const auto recorded = detail::mpi_context().recorded_cuda_awareness)
+    return {*recorded ? Awareness::yes : Awareness::no, "set_mpi_cuda_aware"};
   return query_cuda_awareness();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/internal/comm_impl.hpp>
 
 namespace cn = cunumpy;
 
@@ -122,7 +123,9 @@ TEST_F(Mpi, PointToPoint) {
   auto rr = world.irecv(std::span(got), left, 3);
   std::vector<int> payload{rank};
   auto sr = world.isend(std::span(payload), right, 3);
-  std::vector<cn::Request> both{std::move(rr), std::move(sr)};
+  std::vector<cn::Request> both;
+  both.push_back(std::move(rr));
+  both.push_back(std::move(sr));
   cn::Request::wait_all(both);
   EXPECT_EQ(got[0], left);
   if (size > 1) {
@@ -165,4 +168,113 @@ TEST_F(Mpi, BadInputIsAClearError) {
     }
   }
   world.barrier();
+}
+
+// A Request dropped while active is cancelled: the receive no longer matches, so a later
+// message with its tag reaches the next receive, and nothing is left pending.
+TEST_F(Mpi, DroppedReceiveIsCancelledNotLeaked) {
+  const long long live = cn::detail::live_requests();
+  if (size > 1) {
+    if (rank == 1) {
+      std::vector<int> dropped(1, -1);
+      { auto r = world.irecv(std::span(dropped), 0, 50); }
+      EXPECT_EQ(cn::detail::live_requests(), live);
+      world.barrier();
+      std::vector<int> got(1, -1);
+      world.recv(std::span(got), 0, 50);
+      EXPECT_EQ(got[0], 77);
+      EXPECT_EQ(dropped[0], -1) << "the cancelled receive took nothing";
+    } else {
+      world.barrier();
+      if (rank == 0) {
+        const std::vector<int> v{77};
+        world.send<const int>(std::span(v), 1, 50);
+      }
+    }
+  }
+  // An active send dropped is completed, not leaked.
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  std::vector<double> out(3, rank), in(3, -1);
+  auto r = world.irecv(std::span(in), left, 51);
+  { auto s = world.isend(std::span(out), right, 51); }
+  r.wait();
+  EXPECT_EQ(in[0], left);
+  EXPECT_EQ(cn::detail::live_requests(), live);
+  world.barrier();
+}
+
+// Counts above the per-call limit go through derived datatypes (moving data) or pieces
+// (reductions); vector collectives with large counts through point-to-point messages.  The
+// limit is lowered so that these paths run on small buffers; test_comm_large crosses 2^31.
+TEST_F(Mpi, CountsAboveTheLimitAreExact) {
+  cn::detail::set_mpi_count_limit(7);
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  std::vector<double> out(100), in(100, -1);
+  std::iota(out.begin(), out.end(), 1000.0 * rank);
+  world.sendrecv<double>(out, right, std::span(in), left, 5);
+  EXPECT_EQ(in[99], 1000.0 * left + 99);
+  std::fill(in.begin(), in.end(), -1);
+  auto rr = world.irecv(std::span(in), left, 6);
+  auto sr = world.isend(std::span(out), right, 6);
+  rr.wait();
+  sr.wait();
+  EXPECT_EQ(in[50], 1000.0 * left + 50);
+
+  std::vector<long long> b(50, rank == 0 ? 9 : 0);
+  world.bcast(std::span(b), 0);
+  EXPECT_EQ(b[49], 9);
+
+  std::vector<long long> v(33, rank + 1), sum(33);
+  world.allreduce<long long>(v, std::span(sum), cn::Op::sum);
+  EXPECT_EQ(sum[32], size * (size + 1) / 2);
+  world.allreduce(std::span(v), cn::Op::max);
+  EXPECT_EQ(v[20], size);
+  std::vector<long long> red(33, -1);
+  world.reduce<long long>(std::vector<long long>(33, 2), std::span(red), cn::Op::sum, 0);
+  if (rank == 0) EXPECT_EQ(red[32], 2 * size);
+  std::vector<long long> sc(33);
+  world.scan<long long>(std::vector<long long>(33, 1), std::span(sc), cn::Op::sum);
+  EXPECT_EQ(sc[10], rank + 1);
+
+  std::vector<int> mine(10), all(10 * static_cast<std::size_t>(size));
+  std::iota(mine.begin(), mine.end(), 100 * rank);
+  world.allgather<int>(mine, std::span(all));
+  for (int r = 0; r < size; ++r) EXPECT_EQ(all[10 * static_cast<std::size_t>(r) + 9], 100 * r + 9);
+  std::vector<int> gathered(10 * static_cast<std::size_t>(size), -1);
+  world.gather<int>(mine, std::span(gathered), 0);
+  if (rank == 0) EXPECT_EQ(gathered, all);
+  std::vector<int> part(10, -1);
+  world.scatter<int>(all, std::span(part), 0);
+  EXPECT_EQ(part, mine);
+  std::vector<int> a2a_in(9 * static_cast<std::size_t>(size)), a2a_out(a2a_in.size());
+  for (std::size_t i = 0; i < a2a_in.size(); ++i) a2a_in[i] = 1000 * rank + static_cast<int>(i / 9);
+  world.alltoall<int>(a2a_in, std::span(a2a_out));
+  for (int r = 0; r < size; ++r) EXPECT_EQ(a2a_out[9 * static_cast<std::size_t>(r) + 8], 1000 * r + rank);
+
+  // Vector forms: rank r contributes 8 + r elements (above the limit), 64-bit counts.
+  std::vector<long long> counts(static_cast<std::size_t>(size)), displs(counts.size());
+  long long total = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[static_cast<std::size_t>(r)] = 8 + r;
+    displs[static_cast<std::size_t>(r)] = total;
+    total += 8 + r;
+  }
+  std::vector<double> piece(static_cast<std::size_t>(8 + rank), rank + 0.5), whole(static_cast<std::size_t>(total), -1);
+  world.allgatherv<double>(piece, std::span(whole), counts, displs);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(whole[static_cast<std::size_t>(displs[static_cast<std::size_t>(r)] + 7 + r)], r + 0.5);
+  std::vector<double> g(static_cast<std::size_t>(total), -1);
+  world.gatherv<double>(piece, std::span(g), counts, displs, 0);
+  if (rank == 0) EXPECT_EQ(g, whole);
+  std::vector<double> back(piece.size(), -1);
+  world.scatterv<double>(whole, counts, displs, std::span(back), 0);
+  EXPECT_EQ(back, piece);
+  // alltoallv: 8 elements from every rank to every rank.
+  std::vector<long long> c8(static_cast<std::size_t>(size), 8), d8(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) d8[static_cast<std::size_t>(r)] = 8LL * r;
+  std::vector<int> sbuf(8 * static_cast<std::size_t>(size)), rbuf(sbuf.size(), -1);
+  for (std::size_t i = 0; i < sbuf.size(); ++i) sbuf[i] = 100 * rank + static_cast<int>(i / 8);
+  world.alltoallv<int>(sbuf, c8, d8, std::span(rbuf), c8, d8);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(rbuf[8 * static_cast<std::size_t>(r) + 7], 100 * r + rank);
+  cn::detail::set_mpi_count_limit(0);  // back to INT_MAX
+  EXPECT_EQ(cn::detail::mpi_count_limit(), 2147483647LL);
 }

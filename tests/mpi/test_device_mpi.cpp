@@ -113,9 +113,9 @@ TEST_F(DeviceMpi, MpiBufferScopeFollowsTheAnswer) {
 TEST_F(DeviceMpi, StagingBuffersArePooledAndReused) {
   auto rho = cn::zeros<double>({4096});
   cn::allreduce(world, rho, cn::Op::sum);
-  const auto before = cn::detail::pinned_pool_stats();
+  const auto before = cn::pinned_pool_stats();
   for (int i = 0; i < 5; ++i) cn::allreduce(world, rho, cn::Op::sum);
-  const auto after = cn::detail::pinned_pool_stats();
+  const auto after = cn::pinned_pool_stats();
   EXPECT_EQ(after.system_allocations, before.system_allocations) << "no new staging memory";
   EXPECT_EQ(after.reuses, before.reuses + (size > 1 ? 5 : 0)) << "one rank stages nothing";
 }

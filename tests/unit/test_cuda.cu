@@ -254,8 +254,12 @@ TEST_F(OnGpu, MemoryLayer) {
   auto pinned = cn::pin_memory(h);
   EXPECT_TRUE(pinned.is_pinned());
   {
-    auto s = cn::stream();
-    EXPECT_NE(s.handle(), nullptr);
+    cn::Stream s;
+    auto scope = cn::use_stream(s);
+    EXPECT_NE(s.native_handle(), nullptr);
+    EXPECT_EQ(cn::current_stream().native_handle(), s.native_handle());
+    cn::Event start(true), stop(true);
+    start.record();
     auto d = cn::to_device(pinned);
     cn::HostStaging<double> staging(d.shape(), 2);
     auto c1 = staging.copy(d);
@@ -263,7 +267,12 @@ TEST_F(OnGpu, MemoryLayer) {
     auto c2 = staging.copy(d);
     EXPECT_EQ(c1.result()(1023), 1023.0);
     EXPECT_EQ(c2.result()(0), -1.0);
+    stop.record();
     s.synchronize();
+    EXPECT_TRUE(stop.query());
+    const double seconds = cn::Event::elapsed(start, stop);
+    EXPECT_GT(seconds, 0.0);
+    EXPECT_LT(seconds, 10.0);
   }
   std::vector<double> owner(256, 2.0);
   cn::DeviceMirror<double> mirror(owner, {256});

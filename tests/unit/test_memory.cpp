@@ -2,6 +2,9 @@
 // as_device_array, streams, HostStaging, DeviceMirror.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -21,26 +24,26 @@ using OnEmulated = cn::testing::OnEmulated;
 
 TEST(Pools, PinnedBlocksAreReusedAndReleased) {
   cn::free_memory_pool();
-  const auto start = cn::detail::pinned_pool_stats();
+  const auto start = cn::pinned_pool_stats();
   EXPECT_EQ(start.cached_blocks, 0u);
   void* first = nullptr;
   {
-    auto a = cn::detail::pinned_allocate(10000);
-    first = a->ptr;
+    auto a = cn::allocate_block(cn::MemoryKind::pinned, 10000);
+    first = a->data();
   }
-  EXPECT_EQ(cn::detail::pinned_pool_stats().cached_blocks, 1u);
+  EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 1u);
   {
-    auto b = cn::detail::pinned_allocate(9000);  // fits the cached block
-    EXPECT_EQ(b->ptr, first);
-    auto c = cn::detail::pinned_allocate(9000);  // the cached block is taken: a new one
-    EXPECT_NE(c->ptr, first);
+    auto b = cn::allocate_block(cn::MemoryKind::pinned, 9000);  // fits the cached block
+    EXPECT_EQ(b->data(), first);
+    auto c = cn::allocate_block(cn::MemoryKind::pinned, 9000);  // the cached block is taken: a new one
+    EXPECT_NE(c->data(), first);
   }
-  const auto after = cn::detail::pinned_pool_stats();
+  const auto after = cn::pinned_pool_stats();
   EXPECT_EQ(after.reuses, start.reuses + 1);
   EXPECT_EQ(after.system_allocations, start.system_allocations + 2);
   cn::free_memory_pool();
-  EXPECT_EQ(cn::detail::pinned_pool_stats().cached_blocks, 0u);
-  EXPECT_EQ(cn::detail::pinned_pool_stats().cached_bytes, 0u);
+  EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 0u);
+  EXPECT_EQ(cn::pinned_pool_stats().cached_bytes, 0u);
 }
 
 // Host blocks of 2 MiB and more are mapped on 2 MiB boundaries (huge pages where the kernel
@@ -51,27 +54,27 @@ TEST(Pools, LargeHostBlocksAreHugePageAlignedCachedAndReleased) {
   constexpr std::size_t kHuge = std::size_t{2} << 20;
   void* first = nullptr;
   {
-    auto big = cn::detail::allocate(cn::Backend::host, 3 * kHuge + 100);
-    first = big->ptr;
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big->ptr) % kHuge, 0u);
-    std::memset(big->ptr, 0x5A, 3 * kHuge + 100);  // every byte of it is usable
-    auto small = cn::detail::allocate(cn::Backend::host, 1000);
-    static_cast<char*>(small->ptr)[999] = 1;
+    auto big = cn::allocate_block(cn::MemoryKind::host, 3 * kHuge + 100);
+    first = big->data();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big->data()) % kHuge, 0u);
+    std::memset(big->data(), 0x5A, 3 * kHuge + 100);  // every byte of it is usable
+    auto small = cn::allocate_block(cn::MemoryKind::host, 1000);
+    static_cast<char*>(small->data())[999] = 1;
   }
-  EXPECT_EQ(cn::detail::host_cache_stats().cached_blocks, 1u);
+  EXPECT_EQ(cn::host_cache_stats().cached_blocks, 1u);
   {
-    auto again = cn::detail::allocate(cn::Backend::host, 3 * kHuge);
-    EXPECT_EQ(again->ptr, first);
+    auto again = cn::allocate_block(cn::MemoryKind::host, 3 * kHuge);
+    EXPECT_EQ(again->data(), first);
   }
   {
-    auto pinned = cn::detail::pinned_allocate(kHuge + 1);  // page-locked with CUDA, else a mapped block
-    static_cast<char*>(pinned->ptr)[kHuge] = 1;
+    auto pinned = cn::allocate_block(cn::MemoryKind::pinned, kHuge + 1);  // page-locked with CUDA, else a mapped block
+    static_cast<char*>(pinned->data())[kHuge] = 1;
   }
   cn::free_memory_pool();
-  EXPECT_EQ(cn::detail::host_cache_stats().cached_blocks, 0u);
-  EXPECT_EQ(cn::detail::pinned_pool_stats().cached_blocks, 0u);
-  auto after = cn::detail::allocate(cn::Backend::host, 3 * kHuge);  // a fresh mapping works
-  static_cast<char*>(after->ptr)[3 * kHuge - 1] = 1;
+  EXPECT_EQ(cn::host_cache_stats().cached_blocks, 0u);
+  EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 0u);
+  auto after = cn::allocate_block(cn::MemoryKind::host, 3 * kHuge);  // a fresh mapping works
+  static_cast<char*>(after->data())[3 * kHuge - 1] = 1;
 }
 
 TEST(MemoryInfo, HostHasNoneEmulatedReportsTheMachine) {
@@ -136,28 +139,78 @@ TEST(AsDeviceArray, ReferenceOrCopyOnce) {
 TEST(Streams, ScopedCurrentStreamAndNoLeaks) {
   const long long live = cn::detail::live_streams();
   {
-    auto s = cn::stream();
-    EXPECT_EQ(s.handle(), nullptr) << "nothing on host";
+    cn::Stream s;
+    EXPECT_EQ(s.native_handle(), nullptr) << "nothing on host";
     s.synchronize();
   }
   auto e = cn::use_backend(cn::Backend::emulated);
-  void* before = cn::detail::current_stream();
+  void* before = cn::current_stream().native_handle();
   auto counter = cn::count_transfers();
   {
-    auto outer = cn::stream();
-    EXPECT_NE(outer.handle(), nullptr);
-    EXPECT_EQ(cn::detail::current_stream(), outer.handle());
+    cn::Stream outer;
+    EXPECT_NE(outer.native_handle(), nullptr);
+    EXPECT_EQ(cn::current_stream().native_handle(), before) << "a stream is current only inside a scope";
+    auto outer_scope = cn::use_stream(outer);
+    EXPECT_EQ(cn::current_stream().native_handle(), outer.native_handle());
     {
-      auto inner = cn::stream();
-      EXPECT_EQ(cn::detail::current_stream(), inner.handle());
+      cn::Stream inner;
+      auto inner_scope = cn::use_stream(inner);
+      EXPECT_EQ(cn::current_stream().native_handle(), inner.native_handle());
+      EXPECT_EQ(cn::current_stream().backend(), cn::Backend::emulated);
       EXPECT_EQ(cn::detail::live_streams(), live + 2);
     }
-    EXPECT_EQ(cn::detail::current_stream(), outer.handle());
+    EXPECT_EQ(cn::current_stream().native_handle(), outer.native_handle());
     outer.synchronize();
   }
-  EXPECT_EQ(cn::detail::current_stream(), before);
+  EXPECT_EQ(cn::current_stream().native_handle(), before);
   EXPECT_EQ(cn::detail::live_streams(), live);
   EXPECT_EQ(counter.synchronizations(cn::SyncKind::stream), 1);
+}
+
+TEST(Streams, MovedStreamsOwnOnce) {
+  auto e = cn::use_backend(cn::Backend::emulated);
+  const long long live = cn::detail::live_streams();
+  cn::Stream a;
+  void* handle = a.native_handle();
+  cn::Stream b = std::move(a);
+  EXPECT_EQ(a.native_handle(), nullptr) << "a moved-from stream is empty";
+  EXPECT_EQ(b.native_handle(), handle);
+  EXPECT_EQ(cn::detail::live_streams(), live + 1);
+  cn::Stream c;
+  c = std::move(b);  // c's own stream is destroyed, b's is taken
+  EXPECT_EQ(c.native_handle(), handle);
+  EXPECT_EQ(cn::detail::live_streams(), live + 1);
+  a.synchronize();  // an empty stream synchronises nothing
+}
+
+TEST(Events, RecordQuerySynchronizeAndElapsed) {
+  const long long before = cn::detail::live_events();
+  for (const cn::Backend backend : {cn::Backend::host, cn::Backend::emulated}) {
+    auto use = cn::use_backend(backend);
+    const long long live = cn::detail::live_events();
+    cn::Stream s;
+    cn::Event start(true), stop(true);
+    EXPECT_EQ(cn::detail::live_events(), live + 2);
+    EXPECT_TRUE(start.query()) << "nothing recorded: nothing to wait for";
+    EXPECT_THROW((void)cn::Event::elapsed(start, stop), cn::ValueError) << "not recorded yet";
+    start.record(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop.record(s);
+    EXPECT_TRUE(stop.query()) << "host and emulated work completes as it is issued";
+    auto counter = cn::count_transfers();
+    stop.synchronize();
+    EXPECT_EQ(counter.synchronizations(cn::SyncKind::stream), backend == cn::Backend::host ? 0 : 1);
+    const double seconds = cn::Event::elapsed(start, stop);
+    EXPECT_GE(seconds, 0.015);
+    EXPECT_LT(seconds, 5.0);
+    cn::Event untimed;
+    untimed.record();
+    EXPECT_THROW((void)cn::Event::elapsed(start, untimed), cn::ValueError) << "timing needs timing events";
+    cn::Event moved = std::move(untimed);
+    EXPECT_TRUE(moved.query());
+    EXPECT_THROW(untimed.record(), cn::Error) << "a moved-from event owns nothing";
+  }
+  EXPECT_EQ(cn::detail::live_events(), before) << "every event was destroyed once";
 }
 
 TEST_F(OnEmulated, HostStagingRingOrderStalenessAndCounting) {

@@ -17,9 +17,12 @@ std::ptrdiff_t step_index(const cn::Runtime& rt, const std::string& prefix) {
 }  // namespace
 
 TEST(RuntimeSerial, StartsInOrderWithTheStandIn) {
-  EXPECT_THROW(cn::runtime(), cn::Error);
+  cn::Runtime& before = cn::runtime();
+  EXPECT_TRUE(before.is_default()) << "no Runtime constructed yet: the default runtime";
+  EXPECT_TRUE(before.world().is_serial());
+  EXPECT_NE(before.summary().find("default runtime"), std::string::npos) << before.summary();
   {
-    cn::Runtime rt(cn::RuntimeOptions{cn::Backend::emulated, false, true});
+    cn::Runtime rt(cn::RuntimeOptions{cn::Backend::emulated, false, true, 1234});
     EXPECT_EQ(&cn::runtime(), &rt);
     EXPECT_TRUE(rt.world().is_serial());
     EXPECT_FALSE(rt.initialized_mpi());
@@ -34,10 +37,37 @@ TEST(RuntimeSerial, StartsInOrderWithTheStandIn) {
     EXPECT_NE(s.find("rank 0/1 (serial stand-in)"), std::string::npos) << s;
     EXPECT_NE(s.find("CUDA-aware MPI:"), std::string::npos) << s;
     EXPECT_THROW(cn::Runtime second, cn::Error) << "one Runtime per process";
+    EXPECT_FALSE(rt.is_default());
+    EXPECT_EQ(rt.seed(), 1234u);
+    EXPECT_EQ(cn::random_streams().seed_value(), 1234u) << "the Runtime seeds the random streams";
+    EXPECT_GT(step_index(rt, "random streams: seed 1234 (given)"), 2);
     std::printf("%s\n", s.c_str());
   }
-  EXPECT_THROW(cn::runtime(), cn::Error);
+  EXPECT_EQ(&cn::runtime(), &before) << "after the Runtime, the default runtime goes on";
   cn::set_backend(cn::Backend::host);
+}
+
+// The Runtime owns the state it starts: arrays come from its pools, counters report to its
+// ledger, and its end releases the pools' cached blocks (blocks still in use go back later).
+TEST(RuntimeSerial, OwnsThePoolsAndReleasesThemAtTheEnd) {
+  cn::Array<double> survivor;
+  {
+    cn::Runtime rt(cn::RuntimeOptions{cn::Backend::host, false, false, 7});
+    const auto start = cn::host_cache_stats();
+    { auto big = cn::zeros<double>({1 << 18}); }  // 2 MiB: cached when freed
+    EXPECT_EQ(cn::host_cache_stats().cached_blocks, start.cached_blocks + 1);
+    auto counter = cn::count_transfers();
+    EXPECT_TRUE(cn::detail::counting_active());
+    survivor = cn::pinned_empty<double>({1000});
+    { auto staging = cn::pinned_empty<double>({1000}); }
+    EXPECT_GE(cn::pinned_pool_stats().cached_blocks, 1u);
+  }
+  EXPECT_EQ(cn::host_cache_stats().cached_blocks, 0u) << "the Runtime's end released the cached blocks";
+  EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 0u);
+  EXPECT_TRUE(survivor.is_pinned()) << "a block still in use outlives the Runtime";
+  survivor = {};
+  EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 1u) << "and goes back to its pool when released";
+  cn::free_memory_pool();
 }
 
 TEST(RuntimeSerial, SingletonsUnderALauncherAreCaught) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/internal/comm_impl.hpp>
 
 namespace cn = cunumpy;
 
@@ -83,6 +84,95 @@ TEST(SerialComm, PointToPointWithItselfAndProcNull) {
   c.send(std::span(out), 0, 1);
   c.recv(std::span(in), cn::any_source, cn::any_tag);
   EXPECT_EQ(in, out);
+}
+
+// The halo idiom: receives posted before the sends that match them.  Messages are matched
+// by tag in the order they were posted, whichever side comes first.
+TEST(SerialComm, ReceiveFirstMatchesTheLaterSend) {
+  const cn::Comm c = cn::Comm::serial();
+  const long long live = cn::detail::live_requests();
+  std::vector<int> left(2, -1), right(2, -1), any(2, -1);
+  auto r_left = c.irecv(std::span(left), 0, 1);
+  auto r_right = c.irecv(std::span(right), 0, 2);
+  auto r_any = c.irecv(std::span(any), cn::any_source, cn::any_tag);
+  EXPECT_TRUE(r_left.active());
+  EXPECT_FALSE(r_left.test()) << "nothing sent yet";
+  EXPECT_EQ(cn::detail::live_requests(), live + 3);
+  const std::vector<int> to_right{20, 21}, to_left{10, 11}, third{30, 31};
+  c.send<const int>(std::span(to_right), 0, 2);  // matches r_right (tag 2) before r_any, posted later
+  auto s = c.isend<const int>(std::span(to_left), 0, 1);
+  EXPECT_FALSE(s.active()) << "the stand-in buffers sends: complete at once";
+  c.send<const int>(std::span(third), 0, 7);  // only r_any takes tag 7
+  EXPECT_TRUE(r_left.test());
+  r_right.wait();
+  r_any.wait();
+  EXPECT_EQ(left, to_left);
+  EXPECT_EQ(right, to_right);
+  EXPECT_EQ(any, third);
+  EXPECT_EQ(cn::detail::live_requests(), live);
+}
+
+TEST(SerialComm, SendFirstIsKeptInOrderForTheReceives) {
+  const cn::Comm c = cn::Comm::serial();
+  const std::vector<double> first{1, 2}, second{3, 4};
+  c.send<const double>(std::span(first), 0, 5);
+  auto s = c.isend<const double>(std::span(second), 0, 5);
+  std::vector<double> a(2), b(2);
+  auto ra = c.irecv(std::span(a), 0, 5);
+  EXPECT_FALSE(ra.active()) << "a message was waiting: complete at once";
+  c.recv(std::span(b), 0, 5);
+  EXPECT_EQ(a, first) << "non-overtaking: the first message sent is received first";
+  EXPECT_EQ(b, second);
+}
+
+// sendrecv's send goes to a receive posted before it (posting order), so its own receive
+// finds nothing left: one rank cannot wait for another message.
+TEST(SerialComm, SendrecvWithAReceivePostedBeforeThrowsWhenNothingIsLeft) {
+  const cn::Comm c = cn::Comm::serial();
+  std::vector<int> early(1, -1), late(1, -1);
+  auto r = c.irecv(std::span(early), 0, 3);
+  const std::vector<int> one{1};
+  EXPECT_THROW(c.sendrecv<int>(one, 0, std::span(late), 0, 3), cn::ValueError);
+  EXPECT_EQ(early[0], 1);
+  EXPECT_TRUE(r.test());
+  EXPECT_EQ(late[0], -1);
+  const std::vector<int> two{2};
+  c.sendrecv<int>(two, 0, std::span(late), 0, 3);  // nothing posted before: to itself
+  EXPECT_EQ(late[0], 2);
+}
+
+TEST(SerialComm, DroppedReceivesAreCancelledAndUnmatchedWaitsThrow) {
+  const cn::Comm c = cn::Comm::serial();
+  const long long live = cn::detail::live_requests();
+  std::vector<int> dropped_buffer(1, -1);
+  { auto dropped = c.irecv(std::span(dropped_buffer), 0, 4); }
+  EXPECT_EQ(cn::detail::live_requests(), live) << "no request left behind";
+  const std::vector<int> v{42};
+  c.send<const int>(std::span(v), 0, 4);
+  EXPECT_EQ(dropped_buffer[0], -1) << "the dropped receive no longer matches";
+  std::vector<int> got(1);
+  c.recv(std::span(got), 0, 4);
+  EXPECT_EQ(got[0], 42);
+
+  std::vector<int> never(1);
+  auto waiting = c.irecv(std::span(never), 0, 8);
+  try {
+    waiting.wait();
+    FAIL() << "expected ValueError";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("still unmatched"), std::string::npos) << e.what();
+  }
+  waiting.cancel();
+  EXPECT_FALSE(waiting.active());
+  cn::Request moved_to;
+  {
+    auto r = c.irecv(std::span(never), 0, 9);
+    moved_to = std::move(r);
+    EXPECT_FALSE(r.active());
+  }
+  EXPECT_TRUE(moved_to.active()) << "a moved request stays pending";
+  moved_to = cn::Request();
+  EXPECT_EQ(cn::detail::live_requests(), live);
 }
 
 TEST(SerialComm, WhatOneRankCannotDoIsAClearError) {

@@ -102,11 +102,11 @@ TEST_F(Transfers, NestedCountersSeeEveryEventInsideThem) {
   }
   (void)cn::to_host(d);
   EXPECT_EQ(outer.total(), 4);
-  EXPECT_EQ(cn::detail::active_counters.load(), 1);
+  EXPECT_TRUE(cn::detail::counting_active());
   outer.stop();
   (void)cn::to_host(d);
   EXPECT_EQ(outer.total(), 4) << "a stopped counter sees nothing";
-  EXPECT_EQ(cn::detail::active_counters.load(), 0);
+  EXPECT_FALSE(cn::detail::counting_active());
 }
 
 TEST_F(Transfers, ReportGroupsByKindAndCallSite) {
@@ -155,7 +155,7 @@ TEST_F(Transfers, AssertNoTransfersFailsWithTheReport) {
     EXPECT_NE(what.find("1 transfer(s) through cunumpy (1 to_host"), std::string::npos) << what;
     EXPECT_NE(what.find(here(line) + ": to_host(shape=(5,), dtype=float64)"), std::string::npos) << what;
   }
-  EXPECT_EQ(cn::detail::active_counters.load(), 0);
+  EXPECT_FALSE(cn::detail::counting_active());
 }
 
 TEST_F(Transfers, AssertNoTransfersLetsTheBodysExceptionThrough) {
@@ -180,13 +180,13 @@ TEST_F(Transfers, AssertNoTransfersLetsTheBodysExceptionThrough) {
         (void)cn::to_host(d);
       },
       cn::TransferAssertionError);
-  EXPECT_EQ(cn::detail::active_counters.load(), 0);
+  EXPECT_FALSE(cn::detail::counting_active());
 }
 
 TEST_F(Transfers, CountingCostsNothingWhenNoCounterIsActive) {
   // With no counter the description is never built: a describe callable that would fail
   // the test is not called.
-  ASSERT_EQ(cn::detail::active_counters.load(), 0);
+  ASSERT_FALSE(cn::detail::counting_active());
   bool called = false;
   cn::detail::record_transfer(
       cn::TransferKind::to_host, [&] { called = true; return std::string(); },

@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <cunumpy/arithmetic.cuh>
 #include <cunumpy/backend.hpp>
 #include <cunumpy/config.cuh>
 #include <cunumpy/errors.hpp>
@@ -38,6 +39,17 @@ namespace detail {
 
 [[noreturn]] void throw_no_cuda_in_translation_unit(std::string_view name);
 void check_extent(std::string_view name, long long n);
+
+// The contiguous part of [0, n) that the calling thread of an OpenMP team takes: part
+// omp_get_thread_num() of omp_get_num_threads() (all of it outside a parallel region or
+// without OpenMP).  The team may be smaller than asked for: its threads share the work.
+inline IndexRange omp_thread_range(long long n) {
+#if defined(_OPENMP)
+  return split_range(n, omp_get_thread_num(), omp_get_num_threads());
+#else
+  return {0, n};
+#endif
+}
 
 // Host loops: OpenMP when the including file is compiled with it, otherwise serial.
 template <typename F>
@@ -58,9 +70,7 @@ T host_reduce(long long n, ReduceOp op, F& f) {
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
-    const int nt = omp_get_num_threads();
-    const long long begin = n * t / nt;
-    const long long end = n * (t + 1) / nt;
+    const auto [begin, end] = omp_thread_range(n);
     T acc = reduce_identity<T>(op);
     for (long long i = begin; i < end; ++i) acc = reduce_combine<T>(op, acc, static_cast<T>(f(i)));
     partial[static_cast<std::size_t>(t)] = acc;
@@ -79,7 +89,7 @@ T host_reduce(long long n, ReduceOp op, F& f) {
 }  // namespace cunumpy
 
 #if CUNUMPY_CUDA_COMPILATION()
-#include <cunumpy/detail/parallel_cuda.cuh>
+#include <cunumpy/parallel_cuda.cuh>
 #endif
 
 namespace cunumpy {

@@ -32,7 +32,7 @@ class U64Operand {
   U64Operand(int scalar) : scalar_(static_cast<std::uint64_t>(scalar)) {}  // NOLINT
   U64Operand(const Array<std::uint64_t>& a) : array_(a), is_array_(true) {}  // NOLINT
   U64Operand(const Array<std::int64_t>& a)  // NOLINT
-      : array_(Array<std::uint64_t>::adopt(detail::borrow(a.data(), a.nbytes(), a.backend()), a.shape())),
+      : array_(Array<std::uint64_t>::adopt(a.memory(), a.shape())),
         keep_(a),
         is_array_(true) {}
 
@@ -108,7 +108,8 @@ class RandomStreams {
   std::optional<Generator> generators_[3];  // by Backend
 };
 
-// The process instance.
+// The process instance: the Runtime's (it seeds it at start-up with RuntimeOptions::seed, or
+// with a seed drawn by rank 0 and shared, and the world rank).
 RandomStreams& random_streams();
 
 // The Philox stream id of rank `rank`'s process generator: 2^63 | rank.

@@ -115,7 +115,7 @@ class DeviceMirror {
     return now;
   }
   Array<T> host_array() const {
-    return Array<T>::adopt(detail::borrow(bound_.data(), bound_.size_bytes(), Backend::host), shape_);
+    return Array<T>::adopt(borrow_block(bound_.data(), bound_.size_bytes(), MemoryKind::host), shape_);
   }
 
   std::function<std::span<T>()> source_;

@@ -21,11 +21,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <vector>
 
 #include <cunumpy/array.hpp>
+#include <cunumpy/stream.hpp>
 
 namespace cunumpy {
 
@@ -47,16 +49,16 @@ class StagingRing {
   bool stale(const Ticket& t) const noexcept;
   bool ready(const Ticket& t) const;
   // Waits for the copy; throws Error when it is stale.
-  std::shared_ptr<Allocation> wait(const Ticket& t, const std::source_location& where);
+  std::shared_ptr<MemoryBlock> wait(const Ticket& t, const std::source_location& where);
   void synchronize(const std::source_location& where);
   int buffers() const noexcept { return static_cast<int>(slots_.size()); }
 
  private:
   struct Slot {
-    std::shared_ptr<Allocation> host;      // pinned
-    std::shared_ptr<Allocation> snapshot;  // device, allocated on the first device copy
-    void* snapshot_done = nullptr;         // event on the current stream
-    void* copy_done = nullptr;             // event on the copy stream
+    std::shared_ptr<MemoryBlock> host;      // pinned
+    std::shared_ptr<MemoryBlock> snapshot;  // device, allocated on the first device copy
+    std::optional<Event> snapshot_done;     // on the current stream
+    std::optional<Event> copy_done;         // on the copy stream
     unsigned long long generation = 0;
     bool pending = false;                  // a device copy was issued and not waited for
   };
@@ -66,7 +68,7 @@ class StagingRing {
   std::size_t bytes_;
   std::vector<Slot> slots_;
   Backend device_ = Backend::host;  // the device backend of the events and stream
-  void* copy_stream_ = nullptr;
+  std::optional<Stream> copy_stream_;
   unsigned long long next_ = 0;
 };
 [[noreturn]] void throw_staging_shape(const Shape& expected, const Shape& given);

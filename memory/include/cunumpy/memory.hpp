@@ -3,6 +3,7 @@
 //   cunumpy::free_memory_pool();                   // give cached blocks back
 //   if (auto info = cunumpy::memory_info()) ...    // (free, total) bytes of the device
 //   auto pinned = cunumpy::pin_memory(host);        // page-locked copy for fast transfers
+//   auto staging = cunumpy::pinned_empty<double>({n});  // page-locked, from the pinned pool
 //   auto w = cunumpy::as_device_array(weights, 1, "weights");  // reference or copy once
 //
 // Device memory of the cuda backend comes from the device's stream-ordered pool
@@ -28,6 +29,18 @@ namespace cunumpy {
 // large arrays (blocks held by live arrays stay).
 void free_memory_pool();
 
+// What a pool holds and has done: the pinned pool of staging memory, and the host cache that
+// keeps freed host arrays of 1 MiB and more for the next allocation they fit (so loops that
+// allocate every step skip the operating system's page faults).
+struct MemoryPoolStats {
+  std::size_t cached_blocks = 0;       // free blocks kept for reuse
+  std::size_t cached_bytes = 0;
+  std::size_t system_allocations = 0;  // blocks obtained from the system so far
+  std::size_t reuses = 0;              // requests served from the cache
+};
+MemoryPoolStats pinned_pool_stats();
+MemoryPoolStats host_cache_stats();
+
 // Memory the device pool keeps cached after frees before returning it to the system (cuda).
 void set_memory_pool_release_threshold(std::size_t bytes);
 
@@ -45,6 +58,14 @@ inline constexpr int default_shared_memory_per_block = 48 * 1024;
 // after raising its maximum dynamic shared memory); 48 KiB without a device.
 int max_shared_memory_per_block(bool opt_in = false);
 
+// An uninitialised host array in page-locked memory from the pinned pool (cudaHostAlloc where a
+// device is usable, aligned host memory otherwise), for staging and asynchronous transfers.
+// The block goes back to the pool when the last copy of the array goes.
+template <Element T>
+Array<T> pinned_empty(Shape shape) {
+  return Array<T>::adopt(allocate_block(MemoryKind::pinned, Array<T>::bytes_for(shape)), shape);
+}
+
 namespace detail {
 [[noreturn]] void throw_pin_memory(std::string_view why);
 [[noreturn]] void throw_ndim(std::string_view name, int expected, int got);
@@ -60,7 +81,7 @@ Array<T> pin_memory(const Array<T>& host) {
   if (!host.is_host()) detail::throw_pin_memory("pin_memory takes a host array; pass to_host(array)");
   if (!detail::pinned_memory_available())
     detail::throw_pin_memory("no CUDA runtime to pin memory with (" + cuda_unavailable_reason() + ")");
-  Array<T> out = Array<T>::adopt(detail::pinned_allocate(host.nbytes()), host.shape());
+  Array<T> out = pinned_empty<T>(host.shape());
   detail::copy_memory(out.data(), Backend::host, host.data(), Backend::host, host.nbytes());
   return out;
 }

@@ -4,13 +4,21 @@
 //   cunumpy::Comm world = cunumpy::Comm::world();
 //   world.allreduce(std::span(rho), cunumpy::Op::sum);          // in place
 //   double total = world.allreduce(local_energy, cunumpy::Op::sum);
+//   auto r = world.irecv(std::span(ghost), left, 7);              // post receives first
+//   world.send(std::span(edge), right, 7);
+//   r.wait();
 //
-// A Comm is a value: copies share one duplicated MPI communicator, freed with the last copy.
-// The serial stand-in behaves as one rank of size 1, as the Python reference's SerialComm:
-// collectives copy the send buffer into the receive buffer (nothing to do in place), sendrecv
-// works to and from rank 0 or proc_null, non-blocking calls return completed requests, and a
-// call one rank cannot serve (recv from a rank that is not 0, a root other than 0) throws
-// ValueError naming the call.  Buffers here are host memory (std::span).
+// A Comm is a value: copies share one communicator (a duplicated MPI communicator, freed with
+// the last copy).  Two implementations sit behind it, in separate files: real MPI and the
+// serial stand-in.  Element counts are 64-bit everywhere: a message or collective of more than
+// INT_MAX elements is sent with derived datatypes (or in pieces, for reductions), so nothing is
+// truncated.  The serial stand-in behaves as one rank of size 1, as the Python reference's
+// SerialComm: collectives copy the send buffer into the receive buffer (nothing to do in
+// place); messages to itself are matched by tag in the order they were posted, whichever of
+// the send and the receive comes first (a receive posted first completes when the send
+// arrives, as under MPI); a call one rank cannot serve (recv from a rank that is not 0, a root
+// other than 0, waiting on a receive no send can match) throws ValueError naming the call.
+// Buffers here are host memory (std::span); <cunumpy/mpi_buffer.hpp> takes arrays anywhere.
 #pragma once
 
 #include <cstddef>
@@ -30,15 +38,26 @@
 namespace cunumpy {
 
 // Reduction operations.
-enum class Op { sum, prod, min, max, logical_and, logical_or, logical_xor, bit_and, bit_or, bit_xor };
+enum class Op {
+  sum,
+  prod,
+  min,
+  max,
+  logical_and,
+  logical_or,
+  logical_xor,
+  bit_and,
+  bit_or,
+  bit_xor
+};
 
 inline constexpr int proc_null = -2;  // as MPI_PROC_NULL: a send or receive that does nothing
 inline constexpr int any_source = -1;
 inline constexpr int any_tag = -1;
 
 namespace detail {
-struct CommState;
-struct RequestState;
+class CommImpl;
+class RequestImpl;
 // A type-erased host buffer.
 struct RawBuffer {
   void* data;
@@ -46,29 +65,54 @@ struct RawBuffer {
   DType dtype;
 };
 template <typename T>
-  requires Element<std::remove_const_t<T>>
-RawBuffer raw(std::span<T> s) {
+requires Element<std::remove_const_t<T>> RawBuffer raw(std::span<T> s) {
   return {const_cast<std::remove_const_t<T>*>(s.data()), static_cast<long long>(s.size()),
           dtype_of<std::remove_const_t<T>>()};
 }
 // A send buffer of the receive buffer's element type (converts from spans and vectors).
 template <typename T>
 using In = std::span<const std::type_identity_t<T>>;
+
+// Per-rank counts or displacements of the vector collectives, in elements: int or 64-bit.
+class Counts {
+ public:
+  Counts(std::span<const int> v) noexcept : int_(v), size_(v.size()) {}            // NOLINT
+  Counts(std::span<const long long> v) noexcept : long_(v), size_(v.size()) {}     // NOLINT
+  Counts(const std::vector<int>& v) noexcept : Counts(std::span<const int>(v)) {}  // NOLINT
+  Counts(const std::vector<long long>& v) noexcept
+      : Counts(std::span<const long long>(v)) {}  // NOLINT
+  std::size_t size() const noexcept { return size_; }
+  long long operator[](std::size_t i) const noexcept { return int_.empty() ? long_[i] : int_[i]; }
+
+ private:
+  std::span<const int> int_;
+  std::span<const long long> long_;
+  std::size_t size_;
+};
 }  // namespace detail
 
-// A pending non-blocking operation.  A default or completed Request is inactive.
+// A pending non-blocking operation; move-only.  A default, completed or moved-from Request is
+// inactive.  A Request destroyed while active is never leaked: a receive is cancelled (so it
+// can no longer match a later message), a send is waited for.
 class Request {
  public:
-  Request() = default;
+  Request() noexcept;
+  ~Request();
+  Request(Request&& other) noexcept;
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
   void wait();
-  bool test();  // true when complete (then the request is inactive)
-  bool active() const noexcept { return state_ != nullptr; }
+  bool test();    // true when complete (then the request is inactive); never waits
+  void cancel();  // a receive is cancelled, a send completed; then inactive
+  bool active() const noexcept { return impl_ != nullptr; }
   static void wait_all(std::span<Request> requests);
 
  private:
   friend class Comm;
-  explicit Request(std::shared_ptr<detail::RequestState> s) : state_(std::move(s)) {}
-  std::shared_ptr<detail::RequestState> state_;
+  explicit Request(std::unique_ptr<detail::RequestImpl> impl) noexcept;
+  std::unique_ptr<detail::RequestImpl> impl_;
 };
 
 class Comm {
@@ -92,7 +136,9 @@ class Comm {
 
   // ---- collectives on spans (count checked where the call defines it) ----
   template <Element T>
-  void bcast(std::span<T> buffer, int root) const { bcast_raw(detail::raw(buffer), root); }
+  void bcast(std::span<T> buffer, int root) const {
+    bcast_raw(detail::raw(buffer), root);
+  }
   template <Element T>
   T bcast(T value, int root) const {
     bcast(std::span<T>(&value, 1), root);
@@ -157,30 +203,31 @@ class Comm {
 
   // ---- vector forms: per-rank counts and displacements (in elements) ----
   template <Element T>
-  void allgatherv(detail::In<T> send, std::span<T> recv, std::span<const int> counts,
-                  std::span<const int> displs) const {
+  void allgatherv(detail::In<T> send, std::span<T> recv, detail::Counts counts,
+                  detail::Counts displs) const {
     allgatherv_raw(detail::raw(send), detail::raw(recv), counts, displs);
   }
   // counts and displs are read on root.
   template <Element T>
-  void gatherv(detail::In<T> send, std::span<T> recv, std::span<const int> counts,
-               std::span<const int> displs, int root) const {
+  void gatherv(detail::In<T> send, std::span<T> recv, detail::Counts counts, detail::Counts displs,
+               int root) const {
     gatherv_raw(detail::raw(send), detail::raw(recv), counts, displs, root);
   }
   template <Element T>
-  void scatterv(detail::In<T> send, std::span<const int> counts, std::span<const int> displs,
-                std::span<T> recv, int root) const {
+  void scatterv(detail::In<T> send, detail::Counts counts, detail::Counts displs, std::span<T> recv,
+                int root) const {
     scatterv_raw(detail::raw(send), counts, displs, detail::raw(recv), root);
   }
   template <Element T>
-  void alltoallv(detail::In<T> send, std::span<const int> send_counts, std::span<const int> send_displs,
-                 std::span<T> recv, std::span<const int> recv_counts, std::span<const int> recv_displs) const {
-    alltoallv_raw(detail::raw(send), send_counts, send_displs, detail::raw(recv), recv_counts, recv_displs);
+  void alltoallv(detail::In<T> send, detail::Counts send_counts, detail::Counts send_displs,
+                 std::span<T> recv, detail::Counts recv_counts, detail::Counts recv_displs) const {
+    alltoallv_raw(detail::raw(send), send_counts, send_displs, detail::raw(recv), recv_counts,
+                  recv_displs);
   }
 
   // ---- point to point ----
   template <typename T>
-    requires Element<std::remove_const_t<T>>
+  requires Element<std::remove_const_t<T>>
   void send(std::span<T> buffer, int dest, int tag = 0) const {
     send_raw(detail::raw(buffer), dest, tag);
   }
@@ -193,7 +240,7 @@ class Comm {
     sendrecv_raw(detail::raw(send), dest, detail::raw(recv), source, tag);
   }
   template <typename T>
-    requires Element<std::remove_const_t<T>>
+  requires Element<std::remove_const_t<T>>
   [[nodiscard]] Request isend(std::span<T> buffer, int dest, int tag = 0) const {
     return isend_raw(detail::raw(buffer), dest, tag);
   }
@@ -207,7 +254,7 @@ class Comm {
   Comm dup() const;
 
  private:
-  explicit Comm(std::shared_ptr<detail::CommState> s) : state_(std::move(s)) {}
+  explicit Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
 
   void bcast_raw(detail::RawBuffer b, int root) const;
   void allreduce_raw(detail::RawBuffer send, detail::RawBuffer recv, Op op, bool in_place) const;
@@ -217,22 +264,23 @@ class Comm {
   void gather_raw(detail::RawBuffer send, detail::RawBuffer recv, int root) const;
   void scatter_raw(detail::RawBuffer send, detail::RawBuffer recv, int root) const;
   void alltoall_raw(detail::RawBuffer send, detail::RawBuffer recv) const;
-  void allgatherv_raw(detail::RawBuffer send, detail::RawBuffer recv, std::span<const int> counts,
-                      std::span<const int> displs) const;
-  void gatherv_raw(detail::RawBuffer send, detail::RawBuffer recv, std::span<const int> counts,
-                   std::span<const int> displs, int root) const;
-  void scatterv_raw(detail::RawBuffer send, std::span<const int> counts, std::span<const int> displs,
+  void allgatherv_raw(detail::RawBuffer send, detail::RawBuffer recv, detail::Counts counts,
+                      detail::Counts displs) const;
+  void gatherv_raw(detail::RawBuffer send, detail::RawBuffer recv, detail::Counts counts,
+                   detail::Counts displs, int root) const;
+  void scatterv_raw(detail::RawBuffer send, detail::Counts counts, detail::Counts displs,
                     detail::RawBuffer recv, int root) const;
-  void alltoallv_raw(detail::RawBuffer send, std::span<const int> send_counts, std::span<const int> send_displs,
-                     detail::RawBuffer recv, std::span<const int> recv_counts,
-                     std::span<const int> recv_displs) const;
+  void alltoallv_raw(detail::RawBuffer send, detail::Counts send_counts, detail::Counts send_displs,
+                     detail::RawBuffer recv, detail::Counts recv_counts,
+                     detail::Counts recv_displs) const;
   void send_raw(detail::RawBuffer b, int dest, int tag) const;
   void recv_raw(detail::RawBuffer b, int source, int tag) const;
-  void sendrecv_raw(detail::RawBuffer send, int dest, detail::RawBuffer recv, int source, int tag) const;
+  void sendrecv_raw(detail::RawBuffer send, int dest, detail::RawBuffer recv, int source,
+                    int tag) const;
   Request isend_raw(detail::RawBuffer b, int dest, int tag) const;
   Request irecv_raw(detail::RawBuffer b, int source, int tag) const;
 
-  std::shared_ptr<detail::CommState> state_;
+  std::shared_ptr<detail::CommImpl> impl_;
 };
 
 // MPI started by cunumpy's start-up (or the application); false for the serial stand-in.

@@ -40,9 +40,4 @@ bool launched_under_mpi();
 int local_rank();
 int local_size();
 
-// Selects device local_rank() % device_count() and creates its context; call it before
-// MPI_Init so that a CUDA-aware MPI sees the right device (start-up does).  Returns the id, or
-// nothing on the host and emulated backends or without devices.
-std::optional<int> bind_local_device();
-
 }  // namespace cunumpy

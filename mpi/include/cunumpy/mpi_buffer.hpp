@@ -18,6 +18,7 @@
 
 #include <cunumpy/array.hpp>
 #include <cunumpy/comm.hpp>
+#include <cunumpy/memory.hpp>
 #include <cunumpy/transfer.hpp>
 
 namespace cunumpy {
@@ -81,7 +82,7 @@ class MpiBuffer {
       span_ = {array.data(), static_cast<std::size_t>(array.size())};
       return;
     }
-    staging_ = Array<T>::adopt(detail::pinned_allocate(array.nbytes()), array.shape());
+    staging_ = pinned_empty<T>(array.shape());
     if (send) copy(staging_, array, where);
     span_ = staging_.host_span();
   }

@@ -16,11 +16,25 @@
 //      built without MPI but launched under a launcher: a warning, then the serial stand-in;
 //   4. the launcher's declared world size must equal MPI_Comm_size (N singletons under a
 //      misconfigured srun are caught here, with how to fix the launch);
-//   5. CUDA-awareness: the library query, and on the cuda backend the collective probe.
-// Destruction synchronises the device, frees the cached pinned staging memory and calls
-// MPI_Finalize if this Runtime initialised MPI.
+//   5. CUDA-awareness: the library query, and on the cuda backend the collective probe;
+//   6. the random streams: seeded with options.seed (or a seed rank 0 draws and shares) and
+//      the world rank.
+// Before step 1 it creates the state of every layer and installs it (the ledger, the memory
+// pools the arrays come from, the random streams, the MPI layer's answers): the Runtime owns
+// it.  Destruction, in this order: synchronises the device (every stream's work is done),
+// releases the pools' cached blocks and the device pool, frees the world communicator, then
+// calls MPI_Finalize if this Runtime initialised MPI.  Blocks that live arrays still hold go
+// back to their pool when those arrays go.
+//
+// Programs that never construct a Runtime get the default runtime, started by the first call
+// into cunumpy: the same state, the backend from the environment, no MPI started (the world
+// is MPI's when the application started MPI itself), no device bound.  cunumpy::runtime()
+// returns the constructed Runtime, else the default one.  A Runtime constructed after the
+// default one started takes its state over; when it ends, the default one goes on.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +50,12 @@ struct RuntimeOptions {
   std::optional<Backend> backend;   // default: the environment (CUNUMPY_BACKEND)
   std::optional<bool> mpi;          // default: launched_under_mpi()
   bool probe_cuda_awareness = true; // run the collective probe on the cuda backend
+  std::optional<std::uint64_t> seed;  // the random streams' seed (default: drawn by rank 0, shared)
 };
+
+namespace detail {
+struct RuntimeParts;
+}
 
 class Runtime {
  public:
@@ -46,7 +65,9 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  const Comm& world() const noexcept { return world_; }
+  // The world communicator (for the default runtime: MPI's world once the application has
+  // started MPI, the serial stand-in before).
+  const Comm& world() const;
   const LauncherInfo& launcher() const noexcept { return launcher_info(); }
   std::optional<int> device() const noexcept { return device_; }
   const CudaAwareness& cuda_awareness() const noexcept { return awareness_; }
@@ -54,21 +75,37 @@ class Runtime {
   // The steps of start-up in the order they ran, e.g. "bind device: none (host backend)".
   const std::vector<std::string>& startup_steps() const noexcept { return steps_; }
 
+  // The default runtime of a program that constructed none.
+  bool is_default() const noexcept { return default_; }
+  // The seed of the random streams (set at start-up; drawn on first use by the default one).
+  std::uint64_t seed() const;
+
   // One line: version, backend and why, device, rank/size (local, launcher), CUDA-awareness.
   std::string summary() const;
 
  private:
+  struct DefaultTag {};
+  explicit Runtime(DefaultTag);
+  friend struct detail::RuntimeParts;  // starts the default runtime
   void start(int* argc, char*** argv, const RuntimeOptions& options);
 
-  Comm world_ = Comm::serial();
+  std::shared_ptr<detail::RuntimeParts> parts_;
+  mutable Comm world_ = Comm::serial();
+  bool default_ = false;
   std::optional<int> device_;
   CudaAwareness awareness_;
   bool initialized_mpi_ = false;
   std::vector<std::string> steps_;
 };
 
-// The process's Runtime; Error when none exists.
+// The process's Runtime: the constructed one, else the default runtime (started now if it
+// has not started yet).
 Runtime& runtime();
+
+// Selects device local_rank() % device_count() and creates its context; call it before
+// MPI_Init so that a CUDA-aware MPI sees the right device (start-up does).  Returns the id, or
+// nothing on the host and emulated backends or without devices.
+std::optional<int> bind_local_device();
 
 namespace detail {
 // Step 4: throws MpiError when the launcher declared a world size other than `mpi_size`.

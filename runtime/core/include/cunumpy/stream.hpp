@@ -1,0 +1,138 @@
+// cunumpy/stream.hpp: streams and events of the device backends, as owning RAII types.
+//
+//   cunumpy::Stream s;                         // a non-blocking stream of the active backend
+//   {
+//     auto scope = cunumpy::use_stream(s);     // current for this thread within the scope
+//     cunumpy::parallel_for(...);              // issued on s
+//   }                                          // the previous stream is current again
+//   cunumpy::Event done(/*timing=*/true);
+//   done.record(s);
+//   if (!done.query()) ...                     // never waits
+//   s.synchronize();                           // counted as a stream synchronisation
+//
+// On cuda a Stream owns a cudaStream_t (created non-blocking, synchronised and destroyed with
+// the object) and an Event a cudaEvent_t; on emulated they are bookkeeping objects with the
+// same rules (work completes as it is issued); on host they do nothing.  Both are movable and
+// not copyable; a moved-from object is empty.  current_stream() is the stream device work is
+// issued on now: the one of the innermost StreamScope of this thread, else the backend's
+// default stream (native handle nullptr).
+#pragma once
+
+#include <source_location>
+
+#include <cunumpy/backend.hpp>
+
+namespace cunumpy {
+
+// A stream someone else owns: what current_stream() returns and what kernels are given.
+class StreamRef {
+ public:
+  StreamRef() = default;
+  StreamRef(Backend backend, void* handle) noexcept : backend_(backend), handle_(handle) {}
+  Backend backend() const noexcept { return backend_; }
+  // The cudaStream_t on cuda (nullptr: the default stream); nullptr on host.
+  void* native_handle() const noexcept { return handle_; }
+  // Waits for the work issued on the stream (counted; nothing on host).
+  void synchronize(std::source_location where = std::source_location::current()) const;
+
+ private:
+  Backend backend_ = Backend::host;
+  void* handle_ = nullptr;
+};
+
+class Event;
+
+class Stream {
+ public:
+  // A new stream of `backend` (the active one by default).
+  Stream() : Stream(get_backend()) {}
+  explicit Stream(Backend backend);
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Backend backend() const noexcept { return backend_; }
+  void* native_handle() const noexcept { return handle_; }
+  StreamRef ref() const noexcept { return {backend_, handle_}; }
+  operator StreamRef() const noexcept {
+    return ref();
+  }  // NOLINT: a Stream is usable wherever a StreamRef is
+
+  void synchronize(std::source_location where = std::source_location::current()) const {
+    ref().synchronize(where);
+  }
+  // Work issued on this stream from now on waits until `event` has completed.
+  void wait(const Event& event) const;
+
+ private:
+  void reset() noexcept;
+  Backend backend_ = Backend::host;
+  void* handle_ = nullptr;
+};
+
+// Makes a stream current for the calling thread until the scope ends (scopes nest).  The
+// stream must outlive the scope.
+class [[nodiscard]] StreamScope {
+ public:
+  explicit StreamScope(StreamRef stream) noexcept;
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  StreamRef previous_;
+};
+[[nodiscard]] inline StreamScope use_stream(StreamRef stream) noexcept {
+  return StreamScope(stream);
+}
+
+// The stream device work of this thread is issued on now.
+StreamRef current_stream() noexcept;
+
+class Event {
+ public:
+  // An event of `backend` (the active one by default); `timing` events can measure
+  // elapsed() (they cost a little more to record).
+  explicit Event(bool timing = false) : Event(get_backend(), timing) {}
+  Event(Backend backend, bool timing);
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  // Marks the point in `stream` (the current stream by default) that query() and
+  // synchronize() wait for.
+  void record() { record(current_stream()); }
+  void record(StreamRef stream);
+  // True when the work before the recorded point has completed (or nothing was recorded);
+  // never waits.
+  bool query() const;
+  // Waits for the recorded point (counted as a stream synchronisation).
+  void synchronize(std::source_location where = std::source_location::current()) const;
+  // Seconds from `start` to `end`, both recorded and complete, both timing events of one
+  // backend (the host clock on host and emulated).  Error otherwise.
+  static double elapsed(const Event& start, const Event& end);
+
+  Backend backend() const noexcept { return backend_; }
+  void* native_handle() const noexcept { return handle_; }
+
+ private:
+  void reset() noexcept;
+  Backend backend_ = Backend::host;
+  void* handle_ = nullptr;  // cudaEvent_t on cuda; nullptr on host and emulated
+  bool timing_ = false;
+  bool recorded_ = false;
+  bool moved_ = false;    // moved from: owns nothing, counted no longer
+  double host_time_ = 0;  // when it was recorded (host and emulated, which complete work at once)
+};
+
+namespace detail {
+// Streams and events alive now (for leak tests).
+long long live_streams() noexcept;
+long long live_events() noexcept;
+}  // namespace detail
+
+}  // namespace cunumpy

@@ -1,0 +1,59 @@
+// cunumpy/internal/cuda_api.hpp: the one door to the CUDA runtime (library-internal).
+//
+// Implemented by cuda_api.cpp (built with CUDA) or cuda_api_none.cpp (built without), so
+// that no other host-compiled file of the library includes CUDA headers or needs #ifs.  The
+// layers above the core reach the CUDA runtime only through here.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace cunumpy::detail::cuda_api {
+
+// Whether this build has the CUDA runtime at all.
+bool built_with_cuda() noexcept;
+
+// Asks the runtime for the visible devices.  On failure count is 0 and reason says why.
+struct Probe {
+  int count = 0;
+  std::string reason;
+};
+Probe probe();
+
+void* allocate(std::size_t bytes);
+void deallocate(void* p) noexcept;
+// Page-locked host memory.
+void* host_allocate(std::size_t bytes);
+void host_free(void* p) noexcept;
+
+void set_pool_release_threshold(std::size_t bytes);
+void trim_pool();
+
+void* stream_create();
+void stream_destroy(void* stream) noexcept;
+// Events without timing unless `timing` (cudaEventDisableTiming otherwise).
+void* event_create(bool timing);
+// Milliseconds between two completed timing events, in seconds.
+double event_elapsed_seconds(void* start, void* end);
+void event_destroy(void* event) noexcept;
+void event_record(void* event, void* stream);
+bool event_query(void* event);
+void event_synchronize(void* event);
+void stream_wait_event(void* stream, void* event);
+
+// (free, total) bytes of the current device.
+void mem_get_info(std::size_t& free, std::size_t& total);
+int shared_memory_per_block(bool opt_in);
+
+enum class Direction { host_to_device, device_to_host, device_to_device };
+void copy_async(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
+// Copies on `stream` and waits for it: the data has landed when this returns.
+void copy(void* dst, const void* src, std::size_t bytes, Direction direction, void* stream);
+void device_synchronize();
+void stream_synchronize(void* stream);
+
+// Selects the device and creates its primary context.
+void set_device(int id);
+int current_device();
+
+}  // namespace cunumpy::detail::cuda_api

@@ -1,0 +1,230 @@
+// Backend selection, CUDA availability, synchronize and version (backend.hpp).
+#include <cunumpy/backend.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cunumpy/build_config.hpp>
+#include <cunumpy/device.hpp>
+#include <cunumpy/errors.hpp>
+#include <cunumpy/ledger.hpp>
+
+#include <cunumpy/stream.hpp>
+
+#include <cunumpy/internal/cuda_api.hpp>
+
+namespace cunumpy {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<Backend> backend_named(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "host" || n == "numpy") return Backend::host;
+  if (n == "cuda" || n == "cupy") return Backend::cuda;
+  if (n == "emulated") return Backend::emulated;
+  return std::nullopt;
+}
+
+const detail::cuda_api::Probe& cuda_probe() {
+  static const detail::cuda_api::Probe probe = detail::cuda_api::probe();
+  return probe;
+}
+
+struct BackendState {
+  Backend backend = Backend::host;
+  std::string reason;
+};
+
+// Applies a request: cuda without a device becomes host, with the reason recorded.
+BackendState resolve(Backend requested, const std::string& why) {
+  if (requested == Backend::cuda && !cuda_available())
+    return {Backend::host, why + ", but CUDA is unavailable (" +
+                               cuda_unavailable_reason() + "); using host"};
+  return {requested, why};
+}
+
+BackendState& state() {
+  static BackendState s = [] {
+    const auto request =
+        detail::backend_from_environment(std::getenv("CUNUMPY_BACKEND"), std::getenv("ARRAY_BACKEND"));
+    if (!request.warning.empty()) std::cerr << "cunumpy: warning: " << request.warning << "\n";
+    return resolve(request.backend, request.reason);
+  }();
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(Backend backend) noexcept {
+  switch (backend) {
+    case Backend::host: return "host";
+    case Backend::cuda: return "cuda";
+    case Backend::emulated: return "emulated";
+  }
+  return "unknown";
+}
+
+std::ostream& operator<<(std::ostream& os, Backend backend) { return os << to_string(backend); }
+
+Backend parse_backend(std::string_view name) {
+  if (auto b = backend_named(name)) return *b;
+  throw ValueError("unknown backend '" + std::string(name) +
+                   "'; expected one of host, cuda, emulated (or the Python names numpy, cupy)");
+}
+
+namespace detail {
+BackendRequest backend_from_environment(const char* cunumpy_backend, const char* array_backend) {
+  BackendRequest r;
+  if (cunumpy_backend != nullptr && *cunumpy_backend != '\0') {
+    const std::string value(cunumpy_backend);
+    const std::string n = lower(value);
+    if (n == "host" || n == "cuda" || n == "emulated") {
+      r.backend = *backend_named(n);
+      r.reason = "CUNUMPY_BACKEND=" + value;
+    } else {
+      r.backend = Backend::host;
+      r.reason = "CUNUMPY_BACKEND=" + value + " is not understood; using host";
+      r.warning = "CUNUMPY_BACKEND=" + value +
+                  " is not one of host, cuda, emulated; using the host backend";
+    }
+    return r;
+  }
+  if (array_backend != nullptr && *array_backend != '\0') {
+    const std::string value(array_backend);
+    const std::string n = lower(value);
+    if (n == "numpy" || n == "cupy") {
+      r.backend = *backend_named(n);
+      r.reason = "ARRAY_BACKEND=" + value;
+    } else {
+      r.backend = Backend::host;
+      r.reason = "ARRAY_BACKEND=" + value + " is not understood; using host";
+      r.warning = "ARRAY_BACKEND=" + value +
+                  " is not one of numpy, cupy (or CUNUMPY_BACKEND=host|cuda|emulated); using "
+                  "the host backend";
+    }
+    return r;
+  }
+  r.reason = "default (CUNUMPY_BACKEND is not set)";
+  return r;
+}
+
+std::optional<bool> parse_flag(const char* value) {
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  const std::string s = lower(value);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  return std::nullopt;
+}
+}  // namespace detail
+
+void set_backend(Backend backend) {
+  state() = resolve(backend, "set_backend(" + std::string(to_string(backend)) + ")");
+}
+
+void set_backend(std::string_view name) { set_backend(parse_backend(name)); }
+
+Backend get_backend() { return state().backend; }
+std::string backend_reason() { return state().reason; }
+
+bool host_backend() { return get_backend() == Backend::host; }
+bool cuda_backend() { return get_backend() == Backend::cuda; }
+bool emulated_backend() { return get_backend() == Backend::emulated; }
+bool device_backend() { return get_backend() != Backend::host; }
+
+UseBackend::UseBackend(Backend backend)
+    : previous_(state().backend), previous_reason_(state().reason) {
+  set_backend(backend);
+}
+
+UseBackend::~UseBackend() {
+  state().backend = previous_;
+  state().reason = std::move(previous_reason_);
+}
+
+bool cuda_available() { return cuda_probe().count > 0; }
+std::string cuda_unavailable_reason() { return cuda_probe().reason; }
+int device_count() { return cuda_probe().count; }
+
+namespace detail {
+void synchronize_backend(Backend backend, SyncKind kind, const char* what,
+                         const std::source_location& where) {
+  if (backend == Backend::host) return;
+  if (backend == Backend::cuda) {
+    if (kind == SyncKind::device)
+      cuda_api::device_synchronize();
+    else
+      cuda_api::stream_synchronize(current_stream().native_handle());
+  }
+  record_sync(kind, [what] { return std::string(what); }, where);
+}
+}  // namespace detail
+
+void synchronize(std::source_location where) {
+  detail::synchronize_backend(get_backend(), SyncKind::device, "synchronize()", where);
+}
+
+void set_device(int id) {
+  if (get_backend() != Backend::cuda) return;
+  if (id < 0 || id >= device_count())
+    throw ValueError("set_device: device " + std::to_string(id) + " does not exist; " +
+                     std::to_string(device_count()) + " device(s) are visible (check CUDA_VISIBLE_DEVICES)");
+  detail::cuda_api::set_device(id);
+}
+
+int current_device() { return cuda_available() ? detail::cuda_api::current_device() : 0; }
+
+int set_device_for_rank(int rank, int devices_per_node) {
+  const int count = device_count();
+  if (count == 0) return 0;
+  const int id = detail::device_for(rank, devices_per_node > 0 ? std::min(devices_per_node, count) : count);
+  set_device(id);
+  return id;
+}
+
+std::string_view version() noexcept { return CUNUMPY_VERSION_STRING; }
+
+namespace {
+// The numeric parts of a version string: "0.5.0rc1" -> {0, 5, 0}; stops at the first part
+// that does not start with a digit.
+std::vector<long> numeric_parts(std::string_view text) {
+  std::vector<long> parts;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i) break;
+    parts.push_back(std::stol(std::string(text.substr(i, j - i))));
+    while (j < text.size() && text[j] != '.') ++j;  // skip a suffix such as "rc1"
+    i = j + 1;
+  }
+  return parts;
+}
+}  // namespace
+
+void require_version(std::string_view minimum) {
+  std::vector<long> want = numeric_parts(minimum);
+  if (want.empty())
+    throw ValueError("require_version: '" + std::string(minimum) +
+                     "' is not a version; pass e.g. \"0.4.0\"");
+  std::vector<long> have = numeric_parts(version());
+  const std::size_t n = std::max(want.size(), have.size());
+  want.resize(n, 0);
+  have.resize(n, 0);
+  if (have < want)
+    throw VersionError("cunumpy " + std::string(version()) + " is older than the required " +
+                       std::string(minimum) + "; install cunumpy " + std::string(minimum) +
+                       " or newer");
+}
+
+}  // namespace cunumpy

@@ -1,0 +1,98 @@
+#include <cunumpy/internal/emulated_arena.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include <cunumpy/memory_block.hpp>
+#include <cunumpy/arithmetic.cuh>
+#include <cunumpy/errors.hpp>
+
+namespace cunumpy::detail {
+namespace {
+
+struct Arena {
+  std::mutex mutex;
+  struct Block {
+    std::size_t requested;
+    std::size_t mapped;
+  };
+  std::map<const char*, Block> blocks;  // by start address
+  std::size_t bytes = 0;
+};
+
+Arena& arena() {
+  static Arena* a = new Arena;  // outlives arrays destroyed during static destruction
+  return *a;
+}
+
+std::size_t page_round(std::size_t bytes) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return round_up(bytes == 0 ? std::size_t{1} : bytes, page);
+}
+
+}  // namespace
+
+namespace emulated_arena {
+
+void* allocate(std::size_t bytes) {
+  const std::size_t mapped = page_round(bytes);
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw BackendError("emulated device: cannot allocate " + std::to_string(bytes) +
+                       " bytes (" + std::strerror(errno) +
+                       "); free device arrays or use a smaller problem");
+  Arena& a = arena();
+  std::lock_guard lock(a.mutex);
+  a.blocks.emplace(static_cast<const char*>(p), Arena::Block{bytes, mapped});
+  a.bytes += bytes;
+  return p;
+}
+
+void deallocate(void* p) noexcept {
+  if (p == nullptr) return;
+  Arena& a = arena();
+  std::size_t mapped = 0;
+  {
+    std::lock_guard lock(a.mutex);
+    auto it = a.blocks.find(static_cast<const char*>(p));
+    if (it == a.blocks.end()) return;
+    mapped = it->second.mapped;
+    a.bytes -= it->second.requested;
+    a.blocks.erase(it);
+  }
+  munmap(p, mapped);
+}
+
+}  // namespace emulated_arena
+
+bool emulated_arena_contains(const void* p) noexcept {
+  Arena& a = arena();
+  const auto* c = static_cast<const char*>(p);
+  std::lock_guard lock(a.mutex);
+  auto it = a.blocks.upper_bound(c);
+  if (it == a.blocks.begin()) return false;
+  --it;
+  return c <= it->first + it->second.requested;
+}
+
+std::size_t emulated_arena_allocations() noexcept {
+  Arena& a = arena();
+  std::lock_guard lock(a.mutex);
+  return a.blocks.size();
+}
+
+std::size_t emulated_arena_bytes() noexcept {
+  Arena& a = arena();
+  std::lock_guard lock(a.mutex);
+  return a.bytes;
+}
+
+}  // namespace cunumpy::detail

@@ -1,0 +1,188 @@
+// Stream, StreamScope, Event and the current stream (stream.hpp).
+#include <cunumpy/stream.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include <cunumpy/errors.hpp>
+#include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/ledger.hpp>
+
+namespace cunumpy {
+namespace {
+
+thread_local StreamRef t_current{};
+thread_local int t_depth = 0;  // StreamScopes open on this thread
+
+std::atomic<long long> g_live_streams{0};
+std::atomic<long long> g_live_events{0};
+
+// Emulated streams: distinct objects, so handles are unique and non-null.
+struct EmulatedStream {};
+
+double host_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void StreamRef::synchronize(std::source_location where) const {
+  if (backend_ == Backend::host) return;
+  if (backend_ == Backend::cuda) detail::cuda_api::stream_synchronize(handle_);
+  detail::record_sync(
+      SyncKind::stream, [] { return std::string("Stream::synchronize()"); }, where);
+}
+
+Stream::Stream(Backend backend) : backend_(backend) {
+  if (backend == Backend::host) return;
+  handle_ = backend == Backend::cuda ? detail::cuda_api::stream_create() : new EmulatedStream;
+  ++g_live_streams;
+}
+
+void Stream::reset() noexcept {
+  if (handle_ == nullptr) return;
+  if (backend_ == Backend::cuda) {
+    try {
+      detail::cuda_api::stream_synchronize(handle_);
+    } catch (...) {
+    }
+    detail::cuda_api::stream_destroy(handle_);
+  } else {
+    delete static_cast<EmulatedStream*>(handle_);
+  }
+  handle_ = nullptr;
+  --g_live_streams;
+}
+
+Stream::~Stream() {
+  reset();
+}
+
+Stream::Stream(Stream&& other) noexcept
+    : backend_(other.backend_), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    reset();
+    backend_ = other.backend_;
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+void Stream::wait(const Event& event) const {
+  if (backend_ == Backend::cuda && event.backend() == Backend::cuda &&
+      event.native_handle() != nullptr)
+    detail::cuda_api::stream_wait_event(handle_, event.native_handle());
+}
+
+StreamScope::StreamScope(StreamRef stream) noexcept : previous_(current_stream()) {
+  t_current = stream;
+  ++t_depth;
+}
+
+StreamScope::~StreamScope() {
+  t_current = previous_;
+  --t_depth;
+}
+
+StreamRef current_stream() noexcept {
+  if (t_depth > 0) return t_current;
+  return {get_backend(), nullptr};
+}
+
+Event::Event(Backend backend, bool timing) : backend_(backend), timing_(timing) {
+  if (backend == Backend::cuda) handle_ = detail::cuda_api::event_create(timing);
+  ++g_live_events;
+}
+
+void Event::reset() noexcept {
+  if (backend_ == Backend::cuda && handle_ != nullptr) detail::cuda_api::event_destroy(handle_);
+  if (handle_ != nullptr || backend_ != Backend::cuda) --g_live_events;
+  handle_ = nullptr;
+  backend_ = Backend::host;
+  recorded_ = false;
+  moved_ = true;
+}
+
+Event::~Event() {
+  if (!moved_) reset();
+}
+
+Event::Event(Event&& other) noexcept
+    : backend_(other.backend_),
+      handle_(std::exchange(other.handle_, nullptr)),
+      timing_(other.timing_),
+      recorded_(other.recorded_),
+      host_time_(other.host_time_) {
+  other.moved_ = true;
+}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (!moved_) reset();
+    backend_ = other.backend_;
+    handle_ = std::exchange(other.handle_, nullptr);
+    timing_ = other.timing_;
+    recorded_ = other.recorded_;
+    host_time_ = other.host_time_;
+    moved_ = false;
+    other.moved_ = true;
+  }
+  return *this;
+}
+
+void Event::record(StreamRef stream) {
+  if (moved_) throw Error("Event::record: the event was moved from; record a live event");
+  if (backend_ == Backend::cuda) {
+    if (stream.backend() != Backend::cuda)
+      throw BackendError("Event::record: a cuda event cannot be recorded on a " +
+                         std::string(to_string(stream.backend())) +
+                         " stream; use an event of the stream's backend");
+    detail::cuda_api::event_record(handle_, stream.native_handle());
+  }
+  host_time_ = host_seconds();
+  recorded_ = true;
+}
+
+bool Event::query() const {
+  if (backend_ == Backend::cuda && recorded_) return detail::cuda_api::event_query(handle_);
+  return true;
+}
+
+void Event::synchronize(std::source_location where) const {
+  if (!recorded_ || backend_ == Backend::host) return;
+  if (backend_ == Backend::cuda) detail::cuda_api::event_synchronize(handle_);
+  detail::record_sync(
+      SyncKind::stream, [] { return std::string("Event::synchronize()"); }, where);
+}
+
+double Event::elapsed(const Event& start, const Event& end) {
+  if (!start.timing_ || !end.timing_)
+    throw ValueError(
+        "Event::elapsed: both events must be timing events; create them with "
+        "Event(/*timing=*/true)");
+  if (!start.recorded_ || !end.recorded_)
+    throw ValueError("Event::elapsed: both events must be recorded first (Event::record)");
+  if (start.backend_ != end.backend_)
+    throw ValueError("Event::elapsed: the events belong to the " +
+                     std::string(to_string(start.backend_)) + " and the " +
+                     std::string(to_string(end.backend_)) +
+                     " backends; time two events of one backend");
+  if (start.backend_ == Backend::cuda)
+    return detail::cuda_api::event_elapsed_seconds(start.handle_, end.handle_);
+  return end.host_time_ - start.host_time_;
+}
+
+namespace detail {
+long long live_streams() noexcept {
+  return g_live_streams.load();
+}
+long long live_events() noexcept {
+  return g_live_events.load();
+}
+}  // namespace detail
+
+}  // namespace cunumpy
