@@ -5,6 +5,7 @@
 #include <string>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/core_context.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
 
 namespace cunumpy::detail {
@@ -39,7 +40,7 @@ void StagingRing::ensure_device(Backend backend) {
     return;
   }
   device_ = backend;
-  copy_stream_.emplace(backend);
+  copy_stream_ = runtime_copy_stream(backend);
   for (Slot& s : slots_) {
     s.snapshot_done.emplace(backend, false);
     s.copy_done.emplace(backend, false);

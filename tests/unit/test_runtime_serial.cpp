@@ -5,6 +5,7 @@
 #include <string>
 
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/internal/core_context.hpp>
 
 namespace cn = cunumpy;
 
@@ -68,6 +69,22 @@ TEST(RuntimeSerial, OwnsThePoolsAndReleasesThemAtTheEnd) {
   survivor = {};
   EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 1u) << "and goes back to its pool when released";
   cn::free_memory_pool();
+}
+
+// The Runtime's copy stream (HostStaging's) is created on first use and released at its end.
+TEST(RuntimeSerial, ReleasesItsStreamsAtTheEnd) {
+  cn::detail::release_runtime_streams();  // the default runtime's, if a test made one
+  const long long streams = cn::detail::live_streams();
+  {
+    cn::Runtime rt(cn::RuntimeOptions{cn::Backend::emulated, false, false, 1});
+    auto d = cn::zeros<double>({8});
+    cn::HostStaging<double> staging({8}, 2);
+    (void)staging.copy(d).result();
+    EXPECT_EQ(cn::detail::live_streams(), streams + 1) << "the Runtime's copy stream";
+    EXPECT_NE(cn::copy_stream().native_handle(), nullptr);
+  }
+  EXPECT_EQ(cn::detail::live_streams(), streams) << "the Runtime's end released its copy stream";
+  cn::set_backend(cn::Backend::host);
 }
 
 TEST(RuntimeSerial, SingletonsUnderALauncherAreCaught) {

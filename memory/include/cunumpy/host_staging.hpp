@@ -68,7 +68,7 @@ class StagingRing {
   std::size_t bytes_;
   std::vector<Slot> slots_;
   Backend device_ = Backend::host;  // the device backend of the events and stream
-  std::optional<Stream> copy_stream_;
+  std::shared_ptr<Stream> copy_stream_;  // the Runtime's copy stream of device_
   unsigned long long next_ = 0;
 };
 [[noreturn]] void throw_staging_shape(const Shape& expected, const Shape& given);

@@ -196,8 +196,8 @@ void alltoall(const Comm& comm, const Array<T>& send, const Array<T>& recv,
 }
 
 template <Element T>
-void allgatherv(const Comm& comm, const Array<T>& send, const Array<T>& recv, std::span<const int> counts,
-                std::span<const int> displs, std::source_location where = std::source_location::current()) {
+void allgatherv(const Comm& comm, const Array<T>& send, const Array<T>& recv, detail::Counts counts,
+                detail::Counts displs, std::source_location where = std::source_location::current()) {
   MpiBuffer<T> s(send, true, false, std::nullopt, where);
   MpiBuffer<T> r(recv, false, true, std::nullopt, where);
   comm.allgatherv<T>(s.span(), r.span(), counts, displs);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/core_context.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
 #include <cunumpy/ledger.hpp>
 
@@ -176,7 +177,29 @@ double Event::elapsed(const Event& start, const Event& end) {
   return end.host_time_ - start.host_time_;
 }
 
+StreamRef copy_stream() {
+  const Backend backend = get_backend();
+  if (backend == Backend::host) return {};
+  return detail::runtime_copy_stream(backend)->ref();
+}
+
 namespace detail {
+std::shared_ptr<Stream> runtime_copy_stream(Backend backend) {
+  if (backend == Backend::host)
+    throw BackendError("the runtime's copy stream: the host backend has no streams; copy host memory directly");
+  CoreContext& core = core_context();
+  std::lock_guard lock(core.stream_mutex);
+  auto& slot = core.copy_streams[static_cast<int>(backend)];
+  if (!slot) slot = std::make_shared<Stream>(backend);
+  return slot;
+}
+
+void release_runtime_streams() {
+  CoreContext& core = core_context();
+  std::lock_guard lock(core.stream_mutex);
+  for (auto& s : core.copy_streams) s.reset();  // the last owner synchronises and destroys it
+}
+
 long long live_streams() noexcept {
   return g_live_streams.load();
 }

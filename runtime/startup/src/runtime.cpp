@@ -172,6 +172,7 @@ Runtime::~Runtime() {
   } catch (const std::exception& e) {
     std::cerr << "cunumpy: warning: synchronisation at shut-down failed: " << e.what() << "\n";
   }
+  detail::release_runtime_streams();
   try {
     free_memory_pool();
   } catch (const std::exception& e) {

@@ -91,6 +91,11 @@ class [[nodiscard]] StreamScope {
 // The stream device work of this thread is issued on now.
 StreamRef current_stream() noexcept;
 
+// The Runtime's copy stream of the active device backend (created on first use, synchronised
+// and destroyed when the Runtime ends): HostStaging's device-to-host copies run on it, so they
+// overlap the kernels of the current stream.  An empty StreamRef on host.
+StreamRef copy_stream();
+
 class Event {
  public:
   // An event of `backend` (the active one by default); `timing` events can measure

@@ -13,6 +13,7 @@
 
 #include <cunumpy/internal/context.hpp>
 #include <cunumpy/memory_block.hpp>
+#include <cunumpy/stream.hpp>
 
 namespace cunumpy {
 class TransferCounter;
@@ -40,7 +41,15 @@ struct CoreContext {
   explicit CoreContext(MemoryResources r = system_resources()) : resources(std::move(r)) {}
   MemoryResources resources;
   Ledger ledger;
+  // The Runtime's copy streams, one per device backend, created on first use.
+  std::mutex stream_mutex;
+  std::array<std::shared_ptr<Stream>, 3> copy_streams;
 };
+
+// The Runtime's copy stream of a device backend (created now if needed); shared by its users.
+std::shared_ptr<Stream> runtime_copy_stream(Backend backend);
+// Synchronises and lets go of the Runtime's streams (a user still holding one keeps it).
+void release_runtime_streams();
 
 inline CoreContext& core_context() {
   return context_slot<CoreContext>().get();
