@@ -83,38 +83,36 @@ Backend parse_backend(std::string_view name) {
                    "'; expected one of host, cuda, emulated (or the Python names numpy, cupy)");
 }
 
+namespace {
+// One variable's request: the backend it names when it is one of `names`, else host with a
+// warning that lists `expected`; nothing when the variable is unset or empty.
+std::optional<detail::BackendRequest> request_from(const char* variable, const char* value,
+                                                   std::initializer_list<std::string_view> names,
+                                                   const char* expected) {
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  const std::string setting = std::string(variable) + "=" + value;
+  const std::string n = lower(value);
+  detail::BackendRequest r;
+  if (std::find(names.begin(), names.end(), n) != names.end()) {
+    r.backend = *backend_named(n);
+    r.reason = setting;
+  } else {
+    r.backend = Backend::host;
+    r.reason = setting + " is not understood; using host";
+    r.warning = setting + " is not one of " + expected + "; using the host backend";
+  }
+  return r;
+}
+}  // namespace
+
 namespace detail {
 BackendRequest backend_from_environment(const char* cunumpy_backend, const char* array_backend) {
+  if (auto r = request_from("CUNUMPY_BACKEND", cunumpy_backend, {"host", "cuda", "emulated"}, "host, cuda, emulated"))
+    return *r;
+  if (auto r = request_from("ARRAY_BACKEND", array_backend, {"numpy", "cupy"},
+                            "numpy, cupy (or CUNUMPY_BACKEND=host|cuda|emulated)"))
+    return *r;
   BackendRequest r;
-  if (cunumpy_backend != nullptr && *cunumpy_backend != '\0') {
-    const std::string value(cunumpy_backend);
-    const std::string n = lower(value);
-    if (n == "host" || n == "cuda" || n == "emulated") {
-      r.backend = *backend_named(n);
-      r.reason = "CUNUMPY_BACKEND=" + value;
-    } else {
-      r.backend = Backend::host;
-      r.reason = "CUNUMPY_BACKEND=" + value + " is not understood; using host";
-      r.warning = "CUNUMPY_BACKEND=" + value +
-                  " is not one of host, cuda, emulated; using the host backend";
-    }
-    return r;
-  }
-  if (array_backend != nullptr && *array_backend != '\0') {
-    const std::string value(array_backend);
-    const std::string n = lower(value);
-    if (n == "numpy" || n == "cupy") {
-      r.backend = *backend_named(n);
-      r.reason = "ARRAY_BACKEND=" + value;
-    } else {
-      r.backend = Backend::host;
-      r.reason = "ARRAY_BACKEND=" + value + " is not understood; using host";
-      r.warning = "ARRAY_BACKEND=" + value +
-                  " is not one of numpy, cupy (or CUNUMPY_BACKEND=host|cuda|emulated); using "
-                  "the host backend";
-    }
-    return r;
-  }
   r.reason = "default (CUNUMPY_BACKEND is not set)";
   return r;
 }

@@ -96,25 +96,29 @@ std::string format_location(const std::source_location& where) {
 
 namespace detail {
 
-void record_transfer_event(TransferKind kind, std::string description,
-                           const std::source_location& where) {
+namespace {
+// Appends an event to every active counter: to its `events` list, counted in `counts`.
+template <typename Event, typename Kind, typename Events, typename Counts>
+void record_everywhere(Kind kind, std::string description, const std::source_location& where, Events events,
+                       Counts counts) {
   const std::string location = format_location(where);
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   for (TransferCounter* c : r.counters) {
-    c->events_.push_back({kind, description, location});
-    ++c->counts_[static_cast<int>(kind)];
+    (c->*events).push_back(Event{kind, description, location});
+    ++(c->*counts)[static_cast<int>(kind)];
   }
+}
+}  // namespace
+
+void record_transfer_event(TransferKind kind, std::string description, const std::source_location& where) {
+  record_everywhere<TransferEvent>(kind, std::move(description), where, &TransferCounter::events_,
+                                   &TransferCounter::counts_);
 }
 
 void record_sync_event(SyncKind kind, std::string description, const std::source_location& where) {
-  const std::string location = format_location(where);
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  for (TransferCounter* c : r.counters) {
-    c->syncs_.push_back({kind, description, location});
-    ++c->sync_counts_[static_cast<int>(kind)];
-  }
+  record_everywhere<SyncEvent>(kind, std::move(description), where, &TransferCounter::syncs_,
+                               &TransferCounter::sync_counts_);
 }
 
 }  // namespace detail
