@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstdint>
 
+#include <cunumpy/arithmetic.cuh>
 #include <cunumpy/cuda_check.hpp>
 #include <cunumpy/fill_values.cuh>
 #include <cunumpy/memory_block.hpp>
@@ -18,7 +19,7 @@ constexpr int kBlock = 256;
 
 // Enough blocks to fill the device, few enough that each thread strides over several.
 unsigned int grid_for(long long n) {
-  const long long blocks = (n + kBlock - 1) / kBlock;
+  const long long blocks = ceil_div(n, static_cast<long long>(kBlock));
   return static_cast<unsigned int>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
 }
 
