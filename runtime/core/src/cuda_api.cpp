@@ -192,6 +192,44 @@ void stream_synchronize(void* stream) {
   CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
+void* library_load(const void* image) {
+  cudaLibrary_t library = nullptr;
+  CUNUMPY_CUDA_CHECK(cudaLibraryLoadData(&library, image, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  return library;
+}
+
+void library_unload(void* library) noexcept {
+  if (library != nullptr && cudaLibraryUnload(static_cast<cudaLibrary_t>(library)) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+void* library_kernel(void* library, const char* name) {
+  cudaKernel_t kernel = nullptr;
+  CUNUMPY_CUDA_CHECK(cudaLibraryGetKernel(&kernel, static_cast<cudaLibrary_t>(library), name));
+  return kernel;
+}
+
+void launch_kernel(void* kernel, const LaunchDims& d, void** args, std::size_t shared_mem, void* stream) {
+  const dim3 grid(d.grid[0], d.grid[1], d.grid[2]), block(d.block[0], d.block[1], d.block[2]);
+  CUNUMPY_CUDA_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel), grid, block, args, shared_mem,
+                                      static_cast<cudaStream_t>(stream)));
+}
+
+void set_max_dynamic_shared_memory(void* kernel, int bytes) {
+  CUNUMPY_CUDA_CHECK(
+      cudaFuncSetAttribute(static_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+int compute_capability() {
+  int device = 0, major = 0, minor = 0;
+  CUNUMPY_CUDA_CHECK(cudaGetDevice(&device));
+  CUNUMPY_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUNUMPY_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return 10 * major + minor;
+}
+
+void check_last_error(const char* what) { cuda_check(static_cast<int>(cudaGetLastError()), what, __FILE__, __LINE__); }
+
 void set_device(int id) {
   CUNUMPY_CUDA_CHECK(cudaSetDevice(id));
   CUNUMPY_CUDA_CHECK(cudaFree(nullptr));  // create the context now, before MPI_Init

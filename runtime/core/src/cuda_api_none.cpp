@@ -50,6 +50,13 @@ void trim_pool() { no_cuda("device pool"); }
 void* stream_create() { no_cuda("cuda stream"); }
 void stream_destroy(void*) noexcept {}
 void* event_create(bool) { no_cuda("cuda event"); }
+void* library_load(const void*) { no_cuda("loading a compiled kernel"); }
+void library_unload(void*) noexcept {}
+void* library_kernel(void*, const char*) { no_cuda("loading a compiled kernel"); }
+void launch_kernel(void*, const LaunchDims&, void**, std::size_t, void*) { no_cuda("a kernel launch"); }
+void set_max_dynamic_shared_memory(void*, int) { no_cuda("a kernel attribute"); }
+int compute_capability() { no_cuda("the compute capability"); }
+void check_last_error(const char*) {}
 double event_elapsed_seconds(void*, void*) { no_cuda("cuda event"); }
 void event_destroy(void*) noexcept {}
 void event_record(void*, void*) { no_cuda("cuda event"); }

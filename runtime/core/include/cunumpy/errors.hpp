@@ -40,6 +40,12 @@ class CudaError : public Error {
 
 // An MPI call failed, or a communication was used where it cannot work (after MPI_Finalize);
 // the message names the call and MPI's error string.
+// A run-time compiled kernel that does not compile: the message holds the compiler's log.
+class CompileError : public Error {
+ public:
+  using Error::Error;
+};
+
 class MpiError : public Error {
  public:
   using Error::Error;

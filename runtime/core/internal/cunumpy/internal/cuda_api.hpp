@@ -52,6 +52,23 @@ void copy(void* dst, const void* src, std::size_t bytes, Direction direction, vo
 void device_synchronize();
 void stream_synchronize(void* stream);
 
+// Run-time compiled kernels: a CUBIN image loaded as a library (cudaLibraryLoadData, so no
+// layer links the driver library), its kernels, their launch and attributes.
+void* library_load(const void* image);
+void library_unload(void* library) noexcept;
+void* library_kernel(void* library, const char* name);
+struct LaunchDims {
+  unsigned int grid[3];
+  unsigned int block[3];
+};
+void launch_kernel(void* kernel, const LaunchDims& dims, void** args, std::size_t shared_mem, void* stream);
+// Lets `kernel` use up to `bytes` of dynamic shared memory (above the default 48 KiB).
+void set_max_dynamic_shared_memory(void* kernel, int bytes);
+// The current device's compute capability as major * 10 + minor (90 for an H100/H200).
+int compute_capability();
+// The last launch's error (cudaGetLastError), thrown as CudaError naming `what`.
+void check_last_error(const char* what);
+
 // Selects the device and creates its primary context.
 void set_device(int id);
 int current_device();

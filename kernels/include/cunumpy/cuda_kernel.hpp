@@ -1,0 +1,474 @@
+// cunumpy/cuda_kernel.hpp: CUDA kernels compiled at run time by NVRTC, every argument checked
+// against the parsed signature.
+//
+//   cunumpy::CudaKernel block_sum(R"(
+//     extern "C" __global__ void block_sum(const double* x, double* out, int n) { ... })",
+//     "block_sum", {.block_size = 128});
+//   auto [grid, block] = block_sum.launch_shape(x.size());
+//   auto partial = cunumpy::zeros<double>({grid.x});
+//   block_sum({.n_threads = x.size(), .shared_mem = 128 * 8}, x, partial, x.size());
+//
+//   auto scale = cunumpy::CudaKernel(source, "scale", {.template_args = {"double", 3}});
+//   scale(cunumpy::threads(n), x, 2.0, n);               // instantiation scale<double, 3>
+//
+// The source is compiled on first use (or by compile()) to CUBIN for the bound device's
+// architecture (sm_90 without a device), with the headers cunumpy ships on the include path,
+// through an on-disk cache whose key covers the source, the options, the contents of every
+// header the source includes, NVRTC's version, the architecture and cunumpy's version.  The
+// image is loaded with the CUDA runtime's library API, so nothing links the driver library.
+// Compilation needs no GPU (CI compiles real kernels); a launch needs the cuda backend.
+//
+// Arguments are checked against the signature (check_signature, the default): pointer
+// parameters take device arrays of the pointee's dtype (any for void*) and never host arrays
+// (nothing is copied implicitly); Array<n>D<T> views take arrays or strided() views of that
+// dtype and rank, packed as (pointer, shape, strides in elements); integers are range-checked
+// into integer parameters; floating-point values go into floating-point and complex parameters
+// of at least their precision (a double into a float parameter is an error: convert it);
+// bools into bool and integer parameters; struct parameters take struct_value<S>(...) of that
+// struct.  An argument object (a type with cuda_args() returning a tuple) stands for several
+// parameters and is flattened.  The Python reference's keyword arguments are a Launch (the
+// first argument) and CudaKernelOptions (designated initialisers).
+#pragma once
+
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <cunumpy/array.hpp>
+#include <cunumpy/cuda_signature.hpp>
+#include <cunumpy/cuda_struct.hpp>
+#include <cunumpy/errors.hpp>
+#include <cunumpy/stream.hpp>
+
+namespace cunumpy {
+
+// Up to three extents; rank says how many were given.
+struct Dim3 {
+  long long x = 1, y = 1, z = 1;
+  int rank = 1;
+  Dim3() = default;
+  Dim3(long long x_) : x(x_) {}  // NOLINT: a 1D extent converts
+  Dim3(long long x_, long long y_) : x(x_), y(y_), rank(2) {}
+  Dim3(long long x_, long long y_, long long z_) : x(x_), y(y_), z(z_), rank(3) {}
+  long long operator[](int d) const noexcept { return d == 0 ? x : d == 1 ? y : z; }
+  long long product() const noexcept { return x * y * z; }
+  friend bool operator==(const Dim3& a, const Dim3& b) noexcept { return a.x == b.x && a.y == b.y && a.z == b.z; }
+};
+
+// How a call launches: n_threads (grid = ceil(n_threads / block) per dimension) or grid;
+// block instead of the kernel's block size; dynamic shared memory in bytes; the stream (the
+// current one by default).
+struct Launch {
+  std::optional<Dim3> n_threads;
+  std::optional<Dim3> grid;
+  std::optional<Dim3> block;
+  std::size_t shared_mem = 0;
+  std::optional<StreamRef> stream;
+};
+inline Launch threads(Dim3 n) {
+  Launch l;
+  l.n_threads = n;
+  return l;
+}
+
+// A strided view of an array (the C++ form of a NumPy slice): each axis start:stop:step.
+struct Slice {
+  long long start = 0;
+  long long stop = LLONG_MAX;
+  long long step = 1;
+};
+template <Element T, int N>
+struct StridedArray {
+  Array<T> base;          // keeps the memory alive
+  ArrayView<T, N> view;   // pointer, shape and strides in elements
+};
+namespace detail {
+[[noreturn]] void throw_slice(const Shape& shape, int axis, const Slice& s);
+}
+// ValueError for a step that is not positive, or a rank other than the array's.
+template <int N, Element T>
+StridedArray<T, N> strided(const Array<T>& a, const std::array<Slice, N>& slices) {
+  StridedArray<T, N> out{a, a.template view<N>()};
+  for (int d = 0; d < N; ++d) {
+    const Slice& s = slices[static_cast<std::size_t>(d)];
+    const long long extent = a.shape(d);
+    const long long start = std::min(std::max(s.start, 0LL), extent), stop = std::min(std::max(s.stop, start), extent);
+    if (s.step <= 0 || s.start < 0) detail::throw_slice(a.shape(), d, s);
+    out.view.data += start * out.view.strides[d];
+    out.view.shape[d] = (stop - start + s.step - 1) / s.step;
+    out.view.strides[d] *= s.step;
+  }
+  return out;
+}
+
+// One kernel argument, type-erased (what a launch checks and packs).
+struct KernelArg {
+  enum class Kind : std::uint8_t { array, signed_integer, unsigned_integer, floating, complex, boolean, structure };
+  Kind kind = Kind::array;
+  DType dtype = DType::float64;  // arrays: the element type; scalars: their own type
+  Backend backend = Backend::host;
+  int ndim = 0;
+  bool contiguous = true;
+  const void* data = nullptr;  // arrays: the elements; structures: the packed bytes
+  long long shape[4] = {};
+  long long strides[4] = {};   // in elements
+  union {
+    long long i;
+    unsigned long long u;
+    double f;
+    bool b;
+  } value{};
+  double imag = 0;                          // complex scalars
+  std::size_t bytes = 0;                    // structures
+  const CudaStruct* structure = nullptr;    // structures
+};
+
+template <Element T>
+KernelArg kernel_arg(const Array<T>& a) {
+  KernelArg k;
+  k.kind = KernelArg::Kind::array;
+  k.dtype = dtype_of<T>();
+  k.backend = a.backend();
+  k.ndim = a.ndim();
+  k.data = a.data();
+  long long stride = 1;
+  for (int d = a.ndim() - 1; d >= 0; --d) {
+    k.shape[d] = a.shape()[d];
+    k.strides[d] = stride;
+    stride *= a.shape()[d];
+  }
+  return k;
+}
+template <Element T, int N>
+KernelArg kernel_arg(const StridedArray<T, N>& s) {
+  KernelArg k = kernel_arg(s.base);
+  k.ndim = N;
+  k.data = s.view.data;
+  long long expect = 1;
+  for (int d = N - 1; d >= 0; --d) {
+    k.shape[d] = s.view.shape[d];
+    k.strides[d] = s.view.strides[d];
+    if (s.view.shape[d] != 1 && s.view.strides[d] != expect) k.contiguous = false;
+    expect *= s.view.shape[d];
+  }
+  return k;
+}
+template <typename T>
+  requires(std::is_arithmetic_v<T>)
+KernelArg kernel_arg(T v) {
+  KernelArg k;
+  if constexpr (std::is_same_v<T, bool>) {
+    k.kind = KernelArg::Kind::boolean;
+    k.value.b = v;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    k.kind = KernelArg::Kind::floating;
+    k.value.f = static_cast<double>(v);
+  } else if constexpr (std::is_signed_v<T>) {
+    k.kind = KernelArg::Kind::signed_integer;
+    k.value.i = v;
+  } else {
+    k.kind = KernelArg::Kind::unsigned_integer;
+    k.value.u = v;
+  }
+  k.dtype = dtype_of<T>();
+  return k;
+}
+template <typename T>
+KernelArg kernel_arg(const std::complex<T>& v) {
+  KernelArg k;
+  k.kind = KernelArg::Kind::complex;
+  k.dtype = dtype_of<std::complex<T>>();
+  k.value.f = static_cast<double>(v.real());
+  k.imag = static_cast<double>(v.imag());
+  return k;
+}
+template <typename S>
+KernelArg kernel_arg(const CudaStructValue<S>& s) {
+  KernelArg k;
+  k.kind = KernelArg::Kind::structure;
+  k.data = &s.packed();
+  k.bytes = sizeof(S);
+  k.structure = &s.descriptor();
+  return k;
+}
+
+// An object that stands for several kernel parameters: cuda_args() returns them as a tuple
+// (arrays, scalars, struct values, or argument objects again), flattened into the launch.
+// The C++ form of the reference's __cuda_args__ protocol.
+template <typename T>
+concept CudaArguments = requires(const T& t) { std::tuple_size<std::decay_t<decltype(t.cuda_args())>>::value; };
+
+namespace detail {
+template <typename A>
+void append_kernel_args(std::vector<KernelArg>& out, const A& a) {
+  if constexpr (CudaArguments<A>) {
+    std::apply([&](const auto&... x) { (append_kernel_args(out, x), ...); }, a.cuda_args());
+  } else {
+    out.push_back(kernel_arg(a));
+  }
+}
+
+// Checks `arg` against `param` and writes its bytes at `dst` (at most 72); returns how many.
+// `what` names the call in errors ("CudaKernel 'push' argument 2 ('x')").
+std::size_t pack_argument(const CudaParameter& param, const KernelArg& arg, void* dst, const std::string& what);
+// The bytes of an argument as given (check_signature = false): arrays as their pointer,
+// scalars as their own type.
+std::size_t pack_unchecked(const KernelArg& arg, void* dst);
+std::string argument_name(const std::string& kernel, std::size_t index, const CudaParameter* param);
+}  // namespace detail
+
+// The launch buffer of prepared arguments: each parameter's bytes, and the pointers to them
+// that cudaLaunchKernel takes.
+class PackedArgs {
+ public:
+  void** pointers() noexcept { return pointers_.data(); }
+  std::size_t size() const noexcept { return pointers_.size(); }
+  // The bytes of parameter i.
+  std::span<const std::byte> bytes(std::size_t i) const {
+    return {static_cast<const std::byte*>(pointers_[i]), sizes_[i]};
+  }
+  void reserve(std::size_t n);
+  void* slot(std::size_t bytes);  // appends a parameter slot of `bytes` (8-byte aligned)
+  void commit(std::size_t bytes);
+
+ private:
+  std::vector<std::array<std::byte, 72>> storage_;
+  std::vector<void*> pointers_;
+  std::vector<std::size_t> sizes_;
+};
+
+// The launch shape's source when a call gives neither n_threads nor grid.
+enum class NThreadsFrom { none, first_array };
+
+struct CudaKernelOptions {
+  Dim3 block_size = 128;
+  std::vector<std::string> options;
+  std::vector<std::filesystem::path> include_dirs;
+  std::optional<std::filesystem::path> source_dir;
+  std::vector<const CudaStruct*> structs;
+  std::vector<TemplateArg> template_args;
+  bool check_signature = true;
+  std::optional<bool> debug;  // nothing: the global setting (set_cuda_debug), read at every launch
+  NThreadsFrom n_threads_from = NThreadsFrom::none;
+  std::function<Dim3(std::span<const KernelArg>)> n_threads_of;  // instead: a function of the arguments
+};
+
+// The kernel cache's counters since the process started.
+struct KernelCacheStats {
+  long long hits = 0;      // compilations served from the disk cache
+  long long misses = 0;    // not in the cache: compiled
+  long long rejected = 0;  // an entry that was truncated or corrupted: compiled again, rewritten
+  long long compiles = 0;  // NVRTC compilations
+};
+KernelCacheStats kernel_cache_stats() noexcept;
+
+// Debug mode: -lineinfo and -DCUNUMPY_BOUNDS_CHECK are added to the options (unless present),
+// and every launch synchronises its stream and throws CudaError naming the kernel, its grid
+// and block.  CUNUMPY_CUDA_DEBUG=1 (true, yes, on) enables it at start.
+inline constexpr std::array<std::string_view, 2> cuda_debug_options = {"-lineinfo", "-DCUNUMPY_BOUNDS_CHECK"};
+void set_cuda_debug(bool enabled) noexcept;
+bool get_cuda_debug() noexcept;
+class [[nodiscard]] CudaDebugScope {
+ public:
+  explicit CudaDebugScope(bool enabled) noexcept : previous_(get_cuda_debug()) { set_cuda_debug(enabled); }
+  ~CudaDebugScope() { set_cuda_debug(previous_); }
+  CudaDebugScope(const CudaDebugScope&) = delete;
+  CudaDebugScope& operator=(const CudaDebugScope&) = delete;
+
+ private:
+  bool previous_;
+};
+[[nodiscard]] inline CudaDebugScope cuda_debug(bool enabled = true) noexcept { return CudaDebugScope(enabled); }
+
+class CudaKernel {
+ public:
+  CudaKernel(std::string source, std::string name, CudaKernelOptions options = {});
+  // The kernel of a .cu file: `name` defaults to the file name without `suffix`
+  // (axpy_cuda.cu -> axpy); the file's folder is the source_dir and is added to include_dirs.
+  static CudaKernel from_file(const std::filesystem::path& path, std::optional<std::string> name = std::nullopt,
+                              CudaKernelOptions options = {}, std::string_view suffix = "_cuda.cu");
+  // Every __global__ function of a file, in source order (they share source and options).
+  static std::vector<std::pair<std::string, CudaKernel>> all_from_file(const std::filesystem::path& path,
+                                                                       CudaKernelOptions options = {});
+
+  const std::string& name() const noexcept;
+  // name, or the template instantiation ("scale<double, 3>").
+  const std::string& expression() const noexcept;
+  const std::string& source() const noexcept;
+  const Dim3& block_size() const noexcept;
+  const std::vector<std::string>& options() const noexcept;
+  const std::vector<std::filesystem::path>& include_dirs() const noexcept;
+  const std::optional<std::filesystem::path>& source_dir() const noexcept;
+  const std::vector<const CudaStruct*>& structs() const noexcept;
+  const std::vector<TemplateArg>& template_args() const noexcept;
+  // The parsed parameters (empty with check_signature = false).
+  const std::vector<CudaParameter>& signature() const noexcept;
+  bool check_signature() const noexcept;
+  std::optional<bool> debug() const noexcept;
+  // Whether debug mode applies to this kernel now (its own setting, else the global one).
+  bool debug_active() const noexcept;
+  // The headers the source includes (resolve_includes over source_dir, include_dirs and
+  // cunumpy's headers); recomputed at every call, so it follows the files on disk.
+  std::vector<std::filesystem::path> included_headers() const;
+  // The options a compilation now would pass: options, debug options, -I for every include
+  // folder and cunumpy's headers, -DCUNUMPY_INCLUDE_HASH=0x... when the source includes any
+  // header, and the target architecture.
+  std::vector<std::string> compile_options() const;
+  // "sm_90": the bound device's, or sm_90 without one.
+  std::string architecture() const;
+
+  // Compiles (through the cache) and loads the kernel when a device is usable.  CompileError
+  // with NVRTC's log when the source does not compile.
+  void compile();
+  bool is_compiled() const noexcept;
+  bool loaded_from_cache() const noexcept;
+  const std::string& cubin() const;  // after compile()
+
+  // The (grid, block) a call would use.  ValueError for a block of more than 1024 threads or
+  // negative extents, or a launch with neither n_threads nor grid and no n_threads_from.
+  std::pair<Dim3, Dim3> launch_shape(std::optional<Dim3> n_threads, std::optional<Dim3> grid = std::nullopt,
+                                     std::optional<Dim3> block = std::nullopt) const;
+
+  // Checks and packs the arguments as a launch would (the part a benchmark measures).
+  template <typename... A>
+  PackedArgs prepare_args(const A&... args) const {
+    std::vector<KernelArg> flat;
+    flat.reserve(sizeof...(A));
+    (detail::append_kernel_args(flat, args), ...);
+    return prepare(flat);
+  }
+  PackedArgs prepare(std::span<const KernelArg> args) const;
+
+  // Launches on the cuda backend; BackendError elsewhere (the emulated backend runs CUDA
+  // kernels through the kernel emulator).  Nothing is launched for a grid with a zero extent.
+  template <typename... A>
+  void operator()(const Launch& launch, const A&... args) {
+    std::vector<KernelArg> flat;
+    flat.reserve(sizeof...(A));
+    (detail::append_kernel_args(flat, args), ...);
+    launch_args(launch, flat);
+  }
+  void launch_args(const Launch& launch, std::span<const KernelArg> args);
+
+  struct State;
+
+ private:
+  explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+// One kernel per key, created by the factory on first use.
+template <typename... Key>
+class CudaKernelVariants {
+ public:
+  using KeyTuple = std::tuple<Key...>;
+  explicit CudaKernelVariants(std::function<CudaKernel(const Key&...)> factory) : factory_(std::move(factory)) {}
+
+  CudaKernel& get(const Key&... key) {
+    std::lock_guard lock(mutex_);
+    auto it = kernels_.find(KeyTuple(key...));
+    if (it == kernels_.end()) it = kernels_.emplace(KeyTuple(key...), factory_(key...)).first;
+    return it->second;
+  }
+  std::vector<KeyTuple> keys() const {
+    std::lock_guard lock(mutex_);
+    std::vector<KeyTuple> out;
+    for (const auto& [k, v] : kernels_) out.push_back(k);
+    return out;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return kernels_.size();
+  }
+  // Creates the given variants and compiles every variant, `jobs` at a time in threads; the
+  // first compile error is rethrown after all threads finished.
+  void compile_all(std::span<const KeyTuple> keys = {}, int jobs = 1) {
+    for (const KeyTuple& k : keys) std::apply([&](const Key&... key) { (void)get(key...); }, k);
+    std::vector<CudaKernel*> all;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& [k, v] : kernels_) all.push_back(&v);
+    }
+    compile_kernels(all, jobs);
+  }
+
+ private:
+  static void compile_kernels(std::span<CudaKernel* const> kernels, int jobs) {
+    std::mutex m;
+    std::size_t next = 0;
+    std::exception_ptr failure;
+    auto work = [&] {
+      for (;;) {
+        CudaKernel* k = nullptr;
+        {
+          std::lock_guard lock(m);
+          if (next == kernels.size() || failure) return;
+          k = kernels[next++];
+        }
+        try {
+          k->compile();
+        } catch (...) {
+          std::lock_guard lock(m);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int j = 1; j < std::max(1, jobs); ++j) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+  }
+
+  std::function<CudaKernel(const Key&...)> factory_;
+  mutable std::mutex mutex_;
+  std::map<KeyTuple, CudaKernel> kernels_;
+};
+
+// ---- struct values ------------------------------------------------------------------------
+
+namespace detail {
+template <typename A>
+void keep_alive(std::vector<std::shared_ptr<const void>>& keep, const A& a) {
+  if constexpr (requires { a.memory(); }) {
+    keep.push_back(a.memory());
+  } else if constexpr (requires { a.base.memory(); }) {
+    keep.push_back(a.base.memory());
+  }
+}
+[[noreturn]] void throw_struct_fields(const CudaStruct& s, std::size_t given);
+}  // namespace detail
+
+// The struct S with its fields from `fields` (in field order), each checked like a kernel
+// argument against the field's type; the value keeps the arrays alive.
+template <typename S, typename... A>
+CudaStructValue<S> struct_value(const A&... fields) {
+  const CudaStruct& d = cuda_struct<S>();
+  if (sizeof...(A) != d.fields().size()) detail::throw_struct_fields(d, sizeof...(A));
+  CudaStructValue<S> v;
+  const KernelArg args[] = {kernel_arg(fields)...};
+  auto* base = reinterpret_cast<unsigned char*>(&v.packed_);
+  for (std::size_t i = 0; i < sizeof...(A); ++i) {
+    alignas(8) unsigned char bytes[72];
+    const std::size_t n = detail::pack_argument(d.parameters()[i], args[i], bytes,
+                                                "struct " + d.name() + " field '" + d.fields()[i].name + "'");
+    std::memcpy(base + d.fields()[i].offset, bytes, std::min(n, d.fields()[i].size));
+  }
+  (detail::keep_alive(v.keep_, fields), ...);
+  return v;
+}
+
+}  // namespace cunumpy

@@ -1,0 +1,253 @@
+// NVRTC loaded at first use, and the on-disk cache of compiled kernels (cuda_compiler.hpp).
+//
+// NVRTC is opened with dlopen when the first kernel is compiled, so a program that never
+// compiles one starts on a machine without NVRTC, and one that does gets an error naming the
+// libraries it tried.  Only NVRTC's C API is used, declared here with its ABI (opaque program
+// handles, int results), so the kernels layer builds without the CUDA toolkit too.
+#include "cuda_compiler.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include <cunumpy/backend.hpp>
+#include <cunumpy/build_config.hpp>
+#include <cunumpy/cuda_kernel.hpp>
+#include <cunumpy/cuda_signature.hpp>
+#include <cunumpy/errors.hpp>
+
+#include "cuda_source.hpp"
+
+namespace cunumpy {
+namespace detail {
+namespace {
+
+using Program = void*;
+
+struct Nvrtc {
+  int (*version)(int*, int*) = nullptr;
+  const char* (*error_string)(int) = nullptr;
+  int (*create)(Program*, const char*, const char*, int, const char* const*, const char* const*) = nullptr;
+  int (*destroy)(Program*) = nullptr;
+  int (*compile)(Program, int, const char* const*) = nullptr;
+  int (*log_size)(Program, std::size_t*) = nullptr;
+  int (*log)(Program, char*) = nullptr;
+  int (*cubin_size)(Program, std::size_t*) = nullptr;
+  int (*cubin)(Program, char*) = nullptr;
+  int (*add_name)(Program, const char*) = nullptr;
+  int (*lowered_name)(Program, const char*, const char**) = nullptr;
+  std::string library;
+  int numeric_version = 0;
+};
+
+const Nvrtc& nvrtc() {
+  static const Nvrtc loaded = [] {
+    Nvrtc n;
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("CUNUMPY_NVRTC"); env != nullptr && *env != '\0') candidates.emplace_back(env);
+    for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+      candidates.emplace_back(name);
+      candidates.emplace_back(std::string(CUNUMPY_CUDA_LIBRARY_DIR) + "/" + name);
+    }
+    void* handle = nullptr;
+    std::string tried;
+    for (const std::string& c : candidates) {
+      handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle != nullptr) {
+        n.library = c;
+        break;
+      }
+      tried += "\n  " + c + ": " + dlerror();
+    }
+    if (handle == nullptr)
+      throw BackendError("CudaKernel: NVRTC (the CUDA run-time compiler) cannot be loaded; tried:" + tried +
+                         "\ninstall the CUDA toolkit's NVRTC (libnvrtc), add its folder to LD_LIBRARY_PATH, or set "
+                         "CUNUMPY_NVRTC to the library's path");
+    auto sym = [&](auto& f, const char* name) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(handle, name));
+      if (f == nullptr) throw BackendError("CudaKernel: " + n.library + " has no " + name + "; install NVRTC 12 or newer");
+    };
+    sym(n.version, "nvrtcVersion");
+    sym(n.error_string, "nvrtcGetErrorString");
+    sym(n.create, "nvrtcCreateProgram");
+    sym(n.destroy, "nvrtcDestroyProgram");
+    sym(n.compile, "nvrtcCompileProgram");
+    sym(n.log_size, "nvrtcGetProgramLogSize");
+    sym(n.log, "nvrtcGetProgramLog");
+    sym(n.cubin_size, "nvrtcGetCUBINSize");
+    sym(n.cubin, "nvrtcGetCUBIN");
+    sym(n.add_name, "nvrtcAddNameExpression");
+    sym(n.lowered_name, "nvrtcGetLoweredName");
+    int major = 0, minor = 0;
+    n.version(&major, &minor);
+    n.numeric_version = 1000 * major + 10 * minor;
+    return n;
+  }();
+  return loaded;
+}
+
+void check(const Nvrtc& n, int result, const char* call) {
+  if (result != 0) throw CompileError(std::string("CudaKernel: ") + call + " failed: " + n.error_string(result));
+}
+
+std::atomic<long long> g_hits{0}, g_misses{0}, g_rejected{0}, g_compiles{0};
+
+constexpr std::string_view kMagic = "CUNUMPY-KERNEL 1\n";
+
+// An entry: the magic line, the SHA-256 of the payload, its size, then the payload (the
+// lowered name, a NUL, the CUBIN).  Anything else (truncated, corrupted, another version)
+// is not loaded.
+std::optional<CompiledCode> read_entry(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::string all = s.str();
+  if (all.compare(0, kMagic.size(), kMagic) != 0) return std::nullopt;
+  std::size_t pos = kMagic.size();
+  const std::size_t nl1 = all.find('\n', pos);
+  if (nl1 == std::string::npos || nl1 - pos != 64) return std::nullopt;
+  const std::string digest = all.substr(pos, 64);
+  const std::size_t nl2 = all.find('\n', nl1 + 1);
+  if (nl2 == std::string::npos) return std::nullopt;
+  std::size_t size = 0;
+  try {
+    size = std::stoull(all.substr(nl1 + 1, nl2 - nl1 - 1));
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string payload = all.substr(nl2 + 1);
+  if (payload.size() != size || sha256_hex(payload) != digest) return std::nullopt;
+  const std::size_t nul = payload.find('\0');
+  if (nul == std::string::npos || nul + 1 >= payload.size()) return std::nullopt;
+  CompiledCode code;
+  code.lowered_name = payload.substr(0, nul);
+  code.cubin = payload.substr(nul + 1);
+  code.from_cache = true;
+  return code;
+}
+
+// Writes an entry under a name of its own, then renames it into place: readers (and other
+// ranks writing the same entry) see either no entry or a complete one.
+void write_entry(const std::filesystem::path& path, const CompiledCode& code) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::random_device rd;
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
+  const std::string payload = code.lowered_name + '\0' + code.cubin;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << kMagic << sha256_hex(payload) << '\n' << payload.size() << '\n' << payload;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        std::fprintf(stderr, "cunumpy: warning: cannot write the kernel cache in %s; kernels are compiled "
+                     "every run (set CUNUMPY_KERNEL_CACHE to a writable folder)\n", path.parent_path().c_str());
+      });
+      return;
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+}  // namespace
+
+int nvrtc_version() { return nvrtc().numeric_version; }
+
+std::filesystem::path kernel_cache_dir() {
+  if (const char* env = std::getenv("CUNUMPY_KERNEL_CACHE"); env != nullptr && *env != '\0') {
+    if (std::string_view(env) == "off") return {};
+    return env;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return std::filesystem::path(xdg) / "cunumpy" / "kernels";
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::filesystem::path(home) / ".cache" / "cunumpy" / "kernels";
+  return std::filesystem::temp_directory_path() / "cunumpy-kernels";
+}
+
+std::string cache_key(const CompileRequest& r) {
+  std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " + std::to_string(nvrtc_version()) + "\narch " +
+                     r.arch + "\nexpression " + r.expression + "\n";
+  for (const std::string& o : r.options) text += "option " + o + "\n";
+  text += "source " + std::to_string(r.source.size()) + "\n" + r.source;
+  for (const auto& h : r.headers) {
+    const std::string contents = read_file(h);
+    text += "\nheader " + std::to_string(contents.size()) + "\n" + contents;
+  }
+  return sha256_hex(text);
+}
+
+CompiledCode compile_cuda(const CompileRequest& r) {
+  const Nvrtc& n = nvrtc();
+  const std::string key = cache_key(r);
+  const std::filesystem::path dir = kernel_cache_dir();
+  const std::filesystem::path entry = dir.empty() ? std::filesystem::path() : dir / (key + ".cubin");
+  if (!entry.empty()) {
+    if (std::error_code ec; std::filesystem::exists(entry, ec)) {
+      if (auto cached = read_entry(entry)) {
+        ++g_hits;
+        cached->key = key;
+        return *cached;
+      }
+      ++g_rejected;  // truncated or corrupted: compiled again and rewritten
+    }
+    ++g_misses;
+  }
+  Program program = nullptr;
+  check(n, n.create(&program, r.source.c_str(), r.program_name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
+  struct Destroy {
+    const Nvrtc& n;
+    Program& p;
+    ~Destroy() { n.destroy(&p); }
+  } destroy{n, program};
+  if (r.is_template) check(n, n.add_name(program, r.expression.c_str()), "nvrtcAddNameExpression");
+  std::vector<const char*> options;
+  for (const std::string& o : r.options) options.push_back(o.c_str());
+  const int result = n.compile(program, static_cast<int>(options.size()), options.data());
+  ++g_compiles;
+  std::size_t log_size = 0;
+  n.log_size(program, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) n.log(program, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  if (result != 0) {
+    std::string opts;
+    for (const std::string& o : r.options) opts += " " + o;
+    throw CompileError("CudaKernel '" + r.expression + "': NVRTC could not compile " + r.program_name + " (" +
+                       n.error_string(result) + "):\n" + log + "\n  options:" + opts);
+  }
+  CompiledCode code;
+  code.key = key;
+  std::size_t size = 0;
+  check(n, n.cubin_size(program, &size), "nvrtcGetCUBINSize");
+  code.cubin.resize(size);
+  check(n, n.cubin(program, code.cubin.data()), "nvrtcGetCUBIN");
+  if (r.is_template) {
+    const char* lowered = nullptr;
+    check(n, n.lowered_name(program, r.expression.c_str(), &lowered), "nvrtcGetLoweredName");
+    code.lowered_name = lowered;
+  } else {
+    code.lowered_name = r.expression;
+  }
+  if (!entry.empty()) write_entry(entry, code);
+  return code;
+}
+
+}  // namespace detail
+
+KernelCacheStats kernel_cache_stats() noexcept {
+  return {detail::g_hits.load(), detail::g_misses.load(), detail::g_rejected.load(), detail::g_compiles.load()};
+}
+
+}  // namespace cunumpy

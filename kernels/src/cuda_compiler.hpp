@@ -1,0 +1,44 @@
+// kernels/src/cuda_compiler.hpp: NVRTC, loaded at first use, and the on-disk cache of compiled
+// kernels (private to the kernels layer).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace cunumpy::detail {
+
+// What to compile.  The cache key covers every field and the contents of `headers`.
+struct CompileRequest {
+  std::string source;
+  std::string program_name;        // shown in NVRTC's messages, e.g. "push_cuda.cu"
+  std::string expression;          // the kernel: its name, or a template instantiation
+  bool is_template = false;        // look the lowered (mangled) name up with NVRTC
+  std::vector<std::string> options;  // complete: include paths, defines, architecture
+  std::string arch;                // "sm_90"
+  std::vector<std::filesystem::path> headers;  // every header the source includes
+};
+
+struct CompiledCode {
+  std::string cubin;
+  std::string lowered_name;  // the symbol to load
+  bool from_cache = false;
+  std::string key;           // the cache key (64 hex digits)
+};
+
+// Compiles with NVRTC to CUBIN, through the on-disk cache.  CompileError with NVRTC's log
+// for a source that does not compile; BackendError when NVRTC cannot be loaded.
+CompiledCode compile_cuda(const CompileRequest& request);
+
+// The cache key of a request (SHA-256 over the library version, NVRTC's version, the
+// architecture, the expression, the options, the source and the headers' contents).
+std::string cache_key(const CompileRequest& request);
+
+// NVRTC's version as major * 1000 + minor * 10 (e.g. 13000); BackendError without NVRTC.
+int nvrtc_version();
+
+// The cache folder (CUNUMPY_KERNEL_CACHE, else $XDG_CACHE_HOME/cunumpy/kernels, else
+// ~/.cache/cunumpy/kernels); empty when CUNUMPY_KERNEL_CACHE=off.
+std::filesystem::path kernel_cache_dir();
+
+}  // namespace cunumpy::detail

@@ -1,0 +1,19 @@
+// kernels/src/cuda_source.hpp: text helpers shared by the signature parser, the struct checks
+// and the kernel compiler (private to the kernels layer).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cunumpy::detail {
+
+// The source with // and /* */ comments removed (newlines kept; literals untouched).
+std::string strip_comments(std::string_view source);
+// C tokens: identifiers, numbers, "::", string literals and single punctuation characters.
+std::vector<std::string> tokenize(std::string_view source);
+// The whole file; ValueError naming it when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace cunumpy::detail
