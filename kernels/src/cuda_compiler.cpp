@@ -33,7 +33,8 @@ using Program = void*;
 struct Nvrtc {
   int (*version)(int*, int*) = nullptr;
   const char* (*error_string)(int) = nullptr;
-  int (*create)(Program*, const char*, const char*, int, const char* const*, const char* const*) = nullptr;
+  int (*create)(Program*, const char*, const char*, int, const char* const*,
+                const char* const*) = nullptr;
   int (*destroy)(Program*) = nullptr;
   int (*compile)(Program, int, const char* const*) = nullptr;
   int (*log_size)(Program, std::size_t*) = nullptr;
@@ -50,7 +51,8 @@ const Nvrtc& nvrtc() {
   static const Nvrtc loaded = [] {
     Nvrtc n;
     std::vector<std::string> candidates;
-    if (const char* env = std::getenv("CUNUMPY_NVRTC"); env != nullptr && *env != '\0') candidates.emplace_back(env);
+    if (const char* env = std::getenv("CUNUMPY_NVRTC"); env != nullptr && *env != '\0')
+      candidates.emplace_back(env);
     for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
       candidates.emplace_back(name);
       candidates.emplace_back(std::string(CUNUMPY_CUDA_LIBRARY_DIR) + "/" + name);
@@ -66,12 +68,16 @@ const Nvrtc& nvrtc() {
       tried += "\n  " + c + ": " + dlerror();
     }
     if (handle == nullptr)
-      throw BackendError("CudaKernel: NVRTC (the CUDA run-time compiler) cannot be loaded; tried:" + tried +
-                         "\ninstall the CUDA toolkit's NVRTC (libnvrtc), add its folder to LD_LIBRARY_PATH, or set "
-                         "CUNUMPY_NVRTC to the library's path");
+      throw BackendError(
+          "CudaKernel: NVRTC (the CUDA run-time compiler) cannot be loaded; tried:" + tried +
+          "\ninstall the CUDA toolkit's NVRTC (libnvrtc), add its folder to LD_LIBRARY_PATH, or "
+          "set "
+          "CUNUMPY_NVRTC to the library's path");
     auto sym = [&](auto& f, const char* name) {
       f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(handle, name));
-      if (f == nullptr) throw BackendError("CudaKernel: " + n.library + " has no " + name + "; install NVRTC 12 or newer");
+      if (f == nullptr)
+        throw BackendError("CudaKernel: " + n.library + " has no " + name +
+                           "; install NVRTC 12 or newer");
     };
     sym(n.version, "nvrtcVersion");
     sym(n.error_string, "nvrtcGetErrorString");
@@ -93,7 +99,8 @@ const Nvrtc& nvrtc() {
 }
 
 void check(const Nvrtc& n, int result, const char* call) {
-  if (result != 0) throw CompileError(std::string("CudaKernel: ") + call + " failed: " + n.error_string(result));
+  if (result != 0)
+    throw CompileError(std::string("CudaKernel: ") + call + " failed: " + n.error_string(result));
 }
 
 std::atomic<long long> g_hits{0}, g_misses{0}, g_rejected{0}, g_compiles{0};
@@ -140,7 +147,8 @@ void write_entry(const std::filesystem::path& path, const CompiledCode& code) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   std::random_device rd;
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
+  const fs::path tmp =
+      path.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
   const std::string payload = code.lowered_name + '\0' + code.cubin;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -150,8 +158,10 @@ void write_entry(const std::filesystem::path& path, const CompiledCode& code) {
       fs::remove(tmp, ec);
       static std::once_flag warned;
       std::call_once(warned, [&] {
-        std::fprintf(stderr, "cunumpy: warning: cannot write the kernel cache in %s; kernels are compiled "
-                     "every run (set CUNUMPY_KERNEL_CACHE to a writable folder)\n", path.parent_path().c_str());
+        std::fprintf(stderr,
+                     "cunumpy: warning: cannot write the kernel cache in %s; kernels are compiled "
+                     "every run (set CUNUMPY_KERNEL_CACHE to a writable folder)\n",
+                     path.parent_path().c_str());
       });
       return;
     }
@@ -162,7 +172,9 @@ void write_entry(const std::filesystem::path& path, const CompiledCode& code) {
 
 }  // namespace
 
-int nvrtc_version() { return nvrtc().numeric_version; }
+int nvrtc_version() {
+  return nvrtc().numeric_version;
+}
 
 std::filesystem::path kernel_cache_dir() {
   if (const char* env = std::getenv("CUNUMPY_KERNEL_CACHE"); env != nullptr && *env != '\0') {
@@ -177,8 +189,9 @@ std::filesystem::path kernel_cache_dir() {
 }
 
 std::string cache_key(const CompileRequest& r) {
-  std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " + std::to_string(nvrtc_version()) + "\narch " +
-                     r.arch + "\nexpression " + r.expression + "\n";
+  std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " +
+                     std::to_string(nvrtc_version()) + "\narch " + r.arch + "\nexpression " +
+                     r.expression + "\n";
   for (const std::string& o : r.options) text += "option " + o + "\n";
   text += "source " + std::to_string(r.source.size()) + "\n" + r.source;
   for (const auto& h : r.headers) {
@@ -192,7 +205,8 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   const Nvrtc& n = nvrtc();
   const std::string key = cache_key(r);
   const std::filesystem::path dir = kernel_cache_dir();
-  const std::filesystem::path entry = dir.empty() ? std::filesystem::path() : dir / (key + ".cubin");
+  const std::filesystem::path entry =
+      dir.empty() ? std::filesystem::path() : dir / (key + ".cubin");
   if (!entry.empty()) {
     if (std::error_code ec; std::filesystem::exists(entry, ec)) {
       if (auto cached = read_entry(entry)) {
@@ -205,7 +219,8 @@ CompiledCode compile_cuda(const CompileRequest& r) {
     ++g_misses;
   }
   Program program = nullptr;
-  check(n, n.create(&program, r.source.c_str(), r.program_name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
+  check(n, n.create(&program, r.source.c_str(), r.program_name.c_str(), 0, nullptr, nullptr),
+        "nvrtcCreateProgram");
   struct Destroy {
     const Nvrtc& n;
     Program& p;
@@ -224,8 +239,9 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   if (result != 0) {
     std::string opts;
     for (const std::string& o : r.options) opts += " " + o;
-    throw CompileError("CudaKernel '" + r.expression + "': NVRTC could not compile " + r.program_name + " (" +
-                       n.error_string(result) + "):\n" + log + "\n  options:" + opts);
+    throw CompileError("CudaKernel '" + r.expression + "': NVRTC could not compile " +
+                       r.program_name + " (" + n.error_string(result) + "):\n" + log +
+                       "\n  options:" + opts);
   }
   CompiledCode code;
   code.key = key;
@@ -247,7 +263,8 @@ CompiledCode compile_cuda(const CompileRequest& r) {
 }  // namespace detail
 
 KernelCacheStats kernel_cache_stats() noexcept {
-  return {detail::g_hits.load(), detail::g_misses.load(), detail::g_rejected.load(), detail::g_compiles.load()};
+  return {detail::g_hits.load(), detail::g_misses.load(), detail::g_rejected.load(),
+          detail::g_compiles.load()};
 }
 
 }  // namespace cunumpy

@@ -11,11 +11,11 @@ namespace cunumpy::detail {
 // What to compile.  The cache key covers every field and the contents of `headers`.
 struct CompileRequest {
   std::string source;
-  std::string program_name;        // shown in NVRTC's messages, e.g. "push_cuda.cu"
-  std::string expression;          // the kernel: its name, or a template instantiation
-  bool is_template = false;        // look the lowered (mangled) name up with NVRTC
-  std::vector<std::string> options;  // complete: include paths, defines, architecture
-  std::string arch;                // "sm_90"
+  std::string program_name;                    // shown in NVRTC's messages, e.g. "push_cuda.cu"
+  std::string expression;                      // the kernel: its name, or a template instantiation
+  bool is_template = false;                    // look the lowered (mangled) name up with NVRTC
+  std::vector<std::string> options;            // complete: include paths, defines, architecture
+  std::string arch;                            // "sm_90"
   std::vector<std::filesystem::path> headers;  // every header the source includes
 };
 
@@ -23,7 +23,7 @@ struct CompiledCode {
   std::string cubin;
   std::string lowered_name;  // the symbol to load
   bool from_cache = false;
-  std::string key;           // the cache key (64 hex digits)
+  std::string key;  // the cache key (64 hex digits)
 };
 
 // Compiles with NVRTC to CUBIN, through the on-disk cache.  CompileError with NVRTC's log

@@ -21,33 +21,42 @@ namespace cunumpy {
 
 namespace {
 std::atomic<bool>& debug_flag() {
-  static std::atomic<bool> flag{detail::parse_flag(std::getenv("CUNUMPY_CUDA_DEBUG")).value_or(false)};
+  static std::atomic<bool> flag{
+      detail::parse_flag(std::getenv("CUNUMPY_CUDA_DEBUG")).value_or(false)};
   return flag;
 }
 }  // namespace
 
-void set_cuda_debug(bool enabled) noexcept { debug_flag().store(enabled); }
-bool get_cuda_debug() noexcept { return debug_flag().load(); }
+void set_cuda_debug(bool enabled) noexcept {
+  debug_flag().store(enabled);
+}
+bool get_cuda_debug() noexcept {
+  return debug_flag().load();
+}
 
 // ---- argument checks and packing -----------------------------------------------------------
 
 namespace detail {
 
 void throw_slice(const Shape& shape, int axis, const Slice& s) {
-  throw ValueError("strided: axis " + std::to_string(axis) + " of shape " + shape.str() + ": start " +
-                   std::to_string(s.start) + " and step " + std::to_string(s.step) +
+  throw ValueError("strided: axis " + std::to_string(axis) + " of shape " + shape.str() +
+                   ": start " + std::to_string(s.start) + " and step " + std::to_string(s.step) +
                    " must be non-negative and positive; pass slices within the array");
 }
 
 void throw_struct_fields(const CudaStruct& s, std::size_t given) {
   std::string names;
   for (const auto& f : s.fields()) names += (names.empty() ? "" : ", ") + f.name;
-  throw ValueError("struct_value<" + s.name() + ">: " + std::to_string(given) + " value(s) given for the " +
-                   std::to_string(s.fields().size()) + " fields (" + names + "); pass one value per field, in order");
+  throw ValueError("struct_value<" + s.name() + ">: " + std::to_string(given) +
+                   " value(s) given for the " + std::to_string(s.fields().size()) + " fields (" +
+                   names + "); pass one value per field, in order");
 }
 
-std::string argument_name(const std::string& kernel, std::size_t index, const CudaParameter* param) {
-  std::string s = "CudaKernel '" + kernel + "' argument " + std::to_string(index);
+std::string ArgWhere::str() const {
+  if (field)
+    return "struct " + std::string(owner) + " field '" + (param != nullptr ? param->name : "") +
+           "'";
+  std::string s = "CudaKernel '" + std::string(owner) + "' argument " + std::to_string(index);
   if (param != nullptr) s += " ('" + param->text + "')";
   return s;
 }
@@ -60,29 +69,39 @@ std::string describe(const KernelArg& a) {
       return std::string(a.backend == Backend::host ? "a host" : "a device") + " array of " +
              std::string(to_string(a.dtype)) + " with " + std::to_string(a.ndim) + " dimension(s)";
     case KernelArg::Kind::signed_integer:
-    case KernelArg::Kind::unsigned_integer: return "an integer (" + std::string(to_string(a.dtype)) + ")";
-    case KernelArg::Kind::floating: return "a floating-point value (" + std::string(to_string(a.dtype)) + ")";
-    case KernelArg::Kind::complex: return "a complex value (" + std::string(to_string(a.dtype)) + ")";
-    case KernelArg::Kind::boolean: return "a bool";
-    case KernelArg::Kind::structure: return "a struct " + a.structure->name();
+    case KernelArg::Kind::unsigned_integer:
+      return "an integer (" + std::string(to_string(a.dtype)) + ")";
+    case KernelArg::Kind::floating:
+      return "a floating-point value (" + std::string(to_string(a.dtype)) + ")";
+    case KernelArg::Kind::complex:
+      return "a complex value (" + std::string(to_string(a.dtype)) + ")";
+    case KernelArg::Kind::boolean:
+      return "a bool";
+    case KernelArg::Kind::structure:
+      return "a struct " + a.structure->name();
   }
   return "a value";
 }
 
-[[noreturn]] void type_error(const std::string& what, const std::string& expected, const KernelArg& a,
+[[noreturn]] void type_error(const ArgWhere& where, const std::string& expected, const KernelArg& a,
                              const std::string& fix) {
-  throw TypeError(what + ": expected " + expected + ", got " + describe(a) + "; " + fix);
+  throw TypeError(where.str() + ": expected " + expected + ", got " + describe(a) + "; " + fix);
 }
 
-void require_device_array(const CudaParameter& p, const KernelArg& a, const std::string& what, const std::string& expected) {
-  if (a.kind != KernelArg::Kind::array) type_error(what, expected, a, "pass an Array");
+// `expected` (a callable giving the text) runs only for an error.
+template <typename Expected>
+void require_device_array(const CudaParameter& p, const KernelArg& a, const ArgWhere& where,
+                          Expected&& expected) {
+  if (a.kind != KernelArg::Kind::array) type_error(where, expected(), a, "pass an Array");
   if (a.backend == Backend::host)
-    type_error(what, expected, a,
-               "host data is never copied to the device implicitly: pass to_device(array) (or build it with "
+    type_error(where, expected(), a,
+               "host data is never copied to the device implicitly: pass to_device(array) (or "
+               "build it with "
                "as_device_array)");
   if (p.dtype && *p.dtype != a.dtype)
-    type_error(what, expected, a,
-               "convert the data to " + std::string(to_string(*p.dtype)) + " or change the kernel's parameter type");
+    type_error(where, expected(), a,
+               "convert the data to " + std::string(to_string(*p.dtype)) +
+                   " or change the kernel's parameter type");
 }
 
 template <typename I>
@@ -93,26 +112,31 @@ bool fits(const KernelArg& a) {
       return a.value.i >= static_cast<long long>(std::numeric_limits<I>::min()) &&
              a.value.i <= static_cast<long long>(std::numeric_limits<I>::max());
     else
-      return a.value.i >= 0 && static_cast<unsigned long long>(a.value.i) <= std::numeric_limits<I>::max();
+      return a.value.i >= 0 &&
+             static_cast<unsigned long long>(a.value.i) <= std::numeric_limits<I>::max();
   }
   return a.value.u <= static_cast<unsigned long long>(std::numeric_limits<I>::max());
 }
 
 template <typename I>
-std::size_t pack_integer(const CudaParameter& p, const KernelArg& a, void* dst, const std::string& what) {
+std::size_t pack_integer(const CudaParameter& p, const KernelArg& a, void* dst,
+                         const ArgWhere& where) {
   if (a.kind != KernelArg::Kind::signed_integer && a.kind != KernelArg::Kind::unsigned_integer &&
       a.kind != KernelArg::Kind::boolean)
-    type_error(what, "an integer for '" + p.ctype + "'", a,
-               a.kind == KernelArg::Kind::floating ? "convert it to an integer type first" : "pass an integer");
+    type_error(where, "an integer for '" + p.ctype + "'", a,
+               a.kind == KernelArg::Kind::floating ? "convert it to an integer type first"
+                                                   : "pass an integer");
   if (!fits<I>(a))
-    throw ValueError(what + ": " +
-                     (a.kind == KernelArg::Kind::unsigned_integer ? std::to_string(a.value.u) : std::to_string(a.value.i)) +
+    throw ValueError(where.str() + ": " +
+                     (a.kind == KernelArg::Kind::unsigned_integer ? std::to_string(a.value.u)
+                                                                  : std::to_string(a.value.i)) +
                      " does not fit the parameter type '" + p.ctype + "' (" +
-                     std::to_string(static_cast<long long>(std::numeric_limits<I>::min())) + " .. " +
-                     std::to_string(std::numeric_limits<I>::max()) + "); pass a value in range or widen the parameter");
-  const I v = a.kind == KernelArg::Kind::boolean         ? static_cast<I>(a.value.b)
+                     std::to_string(static_cast<long long>(std::numeric_limits<I>::min())) +
+                     " .. " + std::to_string(std::numeric_limits<I>::max()) +
+                     "); pass a value in range or widen the parameter");
+  const I v = a.kind == KernelArg::Kind::boolean          ? static_cast<I>(a.value.b)
               : a.kind == KernelArg::Kind::signed_integer ? static_cast<I>(a.value.i)
-                                                           : static_cast<I>(a.value.u);
+                                                          : static_cast<I>(a.value.u);
   std::memcpy(dst, &v, sizeof(I));
   return sizeof(I);
 }
@@ -125,57 +149,78 @@ bool narrower(DType param, DType given) {
 
 double as_double(const KernelArg& a) {
   switch (a.kind) {
-    case KernelArg::Kind::signed_integer: return static_cast<double>(a.value.i);
-    case KernelArg::Kind::unsigned_integer: return static_cast<double>(a.value.u);
-    case KernelArg::Kind::boolean: return a.value.b ? 1.0 : 0.0;
-    default: return a.value.f;
+    case KernelArg::Kind::signed_integer:
+      return static_cast<double>(a.value.i);
+    case KernelArg::Kind::unsigned_integer:
+      return static_cast<double>(a.value.u);
+    case KernelArg::Kind::boolean:
+      return a.value.b ? 1.0 : 0.0;
+    default:
+      return a.value.f;
   }
 }
 
 template <typename F>
-std::size_t pack_real(const CudaParameter& p, const KernelArg& a, void* dst, const std::string& what) {
+std::size_t pack_real(const CudaParameter& p, const KernelArg& a, void* dst,
+                      const ArgWhere& where) {
   if (a.kind == KernelArg::Kind::boolean || a.kind == KernelArg::Kind::complex ||
       a.kind == KernelArg::Kind::array || a.kind == KernelArg::Kind::structure)
-    type_error(what, "a real number for '" + p.ctype + "'", a, "pass a floating-point or integer value");
+    type_error(where, "a real number for '" + p.ctype + "'", a,
+               "pass a floating-point or integer value");
   if (a.kind == KernelArg::Kind::floating && narrower(*p.dtype, a.dtype))
-    type_error(what, "a value of at most single precision for '" + p.ctype + "'", a,
-               "convert it (static_cast<float>(x)) to accept the rounding, or make the parameter double");
+    type_error(
+        where, "a value of at most single precision for '" + p.ctype + "'", a,
+        "convert it (static_cast<float>(x)) to accept the rounding, or make the parameter double");
   const F v = static_cast<F>(as_double(a));
   std::memcpy(dst, &v, sizeof(F));
   return sizeof(F);
 }
 
 template <typename F>
-std::size_t pack_complex(const CudaParameter& p, const KernelArg& a, void* dst, const std::string& what) {
-  if (a.kind == KernelArg::Kind::boolean || a.kind == KernelArg::Kind::array || a.kind == KernelArg::Kind::structure)
-    type_error(what, "a number for '" + p.ctype + "'", a, "pass a complex, floating-point or integer value");
-  if ((a.kind == KernelArg::Kind::floating || a.kind == KernelArg::Kind::complex) && narrower(*p.dtype, a.dtype))
-    type_error(what, "a value of at most single precision for '" + p.ctype + "'", a,
-               "convert it to std::complex<float> to accept the rounding, or make the parameter complex<double>");
-  const F v[2] = {static_cast<F>(as_double(a)), static_cast<F>(a.kind == KernelArg::Kind::complex ? a.imag : 0.0)};
+std::size_t pack_complex(const CudaParameter& p, const KernelArg& a, void* dst,
+                         const ArgWhere& where) {
+  if (a.kind == KernelArg::Kind::boolean || a.kind == KernelArg::Kind::array ||
+      a.kind == KernelArg::Kind::structure)
+    type_error(where, "a number for '" + p.ctype + "'", a,
+               "pass a complex, floating-point or integer value");
+  if ((a.kind == KernelArg::Kind::floating || a.kind == KernelArg::Kind::complex) &&
+      narrower(*p.dtype, a.dtype))
+    type_error(where, "a value of at most single precision for '" + p.ctype + "'", a,
+               "convert it to std::complex<float> to accept the rounding, or make the parameter "
+               "complex<double>");
+  const F v[2] = {static_cast<F>(as_double(a)),
+                  static_cast<F>(a.kind == KernelArg::Kind::complex ? a.imag : 0.0)};
   std::memcpy(dst, v, sizeof(v));
   return sizeof(v);
 }
 
 }  // namespace
 
-std::size_t pack_argument(const CudaParameter& p, const KernelArg& a, void* dst, const std::string& what) {
+std::size_t pack_argument(const CudaParameter& p, const KernelArg& a, void* dst,
+                          const ArgWhere& where) {
   if (p.pointer) {
-    require_device_array(p, a, what,
-                         "a contiguous device array" + (p.dtype ? " of " + std::string(to_string(*p.dtype)) : std::string()));
+    require_device_array(p, a, where, [&] {
+      return "a contiguous device array" +
+             (p.dtype ? " of " + std::string(to_string(*p.dtype)) : std::string());
+    });
     if (!a.contiguous)
-      type_error(what, "a contiguous device array", a,
-                 "a strided view would be read as a flat buffer: pass the whole array, or make the parameter an "
-                 "Array" + std::to_string(std::max(a.ndim, 1)) + "D<" + p.ctype + "> view");
+      type_error(where, "a contiguous device array", a,
+                 "a strided view would be read as a flat buffer: pass the whole array, or make the "
+                 "parameter an "
+                 "Array" +
+                     std::to_string(std::max(a.ndim, 1)) + "D<" + p.ctype + "> view");
     std::memcpy(dst, &a.data, sizeof(void*));
     return sizeof(void*);
   }
   if (p.view_ndim > 0) {
-    const std::string expected = "a device array of " + std::string(to_string(*p.dtype)) + " with " +
-                                 std::to_string(p.view_ndim) + " dimension(s)";
-    require_device_array(p, a, what, expected);
+    auto expected = [&] {
+      return "a device array of " + std::string(to_string(*p.dtype)) + " with " +
+             std::to_string(p.view_ndim) + " dimension(s)";
+    };
+    require_device_array(p, a, where, expected);
     if (a.ndim != p.view_ndim)
-      type_error(what, expected, a, "reshape the array or use an Array" + std::to_string(a.ndim) + "D parameter");
+      type_error(where, expected(), a,
+                 "reshape the array or use an Array" + std::to_string(a.ndim) + "D parameter");
     auto* out = static_cast<unsigned char*>(dst);
     std::memcpy(out, &a.data, 8);
     std::memcpy(out + 8, a.shape, 8 * static_cast<std::size_t>(a.ndim));
@@ -184,68 +229,113 @@ std::size_t pack_argument(const CudaParameter& p, const KernelArg& a, void* dst,
   }
   if (!p.struct_name.empty()) {
     if (a.kind != KernelArg::Kind::structure || a.structure->name() != p.struct_name)
-      type_error(what, "a struct " + p.struct_name, a, "pass struct_value<" + p.struct_name + ">(...)");
+      type_error(where, "a struct " + p.struct_name, a,
+                 "pass struct_value<" + p.struct_name + ">(...)");
     std::memcpy(dst, a.data, a.bytes);
     return a.bytes;
   }
   if (a.kind == KernelArg::Kind::array || a.kind == KernelArg::Kind::structure)
-    type_error(what, "a scalar '" + p.ctype + "'", a, "pass a value of that type");
+    type_error(where, "a scalar '" + p.ctype + "'", a, "pass a value of that type");
   switch (*p.dtype) {
     case DType::boolean:
-      if (a.kind != KernelArg::Kind::boolean) type_error(what, "a bool", a, "pass true or false (or x != 0)");
+      if (a.kind != KernelArg::Kind::boolean)
+        type_error(where, "a bool", a, "pass true or false (or x != 0)");
       std::memcpy(dst, &a.value.b, 1);
       return 1;
-    case DType::int8: return pack_integer<std::int8_t>(p, a, dst, what);
-    case DType::uint8: return pack_integer<std::uint8_t>(p, a, dst, what);
-    case DType::int16: return pack_integer<std::int16_t>(p, a, dst, what);
-    case DType::uint16: return pack_integer<std::uint16_t>(p, a, dst, what);
-    case DType::int32: return pack_integer<std::int32_t>(p, a, dst, what);
-    case DType::uint32: return pack_integer<std::uint32_t>(p, a, dst, what);
-    case DType::int64: return pack_integer<std::int64_t>(p, a, dst, what);
-    case DType::uint64: return pack_integer<std::uint64_t>(p, a, dst, what);
-    case DType::float32: return pack_real<float>(p, a, dst, what);
-    case DType::float64: return pack_real<double>(p, a, dst, what);
-    case DType::complex64: return pack_complex<float>(p, a, dst, what);
-    case DType::complex128: return pack_complex<double>(p, a, dst, what);
+    case DType::int8:
+      return pack_integer<std::int8_t>(p, a, dst, where);
+    case DType::uint8:
+      return pack_integer<std::uint8_t>(p, a, dst, where);
+    case DType::int16:
+      return pack_integer<std::int16_t>(p, a, dst, where);
+    case DType::uint16:
+      return pack_integer<std::uint16_t>(p, a, dst, where);
+    case DType::int32:
+      return pack_integer<std::int32_t>(p, a, dst, where);
+    case DType::uint32:
+      return pack_integer<std::uint32_t>(p, a, dst, where);
+    case DType::int64:
+      return pack_integer<std::int64_t>(p, a, dst, where);
+    case DType::uint64:
+      return pack_integer<std::uint64_t>(p, a, dst, where);
+    case DType::float32:
+      return pack_real<float>(p, a, dst, where);
+    case DType::float64:
+      return pack_real<double>(p, a, dst, where);
+    case DType::complex64:
+      return pack_complex<float>(p, a, dst, where);
+    case DType::complex128:
+      return pack_complex<double>(p, a, dst, where);
   }
   return 0;
 }
 
 std::size_t pack_unchecked(const KernelArg& a, void* dst) {
   switch (a.kind) {
-    case KernelArg::Kind::array: std::memcpy(dst, &a.data, sizeof(void*)); return sizeof(void*);
-    case KernelArg::Kind::structure: std::memcpy(dst, a.data, a.bytes); return a.bytes;
-    case KernelArg::Kind::boolean: std::memcpy(dst, &a.value.b, 1); return 1;
-    default: {
-      CudaParameter own;
-      own.ctype = ctype_of(a.dtype);
-      own.dtype = a.dtype;
-      return pack_argument(own, a, dst, "CudaKernel argument");
+    case KernelArg::Kind::array:
+      std::memcpy(dst, &a.data, sizeof(void*));
+      return sizeof(void*);
+    case KernelArg::Kind::structure:
+      std::memcpy(dst, a.data, a.bytes);
+      return a.bytes;
+    case KernelArg::Kind::boolean:
+      std::memcpy(dst, &a.value.b, 1);
+      return 1;
+    case KernelArg::Kind::signed_integer:
+    case KernelArg::Kind::unsigned_integer: {  // the value's own width (little-endian: its low
+                                               // bytes)
+      const std::size_t n = dtype_size(a.dtype);
+      std::memcpy(dst, &a.value.u, n);
+      return n;
     }
+    case KernelArg::Kind::floating:
+      if (a.dtype == DType::float32) {
+        const float f = static_cast<float>(a.value.f);
+        std::memcpy(dst, &f, sizeof f);
+        return sizeof f;
+      }
+      std::memcpy(dst, &a.value.f, sizeof(double));
+      return sizeof(double);
+    case KernelArg::Kind::complex:
+      if (a.dtype == DType::complex64) {
+        const float c[2] = {static_cast<float>(a.value.f), static_cast<float>(a.imag)};
+        std::memcpy(dst, c, sizeof c);
+        return sizeof c;
+      }
+      {
+        const double c[2] = {a.value.f, a.imag};
+        std::memcpy(dst, c, sizeof c);
+        return sizeof c;
+      }
   }
+  return 0;
 }
 
 }  // namespace detail
 
 void PackedArgs::reserve(std::size_t n) {
-  storage_.reserve(n);
-  pointers_.reserve(n);
-  sizes_.reserve(n);
-}
-
-void* PackedArgs::slot(std::size_t) {
-  const bool moves = storage_.size() == storage_.capacity();
-  storage_.emplace_back();
-  if (moves) {  // the slots moved: every pointer again
-    pointers_.clear();
-    for (auto& s : storage_) pointers_.push_back(s.data());
-  } else {
-    pointers_.push_back(storage_.back().data());
+  if (n <= capacity_) return;
+  const std::size_t bytes = n * (kSlot + sizeof(void*) + sizeof(std::size_t));
+  auto block = std::make_unique_for_overwrite<std::byte[]>(bytes);
+  auto* slots = block.get();
+  auto** pointers = reinterpret_cast<void**>(slots + n * kSlot);
+  auto* sizes = reinterpret_cast<std::size_t*>(pointers + n);
+  for (std::size_t i = 0; i < count_; ++i) {
+    std::memcpy(slots + i * kSlot, slots_ + i * kSlot, kSlot);
+    sizes[i] = sizes_[i];
   }
-  return storage_.back().data();
+  for (std::size_t i = 0; i < n; ++i) pointers[i] = slots + i * kSlot;
+  block_ = std::move(block);
+  slots_ = slots;
+  pointers_ = pointers;
+  sizes_ = sizes;
+  capacity_ = n;
 }
 
-void PackedArgs::commit(std::size_t bytes) { sizes_.push_back(bytes); }
+void* PackedArgs::slot() {
+  if (count_ == capacity_) reserve(std::max<std::size_t>(8, 2 * capacity_));
+  return slots_ + count_ * kSlot;
+}
 
 // ---- the kernel ----------------------------------------------------------------------------
 
@@ -259,15 +349,17 @@ struct CudaKernel::State {
   detail::CompiledCode code;
   void* library = nullptr;
   void* kernel = nullptr;
-  int shared_limit = default_shared_memory_per_block;  // the dynamic shared memory the kernel may use now
+  int shared_limit =
+      default_shared_memory_per_block;  // the dynamic shared memory the kernel may use now
   ~State() { detail::cuda_api::library_unload(library); }
 };
 
 namespace {
 void check_block(const Dim3& b, const std::string& kernel) {
   if (b.x <= 0 || b.y <= 0 || b.z <= 0 || b.product() > 1024)
-    throw ValueError("CudaKernel '" + kernel + "': block (" + std::to_string(b.x) + ", " + std::to_string(b.y) + ", " +
-                     std::to_string(b.z) + ") must have positive extents and at most 1024 threads");
+    throw ValueError("CudaKernel '" + kernel + "': block (" + std::to_string(b.x) + ", " +
+                     std::to_string(b.y) + ", " + std::to_string(b.z) +
+                     ") must have positive extents and at most 1024 threads");
 }
 }  // namespace
 
@@ -283,7 +375,8 @@ CudaKernel::CudaKernel(std::string source, std::string name, CudaKernelOptions o
     s.struct_names.push_back(st->name());
     st->check_source(s.source);
   }
-  if (s.o.check_signature) s.signature = parse_cuda_signature(s.source, s.name, s.struct_names, s.o.template_args);
+  if (s.o.check_signature)
+    s.signature = parse_cuda_signature(s.source, s.name, s.struct_names, s.o.template_args);
 }
 
 CudaKernel CudaKernel::from_file(const std::filesystem::path& path, std::optional<std::string> name,
@@ -291,37 +384,66 @@ CudaKernel CudaKernel::from_file(const std::filesystem::path& path, std::optiona
   std::string source = detail::read_file(path);
   if (!name) {
     const std::string file = path.filename().string();
-    name = file.size() > suffix.size() && file.ends_with(suffix) ? file.substr(0, file.size() - suffix.size())
-                                                                 : path.stem().string();
+    name = file.size() > suffix.size() && file.ends_with(suffix)
+               ? file.substr(0, file.size() - suffix.size())
+               : path.stem().string();
   }
   const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   options.source_dir = dir;
-  if (std::find(options.include_dirs.begin(), options.include_dirs.end(), dir) == options.include_dirs.end())
+  if (std::find(options.include_dirs.begin(), options.include_dirs.end(), dir) ==
+      options.include_dirs.end())
     options.include_dirs.insert(options.include_dirs.begin(), dir);
   return CudaKernel(std::move(source), std::move(*name), std::move(options));
 }
 
-std::vector<std::pair<std::string, CudaKernel>> CudaKernel::all_from_file(const std::filesystem::path& path,
-                                                                          CudaKernelOptions options) {
+std::vector<std::pair<std::string, CudaKernel>> CudaKernel::all_from_file(
+    const std::filesystem::path& path, CudaKernelOptions options) {
   const std::string source = detail::read_file(path);
   std::vector<std::pair<std::string, CudaKernel>> out;
-  for (const std::string& name : cuda_kernel_names(source)) out.emplace_back(name, from_file(path, name, options));
+  for (const std::string& name : cuda_kernel_names(source))
+    out.emplace_back(name, from_file(path, name, options));
   return out;
 }
 
-const std::string& CudaKernel::name() const noexcept { return state_->name; }
-const std::string& CudaKernel::expression() const noexcept { return state_->expression; }
-const std::string& CudaKernel::source() const noexcept { return state_->source; }
-const Dim3& CudaKernel::block_size() const noexcept { return state_->o.block_size; }
-const std::vector<std::string>& CudaKernel::options() const noexcept { return state_->o.options; }
-const std::vector<std::filesystem::path>& CudaKernel::include_dirs() const noexcept { return state_->o.include_dirs; }
-const std::optional<std::filesystem::path>& CudaKernel::source_dir() const noexcept { return state_->o.source_dir; }
-const std::vector<const CudaStruct*>& CudaKernel::structs() const noexcept { return state_->o.structs; }
-const std::vector<TemplateArg>& CudaKernel::template_args() const noexcept { return state_->o.template_args; }
-const std::vector<CudaParameter>& CudaKernel::signature() const noexcept { return state_->signature; }
-bool CudaKernel::check_signature() const noexcept { return state_->o.check_signature; }
-std::optional<bool> CudaKernel::debug() const noexcept { return state_->o.debug; }
-bool CudaKernel::debug_active() const noexcept { return state_->o.debug.value_or(get_cuda_debug()); }
+const std::string& CudaKernel::name() const noexcept {
+  return state_->name;
+}
+const std::string& CudaKernel::expression() const noexcept {
+  return state_->expression;
+}
+const std::string& CudaKernel::source() const noexcept {
+  return state_->source;
+}
+const Dim3& CudaKernel::block_size() const noexcept {
+  return state_->o.block_size;
+}
+const std::vector<std::string>& CudaKernel::options() const noexcept {
+  return state_->o.options;
+}
+const std::vector<std::filesystem::path>& CudaKernel::include_dirs() const noexcept {
+  return state_->o.include_dirs;
+}
+const std::optional<std::filesystem::path>& CudaKernel::source_dir() const noexcept {
+  return state_->o.source_dir;
+}
+const std::vector<const CudaStruct*>& CudaKernel::structs() const noexcept {
+  return state_->o.structs;
+}
+const std::vector<TemplateArg>& CudaKernel::template_args() const noexcept {
+  return state_->o.template_args;
+}
+const std::vector<CudaParameter>& CudaKernel::signature() const noexcept {
+  return state_->signature;
+}
+bool CudaKernel::check_signature() const noexcept {
+  return state_->o.check_signature;
+}
+std::optional<bool> CudaKernel::debug() const noexcept {
+  return state_->o.debug;
+}
+bool CudaKernel::debug_active() const noexcept {
+  return state_->o.debug.value_or(get_cuda_debug());
+}
 
 std::vector<std::filesystem::path> CudaKernel::included_headers() const {
   const std::filesystem::path shipped[] = {cuda_include_dir()};
@@ -363,7 +485,8 @@ void CudaKernel::compile() {
   if (s.compiled) return;
   detail::CompileRequest r;
   r.source = s.source;
-  r.program_name = (s.o.source_dir ? (*s.o.source_dir / (s.name + ".cu")).string() : s.name + ".cu");
+  r.program_name =
+      (s.o.source_dir ? (*s.o.source_dir / (s.name + ".cu")).string() : s.name + ".cu");
   r.expression = s.expression;
   r.is_template = true;  // extern "C" names are their own lowered names; templates are looked up
   r.options = compile_options();
@@ -377,14 +500,20 @@ void CudaKernel::compile() {
   s.compiled = true;
 }
 
-bool CudaKernel::is_compiled() const noexcept { return state_->compiled; }
-bool CudaKernel::loaded_from_cache() const noexcept { return state_->compiled && state_->code.from_cache; }
+bool CudaKernel::is_compiled() const noexcept {
+  return state_->compiled;
+}
+bool CudaKernel::loaded_from_cache() const noexcept {
+  return state_->compiled && state_->code.from_cache;
+}
 const std::string& CudaKernel::cubin() const {
-  if (!state_->compiled) throw Error("CudaKernel '" + state_->name + "': not compiled yet; call compile() first");
+  if (!state_->compiled)
+    throw Error("CudaKernel '" + state_->name + "': not compiled yet; call compile() first");
   return state_->code.cubin;
 }
 
-std::pair<Dim3, Dim3> CudaKernel::launch_shape(std::optional<Dim3> n_threads, std::optional<Dim3> grid,
+std::pair<Dim3, Dim3> CudaKernel::launch_shape(std::optional<Dim3> n_threads,
+                                               std::optional<Dim3> grid,
                                                std::optional<Dim3> block) const {
   const State& s = *state_;
   Dim3 b = block.value_or(s.o.block_size);
@@ -395,12 +524,14 @@ std::pair<Dim3, Dim3> CudaKernel::launch_shape(std::optional<Dim3> n_threads, st
     return {*grid, b};
   }
   if (!n_threads)
-    throw ValueError("CudaKernel '" + s.name + "': a launch needs n_threads or grid (or a kernel with "
+    throw ValueError("CudaKernel '" + s.name +
+                     "': a launch needs n_threads or grid (or a kernel with "
                      "n_threads_from); pass Launch{.n_threads = n}");
   const Dim3& n = *n_threads;
   if (n.x < 0 || n.y < 0 || n.z < 0)
-    throw ValueError("CudaKernel '" + s.name + "': n_threads must be non-negative, got (" + std::to_string(n.x) +
-                     ", " + std::to_string(n.y) + ", " + std::to_string(n.z) + ")");
+    throw ValueError("CudaKernel '" + s.name + "': n_threads must be non-negative, got (" +
+                     std::to_string(n.x) + ", " + std::to_string(n.y) + ", " + std::to_string(n.z) +
+                     ")");
   if (b.rank == 1 && n.rank > 1) b = Dim3(b.x, 1, 1);
   Dim3 g(ceil_div(n.x, b.x), ceil_div(n.y, b.y), ceil_div(n.z, b.z));
   g.rank = n.rank;
@@ -414,15 +545,18 @@ PackedArgs CudaKernel::prepare(std::span<const KernelArg> args) const {
   if (s.o.check_signature && args.size() != s.signature.size()) {
     std::string params;
     for (const auto& p : s.signature) params += (params.empty() ? "" : ", ") + p.text;
-    throw TypeError("CudaKernel '" + s.expression + "': " + std::to_string(args.size()) + " argument(s) given, the "
-                    "signature has " + std::to_string(s.signature.size()) + " (" + params + ")");
+    throw TypeError("CudaKernel '" + s.expression + "': " + std::to_string(args.size()) +
+                    " argument(s) given, the "
+                    "signature has " +
+                    std::to_string(s.signature.size()) + " (" + params + ")");
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
-    void* dst = packed.slot(72);
-    const std::size_t n = s.o.check_signature
-                              ? detail::pack_argument(s.signature[i], args[i], dst,
-                                                      detail::argument_name(s.expression, i, &s.signature[i]))
-                              : detail::pack_unchecked(args[i], dst);
+    void* dst = packed.slot();
+    const std::size_t n =
+        s.o.check_signature
+            ? detail::pack_argument(s.signature[i], args[i], dst,
+                                    detail::ArgWhere{s.expression, i, &s.signature[i], false})
+            : detail::pack_unchecked(args[i], dst);
     packed.commit(n);
   }
   return packed;
@@ -435,9 +569,11 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
     if (s.o.n_threads_of) {
       n_threads = s.o.n_threads_of(args);
     } else if (s.o.n_threads_from == NThreadsFrom::first_array) {
-      auto it = std::find_if(args.begin(), args.end(), [](const KernelArg& a) { return a.kind == KernelArg::Kind::array; });
+      auto it = std::find_if(args.begin(), args.end(),
+                             [](const KernelArg& a) { return a.kind == KernelArg::Kind::array; });
       if (it == args.end())
-        throw ValueError("CudaKernel '" + s.name + "': n_threads_from = first_array, but no argument is an array");
+        throw ValueError("CudaKernel '" + s.name +
+                         "': n_threads_from = first_array, but no argument is an array");
       n_threads = Dim3(it->ndim > 0 ? it->shape[0] : 0);
     }
   }
@@ -453,13 +589,16 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
   if (grid.product() == 0) return;  // nothing to launch
   const Backend backend = get_backend();
   if (backend != Backend::cuda)
-    throw BackendError("CudaKernel '" + s.expression + "': a launch needs the cuda backend, the active one is " +
+    throw BackendError("CudaKernel '" + s.expression +
+                       "': a launch needs the cuda backend, the active one is " +
                        std::string(to_string(backend)) + " (" + backend_reason() +
-                       "); on host use a host implementation of the kernel, and on emulated the kernel emulator runs "
+                       "); on host use a host implementation of the kernel, and on emulated the "
+                       "kernel emulator runs "
                        "CUDA kernels");
   compile();
   if (s.kernel == nullptr)
-    throw BackendError("CudaKernel '" + s.expression + "': compiled, but CUDA is unavailable to load it (" +
+    throw BackendError("CudaKernel '" + s.expression +
+                       "': compiled, but CUDA is unavailable to load it (" +
                        cuda_unavailable_reason() + ")");
   if (launch.shared_mem > static_cast<std::size_t>(s.shared_limit)) {
     std::lock_guard lock(s.mutex);
@@ -472,15 +611,17 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
     dims.block[d] = static_cast<unsigned int>(block[d]);
   }
   const StreamRef stream = launch.stream.value_or(current_stream());
-  detail::cuda_api::launch_kernel(s.kernel, dims, packed.pointers(), launch.shared_mem, stream.native_handle());
+  detail::cuda_api::launch_kernel(s.kernel, dims, packed.pointers(), launch.shared_mem,
+                                  stream.native_handle());
   if (debug_active()) {
     try {
       detail::cuda_api::stream_synchronize(stream.native_handle());
       detail::cuda_api::check_last_error("the launch");
     } catch (const CudaError& e) {
-      throw CudaError("CUDA error after launching kernel '" + s.expression + "' with grid (" + std::to_string(grid.x) +
-                          ", " + std::to_string(grid.y) + ", " + std::to_string(grid.z) + ") and block (" +
-                          std::to_string(block.x) + ", " + std::to_string(block.y) + ", " + std::to_string(block.z) +
+      throw CudaError("CUDA error after launching kernel '" + s.expression + "' with grid (" +
+                          std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
+                          std::to_string(grid.z) + ") and block (" + std::to_string(block.x) +
+                          ", " + std::to_string(block.y) + ", " + std::to_string(block.z) +
                           "): " + e.what(),
                       e.code());
     }

@@ -105,7 +105,7 @@ std::size_t closing(const std::vector<std::string>& t, std::size_t open) {
 
 struct Global {
   std::string name;
-  std::size_t params_open = 0, params_close = 0;  // token indices of ( and )
+  std::size_t params_open = 0, params_close = 0;              // token indices of ( and )
   std::vector<std::pair<bool, std::string>> template_params;  // (is a type, name)
   bool is_template = false;
 };
@@ -135,8 +135,8 @@ std::vector<Global> globals(const std::vector<std::string>& t) {
     if (f.params_close >= t.size()) continue;
     // A template: the nearest "template <...>" before __global__, with only specifiers between.
     std::size_t back = g;
-    while (back > 0 && (t[back - 1] == "static" || t[back - 1] == "inline" || t[back - 1] == "__forceinline__" ||
-                        t[back - 1] == "__noinline__"))
+    while (back > 0 && (t[back - 1] == "static" || t[back - 1] == "inline" ||
+                        t[back - 1] == "__forceinline__" || t[back - 1] == "__noinline__"))
       --back;
     if (back > 0 && t[back - 1] == ">") {
       int depth = 0;
@@ -151,7 +151,8 @@ std::vector<Global> globals(const std::vector<std::string>& t) {
         std::vector<std::string> param;
         auto flush = [&] {
           if (param.empty()) return;
-          const std::size_t eq = static_cast<std::size_t>(std::find(param.begin(), param.end(), "=") - param.begin());
+          const std::size_t eq =
+              static_cast<std::size_t>(std::find(param.begin(), param.end(), "=") - param.begin());
           const bool type = param[0] == "typename" || param[0] == "class";
           const std::string pname = eq > 0 ? param[eq - 1] : param.back();
           f.template_params.emplace_back(type, pname);
@@ -241,21 +242,24 @@ std::string join(const std::vector<std::string>& tokens) {
   return out;
 }
 
-[[noreturn]] void bad_parameter(std::string_view name, const std::string& text, const std::string& why) {
-  throw ValueError("parse_cuda_signature('" + std::string(name) + "'): cannot parse the parameter '" + text +
-                   "': " + why + "; pass check_signature = false to launch with the arguments as given");
+[[noreturn]] void bad_parameter(std::string_view name, const std::string& text,
+                                const std::string& why) {
+  throw ValueError("parse_cuda_signature('" + std::string(name) +
+                   "'): cannot parse the parameter '" + text + "': " + why +
+                   "; pass check_signature = false to launch with the arguments as given");
 }
 
-CudaParameter parse_parameter(std::string_view kernel, std::vector<std::string> tokens, const std::string& text,
-                              std::span<const std::string> structs,
+CudaParameter parse_parameter(std::string_view kernel, std::vector<std::string> tokens,
+                              const std::string& text, std::span<const std::string> structs,
                               const std::unordered_map<std::string, std::string>& substitutions) {
   CudaParameter p;
   p.text = text;
   for (const char* bad : {"&", "[", "=", "(", "...", "."})
     if (std::find(tokens.begin(), tokens.end(), bad) != tokens.end())
       bad_parameter(kernel, text,
-                    std::string(bad) == "&"   ? "references are not kernel parameters"
-                    : std::string(bad) == "[" ? "arrays are not kernel parameters (pass a pointer or an array view)"
+                    std::string(bad) == "&" ? "references are not kernel parameters"
+                    : std::string(bad) == "["
+                        ? "arrays are not kernel parameters (pass a pointer or an array view)"
                     : std::string(bad) == "=" ? "default arguments are not supported"
                                               : "not a parameter declaration");
   // Qualifiers that do not change what is passed.
@@ -280,28 +284,34 @@ CudaParameter parse_parameter(std::string_view kernel, std::vector<std::string> 
   p.name = t.back();
   t.pop_back();
   const auto stars = std::count(t.begin(), t.end(), "*");
-  if (stars > 1) bad_parameter(kernel, text, "pointers to pointers are not supported (pass a flat array)");
+  if (stars > 1)
+    bad_parameter(kernel, text, "pointers to pointers are not supported (pass a flat array)");
   if (stars == 1) {
     if (t.back() != "*") bad_parameter(kernel, text, "a pointer must be written T* name");
     p.pointer = true;
     t.pop_back();
   }
   for (const std::string& tok : t)
-    if (is_identifier(tok) && tok.size() > 1 &&
-        std::all_of(tok.begin(), tok.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)) || c == '_' ||
-                                                                std::isdigit(static_cast<unsigned char>(c)); }))
-      bad_parameter(kernel, text, "'" + tok + "' looks like a macro; macros in signatures cannot be checked");
+    if (is_identifier(tok) && tok.size() > 1 && std::all_of(tok.begin(), tok.end(), [](char c) {
+          return std::isupper(static_cast<unsigned char>(c)) || c == '_' ||
+                 std::isdigit(static_cast<unsigned char>(c));
+        }))
+      bad_parameter(kernel, text,
+                    "'" + tok + "' looks like a macro; macros in signatures cannot be checked");
   std::string type = normalized(join(t));
   if (type.rfind("cunumpy::", 0) == 0) type = type.substr(9);
   // Array views: Array<n>D<T>.
-  if (type.size() > 9 && type.rfind("Array", 0) == 0 && type[6] == 'D' && type[7] == '<' && type.back() == '>') {
+  if (type.size() > 9 && type.rfind("Array", 0) == 0 && type[6] == 'D' && type[7] == '<' &&
+      type.back() == '>') {
     const int n = type[5] - '0';
     if (n < 1 || n > 4) bad_parameter(kernel, text, "array views have 1 to 4 dimensions");
     if (p.pointer) bad_parameter(kernel, text, "pass an array view by value, not a pointer to it");
     const std::string element = normalized(type.substr(8, type.size() - 9));
     auto it = scalar_types().find(element);
     if (it == scalar_types().end())
-      bad_parameter(kernel, text, "array views of '" + element + "' are not supported (views of the scalar C types)");
+      bad_parameter(
+          kernel, text,
+          "array views of '" + element + "' are not supported (views of the scalar C types)");
     p.view_ndim = n;
     p.ctype = element;
     p.dtype = it->second;
@@ -321,8 +331,9 @@ CudaParameter parse_parameter(std::string_view kernel, std::vector<std::string> 
   auto it = scalar_types().find(type);
   if (it == scalar_types().end())
     bad_parameter(kernel, text,
-                  "unknown type '" + type + "' (scalars, pointers to scalars, Array1D..Array4D views, or a struct "
-                  "passed in structs)");
+                  "unknown type '" + type +
+                      "' (scalars, pointers to scalars, Array1D..Array4D views, or a struct "
+                      "passed in structs)");
   p.ctype = type;
   p.dtype = it->second;
   return p;
@@ -333,19 +344,32 @@ CudaParameter parse_parameter(std::string_view kernel, std::vector<std::string> 
 
 std::string_view ctype_of(DType dtype) noexcept {
   switch (dtype) {
-    case DType::boolean: return "bool";
-    case DType::int8: return "signed char";
-    case DType::uint8: return "unsigned char";
-    case DType::int16: return "short";
-    case DType::uint16: return "unsigned short";
-    case DType::int32: return "int";
-    case DType::uint32: return "unsigned int";
-    case DType::int64: return "long long";
-    case DType::uint64: return "unsigned long long";
-    case DType::float32: return "float";
-    case DType::float64: return "double";
-    case DType::complex64: return "complex<float>";
-    case DType::complex128: return "complex<double>";
+    case DType::boolean:
+      return "bool";
+    case DType::int8:
+      return "signed char";
+    case DType::uint8:
+      return "unsigned char";
+    case DType::int16:
+      return "short";
+    case DType::uint16:
+      return "unsigned short";
+    case DType::int32:
+      return "int";
+    case DType::uint32:
+      return "unsigned int";
+    case DType::int64:
+      return "long long";
+    case DType::uint64:
+      return "unsigned long long";
+    case DType::float32:
+      return "float";
+    case DType::float64:
+      return "double";
+    case DType::complex64:
+      return "complex<float>";
+    case DType::complex128:
+      return "complex<double>";
   }
   return "void";
 }
@@ -384,8 +408,8 @@ std::vector<CudaParameter> parse_cuda_signature(std::string_view source, std::st
   if (it == all.end()) {
     std::string found;
     for (const auto& g : all) found += (found.empty() ? "" : ", ") + g.name;
-    throw ValueError("parse_cuda_signature: the source has no __global__ function '" + std::string(name) +
-                     "' (it has: " + (found.empty() ? "none" : found) + ")");
+    throw ValueError("parse_cuda_signature: the source has no __global__ function '" +
+                     std::string(name) + "' (it has: " + (found.empty() ? "none" : found) + ")");
   }
   const detail::Global& g = *it;
   std::unordered_map<std::string, std::string> substitutions;
@@ -393,13 +417,15 @@ std::vector<CudaParameter> parse_cuda_signature(std::string_view source, std::st
     if (template_args.size() != g.template_params.size())
       throw ValueError("parse_cuda_signature: '" + std::string(name) + "' is a template of " +
                        std::to_string(g.template_params.size()) + " parameter(s), " +
-                       std::to_string(template_args.size()) + " template argument(s) given; pass template_args such "
+                       std::to_string(template_args.size()) +
+                       " template argument(s) given; pass template_args such "
                        "as {\"double\", 3}");
     for (std::size_t i = 0; i < template_args.size(); ++i) {
       const auto& [is_type, pname] = g.template_params[i];
       if (is_type != template_args[i].is_type())
-        throw ValueError("parse_cuda_signature: template parameter '" + pname + "' of '" + std::string(name) +
-                         "' takes " + (is_type ? "a type" : "a value") + ", got '" + template_args[i].text() + "'");
+        throw ValueError("parse_cuda_signature: template parameter '" + pname + "' of '" +
+                         std::string(name) + "' takes " + (is_type ? "a type" : "a value") +
+                         ", got '" + template_args[i].text() + "'");
       substitutions[pname] = template_args[i].text();
     }
   } else if (!template_args.empty()) {
@@ -416,7 +442,8 @@ std::vector<CudaParameter> parse_cuda_signature(std::string_view source, std::st
       current.clear();
       return;
     }
-    params.push_back(detail::parse_parameter(name, std::move(current), text, structs, substitutions));
+    params.push_back(
+        detail::parse_parameter(name, std::move(current), text, structs, substitutions));
     current.clear();
     text.clear();
   };
@@ -453,7 +480,9 @@ std::string sha256_hex(std::string_view bytes) {
 namespace detail {
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ValueError("cannot read '" + path.string() + "': check that the file exists and is readable");
+  if (!in)
+    throw ValueError("cannot read '" + path.string() +
+                     "': check that the file exists and is readable");
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
@@ -482,14 +511,15 @@ std::vector<std::pair<bool, std::string>> includes_of(const std::string& source)
 }  // namespace
 }  // namespace detail
 
-std::vector<std::filesystem::path> resolve_includes(std::string_view source,
-                                                    std::span<const std::filesystem::path> include_dirs,
-                                                    const std::optional<std::filesystem::path>& base_dir,
-                                                    std::span<const std::filesystem::path> angle_dirs) {
+std::vector<std::filesystem::path> resolve_includes(
+    std::string_view source, std::span<const std::filesystem::path> include_dirs,
+    const std::optional<std::filesystem::path>& base_dir,
+    std::span<const std::filesystem::path> angle_dirs) {
   namespace fs = std::filesystem;
   std::vector<fs::path> found;
   std::set<fs::path> seen;
-  auto find = [&](const std::string& name, bool quoted, const std::optional<fs::path>& here) -> std::optional<fs::path> {
+  auto find = [&](const std::string& name, bool quoted,
+                  const std::optional<fs::path>& here) -> std::optional<fs::path> {
     std::vector<fs::path> where;
     if (quoted) {
       if (here) where.push_back(*here);
@@ -504,7 +534,8 @@ std::vector<std::filesystem::path> resolve_includes(std::string_view source,
     return std::nullopt;
   };
   // Depth first, each header once (so cycles end), in order of first inclusion.
-  auto visit = [&](auto&& self, const std::string& text, const std::optional<fs::path>& here) -> void {
+  auto visit = [&](auto&& self, const std::string& text,
+                   const std::optional<fs::path>& here) -> void {
     for (const auto& [quoted, name] : detail::includes_of(detail::strip_comments(text))) {
       auto path = find(name, quoted, here);
       if (!path || !seen.insert(*path).second) continue;
@@ -524,7 +555,8 @@ std::string include_hash(std::span<const std::filesystem::path> paths) {
 
 std::filesystem::path cuda_include_dir() {
   namespace fs = std::filesystem;
-  if (const char* env = std::getenv("CUNUMPY_INCLUDE_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("CUNUMPY_INCLUDE_DIR"); env != nullptr && *env != '\0')
+    return env;
   std::error_code ec;
   const fs::path source_tree = CUNUMPY_SOURCE_DEVICE_HEADERS;
   if (fs::exists(source_tree / "cunumpy" / "config.cuh", ec)) return source_tree;

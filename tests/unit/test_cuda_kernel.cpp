@@ -11,57 +11,26 @@
 #include <string>
 #include <vector>
 
-#include <cunumpy/cunumpy.hpp>
 #include <cunumpy/cuda_kernel.hpp>
+#include <cunumpy/cunumpy.hpp>
 
+#include "kernel_sources.hpp"
 #include "on_backend.hpp"
 
 namespace cn = cunumpy;
 namespace fs = std::filesystem;
 
-CUNUMPY_CUDA_STRUCT(Particles, (double*, x), (double*, v), (int, n), (double, charge))
-CUNUMPY_CUDA_STRUCT(MarkerArgs, (cn::Array2D<double>, markers), (long long, n_markers), (bool*, valid))
+using namespace cunumpy_test;
 
 namespace {
-
-const char* kBlockSum = R"(
-extern "C" __global__ void block_sum(const double* x, double* out, int n) {
-  extern __shared__ double buffer[];
-  int i = blockDim.x * blockIdx.x + threadIdx.x;
-  buffer[threadIdx.x] = i < n ? x[i] : 0.0;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) buffer[threadIdx.x] += buffer[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = buffer[0];
-}
-)";
-
-const char* kScaleColumn = R"(
-#include <cunumpy/array_view.cuh>
-#include <cunumpy/index.cuh>
-extern "C" __global__
-void scale_column(Array2D<double> a, long long column, double factor) {
-  CUNUMPY_THREAD_1D(i, a.shape[0]);
-  a(i, column) *= factor;
-}
-)";
-
-const char* kScale = R"(
-template <typename T, int N>
-__global__ void scale(T* x, T factor, int n) {
-  int i = blockDim.x * blockIdx.x + threadIdx.x;
-  if (i < n) x[i] = factor * x[i] * (T)N;
-}
-)";
 
 // A scratch folder, removed at the end.
 struct TempDir {
   fs::path path;
   TempDir() {
     std::random_device rd;
-    path = fs::temp_directory_path() / ("cunumpy-test-" + std::to_string(rd()) + std::to_string(rd()));
+    path =
+        fs::temp_directory_path() / ("cunumpy-test-" + std::to_string(rd()) + std::to_string(rd()));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -100,14 +69,14 @@ struct ScopedCache {
 };
 
 // Skips when NVRTC cannot be loaded on this machine (it is part of the CUDA toolkit).
-#define REQUIRE_NVRTC()                                                                       \
-  do {                                                                                        \
-    try {                                                                                     \
-      cn::CudaKernel probe("extern \"C\" __global__ void probe() {}", "probe");               \
-      probe.compile();                                                                        \
-    } catch (const cn::BackendError& e) {                                                     \
-      GTEST_SKIP() << "NVRTC is not available: " << e.what();                                 \
-    }                                                                                         \
+#define REQUIRE_NVRTC()                                                         \
+  do {                                                                          \
+    try {                                                                       \
+      cn::CudaKernel probe("extern \"C\" __global__ void probe() {}", "probe"); \
+      probe.compile();                                                          \
+    } catch (const cn::BackendError& e) {                                       \
+      GTEST_SKIP() << "NVRTC is not available: " << e.what();                   \
+    }                                                                           \
   } while (0)
 
 std::string message_of(const std::function<void()>& f) {
@@ -136,9 +105,10 @@ TEST(CTypes, DTypesAndCTypesMapAsOnLinux) {
   EXPECT_EQ(cn::dtype_of_ctype("cuda::std::complex<float>"), cn::DType::complex64);
   EXPECT_EQ(cn::dtype_of_ctype("bool"), cn::DType::boolean);
   EXPECT_FALSE(cn::dtype_of_ctype("Particles").has_value());
-  for (cn::DType d : {cn::DType::boolean, cn::DType::int8, cn::DType::uint8, cn::DType::int16, cn::DType::uint16,
-                      cn::DType::int32, cn::DType::uint32, cn::DType::int64, cn::DType::uint64, cn::DType::float32,
-                      cn::DType::float64, cn::DType::complex64, cn::DType::complex128})
+  for (cn::DType d :
+       {cn::DType::boolean, cn::DType::int8, cn::DType::uint8, cn::DType::int16, cn::DType::uint16,
+        cn::DType::int32, cn::DType::uint32, cn::DType::int64, cn::DType::uint64,
+        cn::DType::float32, cn::DType::float64, cn::DType::complex64, cn::DType::complex128})
     EXPECT_EQ(cn::dtype_of_ctype(cn::ctype_of(d)), d) << cn::ctype_of(d);
 }
 
@@ -175,7 +145,8 @@ TEST(Signature, EveryParameterKind) {
   EXPECT_EQ(p[11].struct_name, "Particles");
   EXPECT_TRUE(p[12].is_const);
   EXPECT_FALSE(p[12].pointer);
-  EXPECT_TRUE(cn::parse_cuda_signature("extern \"C\" __global__ void none(void) {}", "none").empty());
+  EXPECT_TRUE(
+      cn::parse_cuda_signature("extern \"C\" __global__ void none(void) {}", "none").empty());
   EXPECT_TRUE(cn::parse_cuda_signature("extern \"C\" __global__ void none() {}", "none").empty());
 }
 
@@ -187,10 +158,14 @@ TEST(Signature, TemplatesAreInstantiated) {
   EXPECT_TRUE(p[0].pointer);
   EXPECT_EQ(p[1].dtype, cn::DType::float64);
   EXPECT_EQ(cn::template_expression("scale", args), "scale<double, 3>");
-  EXPECT_NE(message_of([] { (void)cn::parse_cuda_signature(kScale, "scale"); }).find("template of 2 parameter(s)"),
+  EXPECT_NE(message_of([] {
+              (void)cn::parse_cuda_signature(kScale, "scale");
+            }).find("template of 2 parameter(s)"),
             std::string::npos);
   const cn::TemplateArg swapped[] = {3, "double"};
-  EXPECT_NE(message_of([&] { (void)cn::parse_cuda_signature(kScale, "scale", {}, swapped); }).find("takes a type"),
+  EXPECT_NE(message_of([&] {
+              (void)cn::parse_cuda_signature(kScale, "scale", {}, swapped);
+            }).find("takes a type"),
             std::string::npos);
 }
 
@@ -206,17 +181,20 @@ TEST(Signature, WhatCannotBeParsedSaysWhatAndWhere) {
       {"extern \"C\" __global__ void k(int n = 3) {}", "default arguments"},
       {"extern \"C\" __global__ void k(double x[4]) {}", "arrays are not kernel parameters"},
       {"extern \"C\" __global__ void k(Widget w) {}", "unknown type 'Widget'"},
-      {"extern \"C\" __global__ void k(Array5D<double> a) {}", "array views have 1 to 4 dimensions"},
+      {"extern \"C\" __global__ void k(Array5D<double> a) {}",
+       "array views have 1 to 4 dimensions"},
       {"extern \"C\" __global__ void k(Array2D<Widget> a) {}", "array views of 'Widget'"},
       {"extern \"C\" __global__ void k(int) {}", "a type and a name"},
-      {"extern \"C\" __global__ void other(int n) {}", "has no __global__ function 'k' (it has: other)"},
+      {"extern \"C\" __global__ void other(int n) {}",
+       "has no __global__ function 'k' (it has: other)"},
   };
   for (const Case& c : cases) {
     const std::string what = message_of([&] { (void)cn::parse_cuda_signature(c.source, "k"); });
     EXPECT_NE(what.find(c.expected), std::string::npos) << c.source << "\n" << what;
     EXPECT_NE(what.find("parse_cuda_signature"), std::string::npos) << what;
   }
-  EXPECT_THROW((void)cn::parse_cuda_signature("extern \"C\" __global__ void k(double** x) {}", "k"), cn::ValueError);
+  EXPECT_THROW((void)cn::parse_cuda_signature("extern \"C\" __global__ void k(double** x) {}", "k"),
+               cn::ValueError);
 }
 
 TEST(Signature, KernelNamesInSourceOrderWithoutComments) {
@@ -232,16 +210,21 @@ TEST(Signature, KernelNamesInSourceOrderWithoutComments) {
 // Random token soup (a fixed seed, so a failure reproduces): the parser returns or throws
 // ValueError, never crashes or hangs.
 TEST(Signature, FuzzedInputNeverCrashes) {
-  const char* pieces[] = {"extern", "\"C\"", "__global__", "void", "k", "(", ")", ",", "*", "&", "<", ">", "const",
-                          "double", "int", "Array2D", "template", "typename", "T", "{", "}", ";", "/*", "*/", "//",
-                          "\n", "unsigned", "long", "::", "std", "=", "[", "]", "3", "__launch_bounds__", "\"", "x"};
+  const char* pieces[] = {
+      "extern", "\"C\"",   "__global__", "void",     "k",  "(",        ")",
+      ",",      "*",       "&",          "<",        ">",  "const",    "double",
+      "int",    "Array2D", "template",   "typename", "T",  "{",        "}",
+      ";",      "/*",      "*/",         "//",       "\n", "unsigned", "long",
+      "::",     "std",     "=",          "[",        "]",  "3",        "__launch_bounds__",
+      "\"",     "x"};
   std::mt19937_64 rng(20261201);
   long long parsed = 0, rejected = 0;
   for (int trial = 0; trial < 20000; ++trial) {
     std::string src;
     const int n = static_cast<int>(rng() % 40);
     if (rng() % 2) src = "extern \"C\" __global__ void k(";
-    for (int i = 0; i < n; ++i) src += std::string(pieces[rng() % std::size(pieces)]) + (rng() % 3 ? " " : "");
+    for (int i = 0; i < n; ++i)
+      src += std::string(pieces[rng() % std::size(pieces)]) + (rng() % 3 ? " " : "");
     try {
       (void)cn::parse_cuda_signature(src, "k");
       ++parsed;
@@ -259,8 +242,10 @@ TEST(Signature, FuzzedInputNeverCrashes) {
 TEST(Includes, ResolvedAsNvrtcDoesEachOnceCyclesEnd) {
   TempDir t;
   t.write("src/kernel_cuda.cu", "#include \"helpers.cuh\"\n#include \"common.cuh\"\n");
-  t.write("src/helpers.cuh", "#include \"common.cuh\"\n#include \"nested/deep.cuh\"\n#include \"missing.cuh\"\n");
-  t.write("src/common.cuh", "// found first: next to the including file\n#include \"helpers.cuh\"\n");
+  t.write("src/helpers.cuh",
+          "#include \"common.cuh\"\n#include \"nested/deep.cuh\"\n#include \"missing.cuh\"\n");
+  t.write("src/common.cuh",
+          "// found first: next to the including file\n#include \"helpers.cuh\"\n");
   t.write("inc/common.cuh", "// shadowed by src/common.cuh\n");
   t.write("inc/nested/deep.cuh", "#include <cunumpy/index.cuh>\n// #include \"commented.cuh\"\n");
   const fs::path dirs[] = {t.path / "inc"};
@@ -270,7 +255,8 @@ TEST(Includes, ResolvedAsNvrtcDoesEachOnceCyclesEnd) {
   const auto got = cn::resolve_includes(text, dirs, t.path / "src", shipped);
   ASSERT_EQ(got.size(), 5u);
   EXPECT_EQ(got[0], fs::weakly_canonical(t.path / "src/helpers.cuh"));
-  EXPECT_EQ(got[1], fs::weakly_canonical(t.path / "src/common.cuh")) << "the including file's folder comes first";
+  EXPECT_EQ(got[1], fs::weakly_canonical(t.path / "src/common.cuh"))
+      << "the including file's folder comes first";
   EXPECT_EQ(got[2], fs::weakly_canonical(t.path / "inc/nested/deep.cuh"));
   EXPECT_EQ(got[3].filename(), "index.cuh") << "shipped headers are tracked in angle brackets too";
   EXPECT_EQ(got[4].filename(), "config.cuh") << "and their own includes";
@@ -289,40 +275,41 @@ TEST(Compile, RealKernelsCompileToCubin) {
   cn::CudaKernel block_sum(kBlockSum, "block_sum", {.block_size = 128});
   block_sum.compile();
   EXPECT_TRUE(block_sum.is_compiled());
-  EXPECT_EQ(block_sum.cubin().substr(0, 4), std::string("\x7f" "ELF"));
+  EXPECT_EQ(block_sum.cubin().substr(0, 4), std::string("\x7f"
+                                                        "ELF"));
   cn::CudaKernel scale_column(kScaleColumn, "scale_column");
   scale_column.compile();
   EXPECT_GT(scale_column.cubin().size(), 100u);
-  EXPECT_EQ(scale_column.included_headers().size(), 4u) << "array_view, index and their config/error headers";
+  EXPECT_EQ(scale_column.included_headers().size(), 4u)
+      << "array_view, index and their config/error headers";
   cn::CudaKernel scale(kScale, "scale", {.template_args = {cn::DType::float64, 3}});
   EXPECT_EQ(scale.expression(), "scale<double, 3>");
   scale.compile();
   EXPECT_GT(scale.cubin().size(), 100u);
   const auto& particles = cn::cuda_struct<Particles>();
-  cn::CudaKernel push(particles.declaration() + R"(
-    extern "C" __global__ void push(Particles p, double dt) {
-      int i = blockDim.x * blockIdx.x + threadIdx.x;
-      if (i < p.n) p.x[i] += dt * p.charge * p.v[i];
-    })",
-                      "push", {.structs = {&particles}});
+  cn::CudaKernel push(particles.declaration() + kPush, "push", {.structs = {&particles}});
   push.compile();
   EXPECT_GT(push.cubin().size(), 100u);
   const auto opts = block_sum.compile_options();
   EXPECT_EQ(std::count(opts.begin(), opts.end(), "-I" + cn::cuda_include_dir().string()), 1)
       << "the shipped headers are on the include path once";
-  EXPECT_NE(std::find(opts.begin(), opts.end(), "--gpu-architecture=" + block_sum.architecture()), opts.end());
+  EXPECT_NE(std::find(opts.begin(), opts.end(), "--gpu-architecture=" + block_sum.architecture()),
+            opts.end());
 }
 
 TEST(Compile, ErrorsShowNvrtcsLog) {
   REQUIRE_NVRTC();
   ScopedCache cache;
-  cn::CudaKernel broken(R"(extern "C" __global__ void broken(double* x) { x[0] = undefined_name; })", "broken");
+  cn::CudaKernel broken(
+      R"(extern "C" __global__ void broken(double* x) { x[0] = undefined_name; })", "broken");
   try {
     broken.compile();
     FAIL() << "expected CompileError";
   } catch (const cn::CompileError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("CudaKernel 'broken': NVRTC could not compile broken.cu"), std::string::npos) << what;
+    EXPECT_NE(what.find("CudaKernel 'broken': NVRTC could not compile broken.cu"),
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find("undefined_name"), std::string::npos) << what;
     EXPECT_NE(what.find("options:"), std::string::npos) << what;
     std::printf("%s\n", what.c_str());
@@ -336,7 +323,8 @@ TEST(Cache, HitMissAndHeaderInvalidation) {
   src.write("k/helper.cuh", "#define HELPER_VALUE 1.0\n");
   src.write("k/unrelated.cuh", "#define UNRELATED 1\n");
   src.write("k/scale_cuda.cu",
-            "#include \"helper.cuh\"\nextern \"C\" __global__ void scale(double* x) { x[0] *= HELPER_VALUE; }\n");
+            "#include \"helper.cuh\"\nextern \"C\" __global__ void scale(double* x) { x[0] *= "
+            "HELPER_VALUE; }\n");
   const auto start = cn::kernel_cache_stats();
   auto first = cn::CudaKernel::from_file(src.path / "k/scale_cuda.cu");
   EXPECT_EQ(first.name(), "scale") << "the name is the file name without _cuda.cu";
@@ -349,15 +337,18 @@ TEST(Cache, HitMissAndHeaderInvalidation) {
   src.write("k/unrelated.cuh", "#define UNRELATED 2\n");  // not included: still a hit
   auto unrelated = cn::CudaKernel::from_file(src.path / "k/scale_cuda.cu");
   unrelated.compile();
-  EXPECT_TRUE(unrelated.loaded_from_cache()) << "a header the kernel does not include changes nothing";
+  EXPECT_TRUE(unrelated.loaded_from_cache())
+      << "a header the kernel does not include changes nothing";
   src.write("k/helper.cuh", "#define HELPER_VALUE 2.0\n");  // included: a miss
   auto edited = cn::CudaKernel::from_file(src.path / "k/scale_cuda.cu");
   edited.compile();
-  EXPECT_FALSE(edited.loaded_from_cache()) << "an edited header recompiles the kernels that include it";
+  EXPECT_FALSE(edited.loaded_from_cache())
+      << "an edited header recompiles the kernels that include it";
   const auto end = cn::kernel_cache_stats();
   EXPECT_EQ(end.hits - start.hits, 2);
   EXPECT_EQ(end.compiles - start.compiles, 2);
-  EXPECT_EQ(cache.entries().size(), 2u) << "one entry per distinct compilation, no temporary files left";
+  EXPECT_EQ(cache.entries().size(), 2u)
+      << "one entry per distinct compilation, no temporary files left";
 }
 
 TEST(Cache, CorruptedOrTruncatedEntriesAreRecompiledNeverLoaded) {
@@ -370,7 +361,7 @@ TEST(Cache, CorruptedOrTruncatedEntriesAreRecompiledNeverLoaded) {
   const auto good = fs::file_size(entry);
   for (int damage = 0; damage < 3; ++damage) {
     if (damage == 0) fs::resize_file(entry, good / 2);  // truncated by a kill
-    if (damage == 1) {                                   // one byte flipped
+    if (damage == 1) {                                  // one byte flipped
       std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
       f.seekp(static_cast<std::streamoff>(good - 10));
       f.put('\x55');
@@ -436,7 +427,8 @@ TEST_F(Arguments, EveryCheckSaysWhatWasExpected) {
   auto host_x = cn::zeros<double>({8}, cn::Backend::host);
   const Bad bad[] = {
       {[&] { (void)k.prepare_args(host_x, y, ints, 7, 1.5f, 2.5, true, 200, grid, z); },
-       "argument 0 ('const double * x'): expected a contiguous device array of float64, got a host array of float64 "
+       "argument 0 ('const double * x'): expected a contiguous device array of float64, got a host "
+       "array of float64 "
        "with 1 dimension(s); host data is never copied to the device implicitly"},
       {[&] { (void)k.prepare_args(y, y, ints, 7, 1.5f, 2.5, true, 200, grid, z); },
        "got a device array of float32 with 1 dimension(s); convert the data to float64"},
@@ -445,31 +437,42 @@ TEST_F(Arguments, EveryCheckSaysWhatWasExpected) {
       {[&] { (void)k.prepare_args(x, y, ints, 7.0, 1.5f, 2.5, true, 200, grid, z); },
        "convert it to an integer type first"},
       {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5, 2.5, true, 200, grid, z); },
-       "a value of at most single precision for 'float', got a floating-point value (float64); convert it"},
+       "a value of at most single precision for 'float', got a floating-point value (float64); "
+       "convert it"},
       {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, 1, 200, grid, z); }, "expected a bool"},
       {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, 256, grid, z); },
        "256 does not fit the parameter type 'unsigned char'"},
-      {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, -1, grid, z); }, "-1 does not fit"},
+      {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, -1, grid, z); },
+       "-1 does not fit"},
       {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, 200, x, z); },
-       "expected a device array of float64 with 2 dimension(s), got a device array of float64 with 1 dimension(s)"},
-      {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, 200, grid, std::complex<double>(1, 2)); },
+       "expected a device array of float64 with 2 dimension(s), got a device array of float64 with "
+       "1 dimension(s)"},
+      {[&] {
+         (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, 200, grid,
+                              std::complex<double>(1, 2));
+       },
        "convert it to std::complex<float>"},
       {[&] { (void)k.prepare_args(x, y, ints, 7, 1.5f, 2.5, true, 200, grid); },
        "9 argument(s) given, the signature has 10"},
-      {[&] { (void)k.prepare_args(7, y, ints, 7, 1.5f, 2.5, true, 200, grid, z); }, "got an integer (int32); pass an Array"},
-      {[&] { (void)k.prepare_args(x, y, ints, x, 1.5f, 2.5, true, 200, grid, z); }, "expected a scalar 'int'"},
+      {[&] { (void)k.prepare_args(7, y, ints, 7, 1.5f, 2.5, true, 200, grid, z); },
+       "got an integer (int32); pass an Array"},
+      {[&] { (void)k.prepare_args(x, y, ints, x, 1.5f, 2.5, true, 200, grid, z); },
+       "expected a scalar 'int'"},
   };
   for (const Bad& b : bad) {
     const std::string what = message_of(b.call);
-    EXPECT_NE(what.find(b.expected), std::string::npos) << "expected: " << b.expected << "\ngot: " << what;
+    EXPECT_NE(what.find(b.expected), std::string::npos)
+        << "expected: " << b.expected << "\ngot: " << what;
   }
   EXPECT_THROW((void)k.prepare_args(x, y, ints, 7, 1.5, 2.5, true, 200, grid, z), cn::TypeError);
-  EXPECT_THROW((void)k.prepare_args(x, y, ints, 3000000000LL, 1.5f, 2.5, true, 200, grid, z), cn::ValueError);
+  EXPECT_THROW((void)k.prepare_args(x, y, ints, 3000000000LL, 1.5f, 2.5, true, 200, grid, z),
+               cn::ValueError);
 }
 
 TEST_F(Arguments, StridedViewsGoToViewParametersNotPointers) {
   cn::CudaKernel view_kernel(kScaleColumn, "scale_column");
-  cn::CudaKernel pointer_kernel("extern \"C\" __global__ void p(double* x, long long c, double f) {}", "p");
+  cn::CudaKernel pointer_kernel(
+      "extern \"C\" __global__ void p(double* x, long long c, double f) {}", "p");
   auto markers = cn::zeros<double>({10, 6});
   const auto v = cn::strided<2>(markers, {cn::Slice{0, 10, 2}, cn::Slice{1, 5}});
   EXPECT_EQ(v.view.shape[0], 5);
@@ -482,7 +485,9 @@ TEST_F(Arguments, StridedViewsGoToViewParametersNotPointers) {
   EXPECT_EQ(view[2], 4);
   EXPECT_EQ(view[3], 12) << "every second row: a stride of 2 rows";
   EXPECT_EQ(view[4], 1);
-  EXPECT_NE(message_of([&] { (void)pointer_kernel.prepare_args(v, 1LL, 10.0); }).find("would be read as a flat buffer"),
+  EXPECT_NE(message_of([&] {
+              (void)pointer_kernel.prepare_args(v, 1LL, 10.0);
+            }).find("would be read as a flat buffer"),
             std::string::npos);
   EXPECT_THROW((void)cn::strided<2>(markers, {cn::Slice{0, 10, 0}, cn::Slice{}}), cn::ValueError);
 }
@@ -500,15 +505,20 @@ TEST_F(Arguments, StructsArgumentObjectsAndUncheckedLaunches) {
   EXPECT_EQ(value.packed().charge, -1.0);
   const auto packed = push.prepare_args(value, 0.1);
   EXPECT_EQ(packed.bytes(0).size(), sizeof(Particles));
-  EXPECT_NE(message_of([&] { (void)cn::struct_value<Particles>(x, v, 16); }).find("3 value(s) given for the 4 fields"),
+  EXPECT_NE(message_of([&] {
+              (void)cn::struct_value<Particles>(x, v, 16);
+            }).find("3 value(s) given for the 4 fields"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { (void)cn::struct_value<Particles>(x, cn::zeros<float>({16}), 16, -1.0); })
-                .find("struct Particles field 'v'"),
+  EXPECT_NE(message_of([&] {
+              (void)cn::struct_value<Particles>(x, cn::zeros<float>({16}), 16, -1.0);
+            }).find("struct Particles field 'v'"),
             std::string::npos);
   auto markers = cn::zeros<double>({4, 3});
   auto valid = cn::zeros<bool>({4});
   const auto m = cn::struct_value<MarkerArgs>(markers, 4, valid);
-  EXPECT_NE(message_of([&] { (void)push.prepare_args(m, 0.1); }).find("expected a struct Particles, got a struct MarkerArgs"),
+  EXPECT_NE(message_of([&] {
+              (void)push.prepare_args(m, 0.1);
+            }).find("expected a struct Particles, got a struct MarkerArgs"),
             std::string::npos);
 
   // An argument object stands for several parameters.
@@ -517,15 +527,18 @@ TEST_F(Arguments, StructsArgumentObjectsAndUncheckedLaunches) {
     long long n;
     auto cuda_args() const { return std::make_tuple(a, n); }
   };
-  cn::CudaKernel two("extern \"C\" __global__ void two(double* a, long long n, double s) {}", "two");
+  cn::CudaKernel two("extern \"C\" __global__ void two(double* a, long long n, double s) {}",
+                     "two");
   EXPECT_EQ(two.prepare_args(Pair{x, 16}, 2.0).size(), 3u);
 
   // check_signature = false: the arguments as given, arrays as pointers.
-  cn::CudaKernel raw("extern \"C\" __global__ void raw(REAL* a) {}", "raw", {.check_signature = false});
+  cn::CudaKernel raw("extern \"C\" __global__ void raw(REAL* a) {}", "raw",
+                     {.check_signature = false});
   const auto r = raw.prepare_args(x, 1.5f, 3);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r.bytes(1).size(), 4u);
-  EXPECT_THROW(cn::CudaKernel("extern \"C\" __global__ void raw(REAL* a) {}", "raw"), cn::ValueError);
+  EXPECT_THROW(cn::CudaKernel("extern \"C\" __global__ void raw(REAL* a) {}", "raw"),
+               cn::ValueError);
 }
 
 TEST(Launch, ShapesFromThreadsGridOrBlock) {
@@ -545,7 +558,8 @@ TEST(Launch, ShapesFromThreadsGridOrBlock) {
   EXPECT_THROW((void)k.launch_shape(10, std::nullopt, cn::Dim3(2048)), cn::ValueError);
   EXPECT_THROW((void)k.launch_shape(std::nullopt), cn::ValueError);
   EXPECT_THROW((void)k.launch_shape(-1), cn::ValueError);
-  EXPECT_THROW(cn::CudaKernel(kBlockSum, "block_sum", {.block_size = cn::Dim3(64, 32)}), cn::ValueError);
+  EXPECT_THROW(cn::CudaKernel(kBlockSum, "block_sum", {.block_size = cn::Dim3(64, 32)}),
+               cn::ValueError);
 }
 
 TEST(Launch, NeedsTheCudaBackendAndChecksSharedMemoryFirst) {
@@ -553,15 +567,27 @@ TEST(Launch, NeedsTheCudaBackendAndChecksSharedMemoryFirst) {
   auto e = cn::use_backend(cn::Backend::emulated);
   auto x = cn::zeros<double>({256});
   auto out = cn::zeros<double>({2});
-  EXPECT_NE(message_of([&] { k(cn::threads(256), x, out, 256); }).find("a launch needs the cuda backend"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { k(cn::threads(256), x, out, 256); }).find("a launch needs the cuda backend"),
+      std::string::npos);
   cn::Launch big = cn::threads(256);
   big.shared_mem = static_cast<std::size_t>(cn::max_shared_memory_per_block(true)) + 1;
-  EXPECT_NE(message_of([&] { k(big, x, out, 256); }).find("bytes of dynamic shared memory requested"), std::string::npos);
+  EXPECT_NE(
+      message_of([&] { k(big, x, out, 256); }).find("bytes of dynamic shared memory requested"),
+      std::string::npos);
   EXPECT_NO_THROW(k(cn::threads(0), x, out, 0)) << "a zero-size grid launches nothing";
-  EXPECT_THROW(k(cn::threads(256), x, out), cn::TypeError) << "arguments are checked before anything else";
-  cn::CudaKernel from_first(kBlockSum, "block_sum", {.n_threads_from = cn::NThreadsFrom::first_array});
-  EXPECT_NE(message_of([&] { from_first(cn::Launch{}, x, out, 256); }).find("a launch needs the cuda backend"),
+  EXPECT_NE(message_of([&] {
+              k({.n_threads = 256, .shared_mem = 128 * 8}, x, out, 256);
+            }).find("a launch needs the cuda backend"),
+            std::string::npos)
+      << "the Launch of a call written with designated initialisers";
+  EXPECT_THROW(k(cn::threads(256), x, out), cn::TypeError)
+      << "arguments are checked before anything else";
+  cn::CudaKernel from_first(kBlockSum, "block_sum",
+                            {.n_threads_from = cn::NThreadsFrom::first_array});
+  EXPECT_NE(message_of([&] {
+              from_first(cn::Launch{}, x, out, 256);
+            }).find("a launch needs the cuda backend"),
             std::string::npos)
       << "n_threads from the first array's length";
 }
@@ -593,7 +619,8 @@ TEST(Debug, OptionsSwitchesAndPerKernelOverride) {
 
 TEST(Debug, EnvironmentSwitchesItOn) {
   const char* expect = std::getenv("CUNUMPY_TEST_EXPECT_DEBUG");
-  if (expect == nullptr) GTEST_SKIP() << "run by the ctest registration that sets CUNUMPY_CUDA_DEBUG";
+  if (expect == nullptr)
+    GTEST_SKIP() << "run by the ctest registration that sets CUNUMPY_CUDA_DEBUG";
   EXPECT_EQ(cn::get_cuda_debug(), std::string(expect) == "1");
 }
 
@@ -621,7 +648,8 @@ TEST(Variants, OneKernelPerKeyCompiledInThreads) {
   variants.compile_all(more, 2);
   EXPECT_EQ(variants.size(), 4u);
   EXPECT_EQ(made, 4);
-  for (const auto& key : variants.keys()) EXPECT_TRUE(std::apply([&](auto... k) { return variants.get(k...); }, key).is_compiled());
+  for (const auto& key : variants.keys())
+    EXPECT_TRUE(std::apply([&](auto... k) { return variants.get(k...); }, key).is_compiled());
 }
 
 TEST(Files, FromFileAndAllFromFile) {
@@ -643,7 +671,9 @@ TEST(Files, FromFileAndAllFromFile) {
 
 TEST(Structs, DeclarationHeadersAndSourceChecks) {
   const auto& m = cn::cuda_struct<MarkerArgs>();
-  EXPECT_EQ(m.declaration(), "struct MarkerArgs {\n  Array2D<double> markers;\n  long long n_markers;\n  bool* valid;\n};\n");
+  EXPECT_EQ(m.declaration(),
+            "struct MarkerArgs {\n  Array2D<double> markers;\n  long long n_markers;\n  bool* "
+            "valid;\n};\n");
   EXPECT_TRUE(m.has_views());
   EXPECT_EQ(m.size(), sizeof(MarkerArgs));
   EXPECT_EQ(m.fields()[1].offset, offsetof(MarkerArgs, n_markers));
@@ -661,24 +691,33 @@ TEST(Structs, DeclarationHeadersAndSourceChecks) {
   EXPECT_NE(generated.find("#ifndef PUSHER_ARGS_CUH"), std::string::npos);
   // A source with another definition of the struct is refused.
   const auto& p = cn::cuda_struct<Particles>();
-  const std::string wrong = "struct Particles { double* x; double* v; long long n; double charge; };\n"
-                            "extern \"C\" __global__ void push(Particles p, double dt) {}";
+  const std::string wrong =
+      "struct Particles { double* x; double* v; long long n; double charge; };\n"
+      "extern \"C\" __global__ void push(Particles p, double dt) {}";
   EXPECT_NE(message_of([&] { cn::CudaKernel(wrong, "push", {.structs = {&p}}); })
-                .find("defines struct Particles as { double * x; double * v; long long n; double charge; }, but its "
-                      "definition (CUNUMPY_CUDA_STRUCT) is { double* x; double* v; int n; double charge; }"),
+                .find("defines struct Particles as { double * x; double * v; long long n; double "
+                      "charge; }, but its "
+                      "definition (CUNUMPY_CUDA_STRUCT) is { double* x; double* v; int n; double "
+                      "charge; }"),
             std::string::npos);
-  EXPECT_NO_THROW(cn::CudaKernel(p.declaration() + "extern \"C\" __global__ void push(Particles p, double dt) {}",
-                                 "push", {.structs = {&p}}));
+  EXPECT_NO_THROW(cn::CudaKernel(
+      p.declaration() + "extern \"C\" __global__ void push(Particles p, double dt) {}", "push",
+      {.structs = {&p}}));
 }
 
 TEST(Structs, LayoutCheckNeedsTheCudaBackend) {
   // On a GPU, test_cuda runs verify_layout; without one the nvcc build checks it at compile time.
   const std::string what = message_of([] { (void)cn::cuda_struct<Particles>().verify_layout(); });
-  EXPECT_NE(what.find("verify_layout(Particles): it runs a one-thread kernel and needs the cuda backend"),
-            std::string::npos) << what;
+  EXPECT_NE(
+      what.find("verify_layout(Particles): it runs a one-thread kernel and needs the cuda backend"),
+      std::string::npos)
+      << what;
   const std::string src = cn::cuda_struct<Particles>().layout_source();
-  EXPECT_NE(src.find("out[4] = (unsigned long long)((char*)&s->n - (char*)s);"), std::string::npos) << src;
+  EXPECT_NE(src.find("out[4] = (unsigned long long)((char*)&s->n - (char*)s);"), std::string::npos)
+      << src;
   EXPECT_NE(src.find("struct Particles {"), std::string::npos);
-  EXPECT_NE(cn::cuda_struct<Particles>().layout_source("pusher_args.cuh").find("#include \"pusher_args.cuh\""),
+  EXPECT_NE(cn::cuda_struct<Particles>()
+                .layout_source("pusher_args.cuh")
+                .find("#include \"pusher_args.cuh\""),
             std::string::npos);
 }

@@ -65,7 +65,9 @@ struct Dim3 {
   Dim3(long long x_, long long y_, long long z_) : x(x_), y(y_), z(z_), rank(3) {}
   long long operator[](int d) const noexcept { return d == 0 ? x : d == 1 ? y : z; }
   long long product() const noexcept { return x * y * z; }
-  friend bool operator==(const Dim3& a, const Dim3& b) noexcept { return a.x == b.x && a.y == b.y && a.z == b.z; }
+  friend bool operator==(const Dim3& a, const Dim3& b) noexcept {
+    return a.x == b.x && a.y == b.y && a.z == b.z;
+  }
 };
 
 // How a call launches: n_threads (grid = ceil(n_threads / block) per dimension) or grid;
@@ -92,8 +94,8 @@ struct Slice {
 };
 template <Element T, int N>
 struct StridedArray {
-  Array<T> base;          // keeps the memory alive
-  ArrayView<T, N> view;   // pointer, shape and strides in elements
+  Array<T> base;         // keeps the memory alive
+  ArrayView<T, N> view;  // pointer, shape and strides in elements
 };
 namespace detail {
 [[noreturn]] void throw_slice(const Shape& shape, int axis, const Slice& s);
@@ -105,7 +107,8 @@ StridedArray<T, N> strided(const Array<T>& a, const std::array<Slice, N>& slices
   for (int d = 0; d < N; ++d) {
     const Slice& s = slices[static_cast<std::size_t>(d)];
     const long long extent = a.shape(d);
-    const long long start = std::min(std::max(s.start, 0LL), extent), stop = std::min(std::max(s.stop, start), extent);
+    const long long start = std::min(std::max(s.start, 0LL), extent),
+                    stop = std::min(std::max(s.stop, start), extent);
     if (s.step <= 0 || s.start < 0) detail::throw_slice(a.shape(), d, s);
     out.view.data += start * out.view.strides[d];
     out.view.shape[d] = (stop - start + s.step - 1) / s.step;
@@ -116,7 +119,15 @@ StridedArray<T, N> strided(const Array<T>& a, const std::array<Slice, N>& slices
 
 // One kernel argument, type-erased (what a launch checks and packs).
 struct KernelArg {
-  enum class Kind : std::uint8_t { array, signed_integer, unsigned_integer, floating, complex, boolean, structure };
+  enum class Kind : std::uint8_t {
+    array,
+    signed_integer,
+    unsigned_integer,
+    floating,
+    complex,
+    boolean,
+    structure
+  };
   Kind kind = Kind::array;
   DType dtype = DType::float64;  // arrays: the element type; scalars: their own type
   Backend backend = Backend::host;
@@ -124,16 +135,16 @@ struct KernelArg {
   bool contiguous = true;
   const void* data = nullptr;  // arrays: the elements; structures: the packed bytes
   long long shape[4] = {};
-  long long strides[4] = {};   // in elements
+  long long strides[4] = {};  // in elements
   union {
     long long i;
     unsigned long long u;
     double f;
     bool b;
   } value{};
-  double imag = 0;                          // complex scalars
-  std::size_t bytes = 0;                    // structures
-  const CudaStruct* structure = nullptr;    // structures
+  double imag = 0;                        // complex scalars
+  std::size_t bytes = 0;                  // structures
+  const CudaStruct* structure = nullptr;  // structures
 };
 
 template <Element T>
@@ -167,8 +178,7 @@ KernelArg kernel_arg(const StridedArray<T, N>& s) {
   return k;
 }
 template <typename T>
-  requires(std::is_arithmetic_v<T>)
-KernelArg kernel_arg(T v) {
+requires(std::is_arithmetic_v<T>) KernelArg kernel_arg(T v) {
   KernelArg k;
   if constexpr (std::is_same_v<T, bool>) {
     k.kind = KernelArg::Kind::boolean;
@@ -209,7 +219,9 @@ KernelArg kernel_arg(const CudaStructValue<S>& s) {
 // (arrays, scalars, struct values, or argument objects again), flattened into the launch.
 // The C++ form of the reference's __cuda_args__ protocol.
 template <typename T>
-concept CudaArguments = requires(const T& t) { std::tuple_size<std::decay_t<decltype(t.cuda_args())>>::value; };
+concept CudaArguments = requires(const T& t) {
+  std::tuple_size<std::decay_t<decltype(t.cuda_args())>>::value;
+};
 
 namespace detail {
 template <typename A>
@@ -221,33 +233,46 @@ void append_kernel_args(std::vector<KernelArg>& out, const A& a) {
   }
 }
 
+// Where an argument goes, for error messages only (built when one is thrown):
+// "CudaKernel 'push' argument 2 ('double* x')" or "struct Particles field 'x'".
+struct ArgWhere {
+  std::string_view owner;  // the kernel's expression, or the struct's name
+  std::size_t index;
+  const CudaParameter* param;
+  bool field;
+  std::string str() const;
+};
 // Checks `arg` against `param` and writes its bytes at `dst` (at most 72); returns how many.
-// `what` names the call in errors ("CudaKernel 'push' argument 2 ('x')").
-std::size_t pack_argument(const CudaParameter& param, const KernelArg& arg, void* dst, const std::string& what);
+std::size_t pack_argument(const CudaParameter& param, const KernelArg& arg, void* dst,
+                          const ArgWhere& where);
 // The bytes of an argument as given (check_signature = false): arrays as their pointer,
 // scalars as their own type.
 std::size_t pack_unchecked(const KernelArg& arg, void* dst);
-std::string argument_name(const std::string& kernel, std::size_t index, const CudaParameter* param);
 }  // namespace detail
 
 // The launch buffer of prepared arguments: each parameter's bytes, and the pointers to them
-// that cudaLaunchKernel takes.
+// that cudaLaunchKernel takes, in one allocation.
 class PackedArgs {
  public:
-  void** pointers() noexcept { return pointers_.data(); }
-  std::size_t size() const noexcept { return pointers_.size(); }
+  void** pointers() noexcept { return pointers_; }
+  std::size_t size() const noexcept { return count_; }
   // The bytes of parameter i.
   std::span<const std::byte> bytes(std::size_t i) const {
     return {static_cast<const std::byte*>(pointers_[i]), sizes_[i]};
   }
+  // Room for n parameters; slot() hands out the next one (72 bytes, 8-byte aligned), commit()
+  // records how many bytes it holds.
   void reserve(std::size_t n);
-  void* slot(std::size_t bytes);  // appends a parameter slot of `bytes` (8-byte aligned)
-  void commit(std::size_t bytes);
+  void* slot();
+  void commit(std::size_t bytes) noexcept { sizes_[count_++] = bytes; }
 
  private:
-  std::vector<std::array<std::byte, 72>> storage_;
-  std::vector<void*> pointers_;
-  std::vector<std::size_t> sizes_;
+  static constexpr std::size_t kSlot = 72;
+  std::unique_ptr<std::byte[]> block_;
+  std::byte* slots_ = nullptr;
+  void** pointers_ = nullptr;
+  std::size_t* sizes_ = nullptr;
+  std::size_t count_ = 0, capacity_ = 0;
 };
 
 // The launch shape's source when a call gives neither n_threads nor grid.
@@ -263,7 +288,8 @@ struct CudaKernelOptions {
   bool check_signature = true;
   std::optional<bool> debug;  // nothing: the global setting (set_cuda_debug), read at every launch
   NThreadsFrom n_threads_from = NThreadsFrom::none;
-  std::function<Dim3(std::span<const KernelArg>)> n_threads_of;  // instead: a function of the arguments
+  std::function<Dim3(std::span<const KernelArg>)>
+      n_threads_of;  // instead: a function of the arguments
 };
 
 // The kernel cache's counters since the process started.
@@ -278,12 +304,15 @@ KernelCacheStats kernel_cache_stats() noexcept;
 // Debug mode: -lineinfo and -DCUNUMPY_BOUNDS_CHECK are added to the options (unless present),
 // and every launch synchronises its stream and throws CudaError naming the kernel, its grid
 // and block.  CUNUMPY_CUDA_DEBUG=1 (true, yes, on) enables it at start.
-inline constexpr std::array<std::string_view, 2> cuda_debug_options = {"-lineinfo", "-DCUNUMPY_BOUNDS_CHECK"};
+inline constexpr std::array<std::string_view, 2> cuda_debug_options = {"-lineinfo",
+                                                                       "-DCUNUMPY_BOUNDS_CHECK"};
 void set_cuda_debug(bool enabled) noexcept;
 bool get_cuda_debug() noexcept;
 class [[nodiscard]] CudaDebugScope {
  public:
-  explicit CudaDebugScope(bool enabled) noexcept : previous_(get_cuda_debug()) { set_cuda_debug(enabled); }
+  explicit CudaDebugScope(bool enabled) noexcept : previous_(get_cuda_debug()) {
+    set_cuda_debug(enabled);
+  }
   ~CudaDebugScope() { set_cuda_debug(previous_); }
   CudaDebugScope(const CudaDebugScope&) = delete;
   CudaDebugScope& operator=(const CudaDebugScope&) = delete;
@@ -291,18 +320,21 @@ class [[nodiscard]] CudaDebugScope {
  private:
   bool previous_;
 };
-[[nodiscard]] inline CudaDebugScope cuda_debug(bool enabled = true) noexcept { return CudaDebugScope(enabled); }
+[[nodiscard]] inline CudaDebugScope cuda_debug(bool enabled = true) noexcept {
+  return CudaDebugScope(enabled);
+}
 
 class CudaKernel {
  public:
   CudaKernel(std::string source, std::string name, CudaKernelOptions options = {});
   // The kernel of a .cu file: `name` defaults to the file name without `suffix`
   // (axpy_cuda.cu -> axpy); the file's folder is the source_dir and is added to include_dirs.
-  static CudaKernel from_file(const std::filesystem::path& path, std::optional<std::string> name = std::nullopt,
+  static CudaKernel from_file(const std::filesystem::path& path,
+                              std::optional<std::string> name = std::nullopt,
                               CudaKernelOptions options = {}, std::string_view suffix = "_cuda.cu");
   // Every __global__ function of a file, in source order (they share source and options).
-  static std::vector<std::pair<std::string, CudaKernel>> all_from_file(const std::filesystem::path& path,
-                                                                       CudaKernelOptions options = {});
+  static std::vector<std::pair<std::string, CudaKernel>> all_from_file(
+      const std::filesystem::path& path, CudaKernelOptions options = {});
 
   const std::string& name() const noexcept;
   // name, or the template instantiation ("scale<double, 3>").
@@ -339,16 +371,22 @@ class CudaKernel {
 
   // The (grid, block) a call would use.  ValueError for a block of more than 1024 threads or
   // negative extents, or a launch with neither n_threads nor grid and no n_threads_from.
-  std::pair<Dim3, Dim3> launch_shape(std::optional<Dim3> n_threads, std::optional<Dim3> grid = std::nullopt,
+  std::pair<Dim3, Dim3> launch_shape(std::optional<Dim3> n_threads,
+                                     std::optional<Dim3> grid = std::nullopt,
                                      std::optional<Dim3> block = std::nullopt) const;
 
   // Checks and packs the arguments as a launch would (the part a benchmark measures).
   template <typename... A>
   PackedArgs prepare_args(const A&... args) const {
-    std::vector<KernelArg> flat;
-    flat.reserve(sizeof...(A));
-    (detail::append_kernel_args(flat, args), ...);
-    return prepare(flat);
+    if constexpr ((!CudaArguments<A> && ...)) {
+      const std::array<KernelArg, sizeof...(A)> flat{kernel_arg(args)...};
+      return prepare(flat);
+    } else {
+      std::vector<KernelArg> flat;
+      flat.reserve(sizeof...(A));
+      (detail::append_kernel_args(flat, args), ...);
+      return prepare(flat);
+    }
   }
   PackedArgs prepare(std::span<const KernelArg> args) const;
 
@@ -356,10 +394,15 @@ class CudaKernel {
   // kernels through the kernel emulator).  Nothing is launched for a grid with a zero extent.
   template <typename... A>
   void operator()(const Launch& launch, const A&... args) {
-    std::vector<KernelArg> flat;
-    flat.reserve(sizeof...(A));
-    (detail::append_kernel_args(flat, args), ...);
-    launch_args(launch, flat);
+    if constexpr ((!CudaArguments<A> && ...)) {
+      const std::array<KernelArg, sizeof...(A)> flat{kernel_arg(args)...};
+      launch_args(launch, flat);
+    } else {
+      std::vector<KernelArg> flat;
+      flat.reserve(sizeof...(A));
+      (detail::append_kernel_args(flat, args), ...);
+      launch_args(launch, flat);
+    }
   }
   void launch_args(const Launch& launch, std::span<const KernelArg> args);
 
@@ -375,7 +418,8 @@ template <typename... Key>
 class CudaKernelVariants {
  public:
   using KeyTuple = std::tuple<Key...>;
-  explicit CudaKernelVariants(std::function<CudaKernel(const Key&...)> factory) : factory_(std::move(factory)) {}
+  explicit CudaKernelVariants(std::function<CudaKernel(const Key&...)> factory)
+      : factory_(std::move(factory)) {}
 
   CudaKernel& get(const Key&... key) {
     std::lock_guard lock(mutex_);
@@ -463,8 +507,8 @@ CudaStructValue<S> struct_value(const A&... fields) {
   auto* base = reinterpret_cast<unsigned char*>(&v.packed_);
   for (std::size_t i = 0; i < sizeof...(A); ++i) {
     alignas(8) unsigned char bytes[72];
-    const std::size_t n = detail::pack_argument(d.parameters()[i], args[i], bytes,
-                                                "struct " + d.name() + " field '" + d.fields()[i].name + "'");
+    const std::size_t n = detail::pack_argument(
+        d.parameters()[i], args[i], bytes, detail::ArgWhere{d.name(), i, &d.parameters()[i], true});
     std::memcpy(base + d.fields()[i].offset, bytes, std::min(n, d.fields()[i].size));
   }
   (detail::keep_alive(v.keep_, fields), ...);

@@ -42,13 +42,13 @@ std::optional<DType> dtype_of_ctype(std::string_view ctype);
 // (an integer or a bool) for a non-type parameter.
 class TemplateArg {
  public:
-  TemplateArg(const char* ctype) : text_(ctype), type_(true) {}         // NOLINT: implicit by design
-  TemplateArg(std::string ctype) : text_(std::move(ctype)), type_(true) {}  // NOLINT
-  TemplateArg(DType dtype) : text_(ctype_of(dtype)), type_(true) {}     // NOLINT
+  TemplateArg(const char* ctype) : text_(ctype), type_(true) {}  // NOLINT: implicit by design
+  TemplateArg(std::string ctype) : text_(std::move(ctype)), type_(true) {}    // NOLINT
+  TemplateArg(DType dtype) : text_(ctype_of(dtype)), type_(true) {}           // NOLINT
   TemplateArg(bool value) : text_(value ? "true" : "false"), type_(false) {}  // NOLINT
   template <typename I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
-  TemplateArg(I value) : text_(std::to_string(value)), type_(false) {}  // NOLINT
+  requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) TemplateArg(I value)
+      : text_(std::to_string(value)), type_(false) {}  // NOLINT
   const std::string& text() const noexcept { return text_; }
   bool is_type() const noexcept { return type_; }
 
@@ -60,13 +60,13 @@ class TemplateArg {
 // One kernel parameter.
 struct CudaParameter {
   std::string name;
-  std::string ctype;             // the scalar, pointee, view element or struct type, e.g. "double"
-  std::optional<DType> dtype;    // its dtype (nothing for void* and structs)
-  bool pointer = false;          // T* (const or not)
-  bool is_const = false;         // const T* or const T
-  std::string struct_name;       // a struct parameter (by value)
-  int view_ndim = 0;             // Array<n>D<T>: n
-  std::string text;              // the parameter as written
+  std::string ctype;           // the scalar, pointee, view element or struct type, e.g. "double"
+  std::optional<DType> dtype;  // its dtype (nothing for void* and structs)
+  bool pointer = false;        // T* (const or not)
+  bool is_const = false;       // const T* or const T
+  std::string struct_name;     // a struct parameter (by value)
+  int view_ndim = 0;           // Array<n>D<T>: n
+  std::string text;            // the parameter as written
 };
 
 // The parameters of the __global__ function `name` of `source` (declared extern "C", or a
@@ -90,10 +90,10 @@ std::string template_expression(std::string_view name, std::span<const TemplateA
 // `include_dirs` in order, then in `angle_dirs` (searched for #include <name> too, e.g. the
 // headers cunumpy ships, so a changed shipped header is seen).  Other system headers and
 // names that cannot be found are skipped (the compiler reports those).
-std::vector<std::filesystem::path> resolve_includes(std::string_view source,
-                                                    std::span<const std::filesystem::path> include_dirs = {},
-                                                    const std::optional<std::filesystem::path>& base_dir = std::nullopt,
-                                                    std::span<const std::filesystem::path> angle_dirs = {});
+std::vector<std::filesystem::path> resolve_includes(
+    std::string_view source, std::span<const std::filesystem::path> include_dirs = {},
+    const std::optional<std::filesystem::path>& base_dir = std::nullopt,
+    std::span<const std::filesystem::path> angle_dirs = {});
 
 // The first 16 hex digits of the SHA-256 of the files' contents, in order.
 std::string include_hash(std::span<const std::filesystem::path> paths);

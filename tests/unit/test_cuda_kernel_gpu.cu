@@ -1,0 +1,119 @@
+// CudaKernel on a GPU: the spec's examples launched and compared with host results, and the
+// struct layouts checked by the CUDA compiler.  Compiled by nvcc: the layout check of the
+// structs runs in both of nvcc's passes at compile time, with or without a GPU; the launches
+// skip with the reason when there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <cunumpy/cuda_kernel.hpp>
+#include <cunumpy/cunumpy.hpp>
+
+#include "kernel_sources.hpp"
+
+namespace cn = cunumpy;
+using namespace cunumpy_test;
+
+// The layouts the host computes (test_cuda_kernel checks these numbers against the
+// descriptors) hold in nvcc's device pass too: the host and the device agree.
+#define CHECK_LAYOUT()                                                              \
+  static_assert(sizeof(Particles) == 32 && alignof(Particles) == 8);                \
+  static_assert(offsetof(Particles, x) == 0 && offsetof(Particles, v) == 8);        \
+  static_assert(offsetof(Particles, n) == 16 && offsetof(Particles, charge) == 24); \
+  static_assert(sizeof(MarkerArgs) == 56 && alignof(MarkerArgs) == 8);              \
+  static_assert(offsetof(MarkerArgs, n_markers) == 40 && offsetof(MarkerArgs, valid) == 48)
+CHECK_LAYOUT();
+__global__ void layout_in_the_device_pass() {
+  CHECK_LAYOUT();
+}
+
+namespace {
+
+class OnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cn::cuda_available()) GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
+    cn::set_backend(cn::Backend::cuda);
+  }
+  void TearDown() override { cn::set_backend(cn::Backend::host); }
+};
+
+}  // namespace
+
+TEST(Layout, DescriptorsMatchTheNumbersNvccChecks) {
+  const auto& p = cn::cuda_struct<Particles>();
+  EXPECT_EQ(p.size(), 32u);
+  EXPECT_EQ(p.fields()[2].offset, 16u);
+  const auto& m = cn::cuda_struct<MarkerArgs>();
+  EXPECT_EQ(m.size(), 56u);
+  EXPECT_EQ(m.fields()[2].offset, 48u);
+}
+
+TEST_F(OnGpu, BlockSum) {
+  cn::CudaKernel block_sum(kBlockSum, "block_sum", {.block_size = 128});
+  const long long n = 1000;
+  auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
+  const auto [grid, block] = block_sum.launch_shape(n);
+  auto partial = cn::zeros<double>({grid.x});
+  cn::Launch launch = cn::threads(n);
+  launch.shared_mem = 128 * sizeof(double);
+  block_sum(launch, x, partial, n);
+  const auto host = cn::to_host(partial);
+  double total = 0;
+  for (long long b = 0; b < grid.x; ++b) total += host(b);
+  EXPECT_EQ(total, n * (n - 1) / 2.0);
+}
+
+TEST_F(OnGpu, ScaleColumnOnAStridedView) {
+  cn::CudaKernel scale_column(kScaleColumn, "scale_column");
+  auto markers = cn::arange<double>(0.0, 60.0, 1.0, cn::Backend::host);
+  auto m = cn::to_device(markers);
+  auto m2 = cn::Array<double>::adopt(m.memory(), {10, 6});
+  const auto view = cn::strided<2>(m2, {cn::Slice{0, 10, 2}, cn::Slice{1, 5}});
+  scale_column(cn::threads(view.view.shape[0]), view, 1LL, 10.0);
+  const auto h = cn::to_host(m2);
+  for (long long i = 0; i < 10; ++i)
+    for (long long j = 0; j < 6; ++j) {
+      const double base = static_cast<double>(6 * i + j);
+      EXPECT_EQ(h(i, j), (i % 2 == 0 && j == 2) ? 10.0 * base : base) << i << ", " << j;
+    }
+}
+
+TEST_F(OnGpu, TemplateInstantiation) {
+  cn::CudaKernel scale(kScale, "scale", {.template_args = {cn::DType::float64, 3}});
+  auto x = cn::ones<double>({257});
+  scale(cn::threads(257), x, 2.0, 257);
+  const auto h = cn::to_host(x);
+  EXPECT_EQ(h(0), 6.0);
+  EXPECT_EQ(h(256), 6.0);
+}
+
+TEST_F(OnGpu, StructPushAndLayout) {
+  const auto& particles = cn::cuda_struct<Particles>();
+  cn::CudaKernel push(particles.declaration() + kPush, "push", {.structs = {&particles}});
+  auto x = cn::zeros<double>({100});
+  auto v = cn::arange<double>(0.0, 100.0, 1.0);
+  push(cn::threads(100), cn::struct_value<Particles>(x, v, 100, -1.0), 0.1);
+  const auto h = cn::to_host(x);
+  EXPECT_DOUBLE_EQ(h(50), -5.0);
+  EXPECT_TRUE(particles.verify_layout().empty());
+  EXPECT_TRUE(cn::cuda_struct<MarkerArgs>().verify_layout().empty());
+}
+
+TEST_F(OnGpu, DebugModeSynchronisesAndNamesTheKernel) {
+  auto scope = cn::cuda_debug();
+  cn::CudaKernel fill(R"(extern "C" __global__ void fill(double* x, double v, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) x[i] = v; })",
+                      "fill");
+  auto x = cn::zeros<double>({10});
+  fill(cn::threads(10), x, 4.0, 10LL);  // synchronised: the result is there
+  EXPECT_EQ(cn::to_host(x)(9), 4.0);
+  const auto opts = fill.compile_options();
+  EXPECT_NE(std::find(opts.begin(), opts.end(), "-lineinfo"), opts.end());
+  cn::Launch too_big = cn::threads(10);
+  too_big.block = cn::Dim3(1024);
+  too_big.shared_mem = static_cast<std::size_t>(cn::max_shared_memory_per_block(true));
+  EXPECT_NO_THROW(fill(too_big, x, 1.0, 10LL)) << "the kernel's shared memory limit is raised once";
+}
