@@ -50,12 +50,16 @@ struct Nvrtc {
 const Nvrtc& nvrtc() {
   static const Nvrtc loaded = [] {
     Nvrtc n;
+    // CUNUMPY_NVRTC names the library to use (and only it); else the usual names, on the
+    // loader's path and in the toolkit cunumpy was configured with.
     std::vector<std::string> candidates;
-    if (const char* env = std::getenv("CUNUMPY_NVRTC"); env != nullptr && *env != '\0')
+    if (const char* env = std::getenv("CUNUMPY_NVRTC"); env != nullptr && *env != '\0') {
       candidates.emplace_back(env);
-    for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-      candidates.emplace_back(name);
-      candidates.emplace_back(std::string(CUNUMPY_CUDA_LIBRARY_DIR) + "/" + name);
+    } else {
+      for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+        candidates.emplace_back(name);
+        candidates.emplace_back(std::string(CUNUMPY_CUDA_LIBRARY_DIR) + "/" + name);
+      }
     }
     void* handle = nullptr;
     std::string tried;

@@ -297,6 +297,19 @@ TEST(Compile, RealKernelsCompileToCubin) {
             opts.end());
 }
 
+// Registered with CUNUMPY_NVRTC pointing nowhere: creating kernels and parsing signatures
+// works, the first compilation says what is missing and how to get it.
+TEST(Compile, WithoutNvrtcTheFirstCompilationSaysWhy) {
+  if (std::getenv("CUNUMPY_TEST_NO_NVRTC") == nullptr) GTEST_SKIP() << "run by test_cuda_kernel_without_nvrtc";
+  cn::CudaKernel k(kBlockSum, "block_sum");
+  EXPECT_EQ(k.signature().size(), 3u);
+  const std::string what = message_of([&] { k.compile(); });
+  EXPECT_NE(what.find("NVRTC (the CUDA run-time compiler) cannot be loaded; tried:"), std::string::npos) << what;
+  EXPECT_NE(what.find("/nonexistent/libnvrtc.so.13"), std::string::npos) << what;
+  EXPECT_NE(what.find("set CUNUMPY_NVRTC"), std::string::npos) << what;
+  EXPECT_THROW(k.compile(), cn::BackendError) << "and again on the next try";
+}
+
 TEST(Compile, ErrorsShowNvrtcsLog) {
   REQUIRE_NVRTC();
   ScopedCache cache;
@@ -539,6 +552,36 @@ TEST_F(Arguments, StructsArgumentObjectsAndUncheckedLaunches) {
   EXPECT_EQ(r.bytes(1).size(), 4u);
   EXPECT_THROW(cn::CudaKernel("extern \"C\" __global__ void raw(REAL* a) {}", "raw"),
                cn::ValueError);
+}
+
+namespace {
+struct MarkerArguments : cn::CudaStructArguments<MarkerArguments, MarkerArgs> {
+  cn::Array<double> markers;
+  cn::Array<bool> valid;
+  auto fields() const { return std::make_tuple(markers, markers.shape(0), valid); }
+};
+}  // namespace
+
+TEST_F(Arguments, StructArgumentObjectsRepackWhenAFieldChanged) {
+  const auto& m = cn::cuda_struct<MarkerArgs>();
+  cn::CudaKernel push(m.declaration() + "extern \"C\" __global__ void push(MarkerArgs m, double dt) {}", "push",
+                      {.structs = {&m}});
+  MarkerArguments args;
+  args.markers = cn::zeros<double>({8, 3});
+  args.valid = cn::zeros<bool>({8});
+  (void)push.prepare_args(args, 0.1);
+  (void)push.prepare_args(args, 0.1);
+  EXPECT_EQ(args.packs(), 1) << "nothing changed: packed once";
+  EXPECT_EQ(args.packed().packed().n_markers, 8);
+  args.markers = cn::zeros<double>({20, 3});  // the owner resized its markers
+  const auto packed = push.prepare_args(args, 0.1);
+  EXPECT_EQ(args.packs(), 2) << "a replaced array repacks at the next use";
+  MarkerArgs seen;
+  std::memcpy(&seen, packed.bytes(0).data(), sizeof seen);
+  EXPECT_EQ(seen.n_markers, 20);
+  EXPECT_EQ(seen.markers.data, args.markers.data());
+  EXPECT_EQ(seen.markers.shape[0], 20);
+  EXPECT_EQ(seen.valid, args.valid.data());
 }
 
 TEST(Launch, ShapesFromThreadsGridOrBlock) {

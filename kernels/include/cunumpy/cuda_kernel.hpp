@@ -516,3 +516,57 @@ CudaStructValue<S> struct_value(const A&... fields) {
 }
 
 }  // namespace cunumpy
+
+namespace cunumpy {
+
+// An argument object that is one struct S (the reference's CudaStructArguments): Derived
+// gives fields(), a tuple of the fields' current values in field order (arrays, scalars;
+// members or whatever the owner holds now), and passes itself to kernels.  The packed struct
+// always matches them: at every use the arrays' addresses, shapes and strides and the scalars'
+// values are compared with what was packed, and the struct is packed again when anything
+// changed (an array replaced or reallocated, a count changed), so a resized array is picked
+// up at the next launch without any call.
+//
+//   struct Markers : cunumpy::CudaStructArguments<Markers, MarkerArgs> {
+//     cunumpy::Array<double> markers;  cunumpy::Array<bool> valid;
+//     auto fields() const { return std::make_tuple(markers, markers.shape(0), valid); }
+//   };
+//   push(cunumpy::threads(n), markers_args, dt);
+template <typename Derived, typename S>
+class CudaStructArguments {
+ public:
+  // The packed struct of the current field values.
+  const CudaStructValue<S>& packed() const {
+    const auto fields = static_cast<const Derived&>(*this).fields();
+    auto now = std::apply([](const auto&... f) { return std::array<KernelArg, sizeof...(f)>{kernel_arg(f)...}; }, fields);
+    if (!value_ || !same(now)) {
+      value_ = std::apply([](const auto&... f) { return struct_value<S>(f...); }, fields);
+      last_.assign(now.begin(), now.end());
+      ++packs_;
+    }
+    return *value_;
+  }
+  auto cuda_args() const { return std::forward_as_tuple(packed()); }
+  // How many times the struct was packed (once, then once per change).
+  long long packs() const noexcept { return packs_; }
+
+ private:
+  template <std::size_t N>
+  bool same(const std::array<KernelArg, N>& now) const {
+    if (last_.size() != N) return false;
+    for (std::size_t i = 0; i < N; ++i) {
+      const KernelArg &a = now[i], &b = last_[i];
+      if (a.kind != b.kind || a.dtype != b.dtype || a.data != b.data || a.ndim != b.ndim ||
+          a.value.u != b.value.u || a.imag != b.imag)
+        return false;
+      for (int d = 0; d < a.ndim; ++d)
+        if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
+    }
+    return true;
+  }
+  mutable std::optional<CudaStructValue<S>> value_;
+  mutable std::vector<KernelArg> last_;
+  mutable long long packs_ = 0;
+};
+
+}  // namespace cunumpy
