@@ -87,8 +87,9 @@ static_assert(alignof(Array2D<double>) == 8, "array views are 8-byte aligned");
 
 }  // namespace cunumpy
 
-#if CUNUMPY_NVRTC()
-// Run-time compiled kernels name the views unqualified, as the Python reference does.
+#if CUNUMPY_NVRTC() || defined(CUNUMPY_EMULATOR)
+// Run-time compiled kernels (NVRTC, or the kernel emulator) name the views unqualified, as the
+// Python reference does.
 using cunumpy::Array1D;
 using cunumpy::Array2D;
 using cunumpy::Array3D;

@@ -13,6 +13,7 @@
 #include <cunumpy/memory.hpp>
 
 #include "cuda_compiler.hpp"
+#include "cuda_emulator.hpp"
 #include "cuda_source.hpp"
 
 namespace cunumpy {
@@ -349,6 +350,7 @@ struct CudaKernel::State {
   detail::CompiledCode code;
   void* library = nullptr;
   void* kernel = nullptr;
+  std::shared_ptr<detail::EmulatedKernel> emulated;  // compiled by the host compiler on first emulated launch
   int shared_limit =
       default_shared_memory_per_block;  // the dynamic shared memory the kernel may use now
   ~State() { detail::cuda_api::library_unload(library); }
@@ -588,13 +590,25 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
   }
   if (grid.product() == 0) return;  // nothing to launch
   const Backend backend = get_backend();
+  if (backend == Backend::emulated) {  // the kernel emulator, on the emulated device's arrays
+    {
+      std::lock_guard lock(s.mutex);
+      if (!s.emulated) {
+        detail::EmulationRequest r;
+        r.source = s.source;
+        r.expression = s.expression;
+        r.options = compile_options();
+        r.headers = included_headers();
+        s.emulated = detail::emulate_compile(r);
+      }
+    }
+    detail::emulate_launch(*s.emulated, grid, block, packed.pointers(), launch.shared_mem);
+    return;
+  }
   if (backend != Backend::cuda)
-    throw BackendError("CudaKernel '" + s.expression +
-                       "': a launch needs the cuda backend, the active one is " +
-                       std::string(to_string(backend)) + " (" + backend_reason() +
-                       "); on host use a host implementation of the kernel, and on emulated the "
-                       "kernel emulator runs "
-                       "CUDA kernels");
+    throw BackendError("CudaKernel '" + s.expression + "': a launch needs a device backend (cuda, or emulated for the "
+                       "kernel emulator), the active one is " + std::string(to_string(backend)) + " (" +
+                       backend_reason() + "); on host use a host implementation of the kernel");
   compile();
   if (s.kernel == nullptr)
     throw BackendError("CudaKernel '" + s.expression +

@@ -301,6 +301,10 @@ struct KernelCacheStats {
 };
 KernelCacheStats kernel_cache_stats() noexcept;
 
+// The host compiler the kernel emulator compiles CUDA kernels with on the emulated backend:
+// CXX, else c++.
+std::string emulation_compiler();
+
 // Debug mode: -lineinfo and -DCUNUMPY_BOUNDS_CHECK are added to the options (unless present),
 // and every launch synchronises its stream and throws CudaError naming the kernel, its grid
 // and block.  CUNUMPY_CUDA_DEBUG=1 (true, yes, on) enables it at start.
@@ -390,8 +394,10 @@ class CudaKernel {
   }
   PackedArgs prepare(std::span<const KernelArg> args) const;
 
-  // Launches on the cuda backend; BackendError elsewhere (the emulated backend runs CUDA
-  // kernels through the kernel emulator).  Nothing is launched for a grid with a zero extent.
+  // Launches on the cuda backend, or through the kernel emulator on the emulated backend (the
+  // source compiled by the host compiler, every block and thread run, __syncthreads met by
+  // all the block's threads); BackendError on host.  Nothing is launched for a grid with a
+  // zero extent.
   template <typename... A>
   void operator()(const Launch& launch, const A&... args) {
     if constexpr ((!CudaArguments<A> && ...)) {

@@ -1,0 +1,165 @@
+// cunumpy/emulator.hpp: the CUDA built-ins for a kernel compiled by the host compiler and run
+// by cunumpy's kernel emulator (CUNUMPY_BACKEND=emulated).
+//
+// The emulator compiles a CudaKernel's source as C++ with this header first: threadIdx,
+// blockIdx, blockDim and gridDim, __shared__ (one copy per block), dynamic shared memory,
+// __syncthreads (the block's threads run as fibers that meet there), atomics that stay correct
+// while blocks run on several host threads, __ldg, rsqrt, __trap (an exception with the
+// message), and the function qualifiers.  Host code only; never included by applications.
+#pragma once
+
+#define CUNUMPY_EMULATOR 1
+
+#include <atomic>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __grid_constant__
+#define __constant__ static
+// One copy per block: the threads of a block run on one host thread, one block at a time.
+#define __shared__ static thread_local
+#define __align__(n) alignas(n)
+
+struct uint3 {
+  unsigned int x, y, z;
+};
+struct dim3 {
+  unsigned int x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+template <typename T>
+using complex = std::complex<T>;
+
+namespace cunumpy_emulator {
+// What the emulator's engine provides, set once when the kernel's library is loaded.
+struct Hooks {
+  void (*syncthreads)();
+  void* (*dynamic_shared)();
+  [[noreturn]] void (*trap)(const char* what);
+};
+inline const Hooks* hooks = nullptr;
+struct Index {
+  uint3 thread, block;
+  dim3 block_dim, grid_dim;
+};
+inline thread_local Index index{};
+}  // namespace cunumpy_emulator
+
+#define threadIdx (::cunumpy_emulator::index.thread)
+#define blockIdx (::cunumpy_emulator::index.block)
+#define blockDim (::cunumpy_emulator::index.block_dim)
+#define gridDim (::cunumpy_emulator::index.grid_dim)
+constexpr int warpSize = 32;
+
+inline void __syncthreads() { cunumpy_emulator::hooks->syncthreads(); }
+inline void* cunumpy_emulator_dynamic_shared() { return cunumpy_emulator::hooks->dynamic_shared(); }
+[[noreturn]] inline void __trap() { cunumpy_emulator::hooks->trap("__trap() called"); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline void sincos(double x, double* s, double* c) {
+  *s = std::sin(x);
+  *c = std::cos(x);
+}
+inline void sincosf(float x, float* s, float* c) {
+  *s = std::sin(x);
+  *c = std::cos(x);
+}
+using std::ceil;
+using std::cos;
+using std::exp;
+using std::fabs;
+using std::floor;
+using std::fma;
+using std::fmax;
+using std::fmin;
+using std::log;
+using std::pow;
+using std::sin;
+using std::sqrt;
+
+// Atomics: std::atomic_ref, so blocks on several host threads add correctly.
+template <typename T>
+inline T atomicAdd(T* p, T v) {
+  return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
+}
+template <typename T>
+inline T atomicSub(T* p, T v) {
+  return std::atomic_ref<T>(*p).fetch_sub(v, std::memory_order_relaxed);
+}
+template <typename T>
+inline T atomicExch(T* p, T v) {
+  return std::atomic_ref<T>(*p).exchange(v, std::memory_order_relaxed);
+}
+template <typename T>
+inline T atomicCAS(T* p, T expected, T desired) {
+  std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired, std::memory_order_relaxed);
+  return expected;
+}
+template <typename T>
+inline T atomicMax(T* p, T v) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load(std::memory_order_relaxed);
+  while (old < v && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
+  }
+  return old;
+}
+template <typename T>
+inline T atomicMin(T* p, T v) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load(std::memory_order_relaxed);
+  while (v < old && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
+  }
+  return old;
+}
+template <typename T>
+inline T atomicAnd(T* p, T v) {
+  return std::atomic_ref<T>(*p).fetch_and(v, std::memory_order_relaxed);
+}
+template <typename T>
+inline T atomicOr(T* p, T v) {
+  return std::atomic_ref<T>(*p).fetch_or(v, std::memory_order_relaxed);
+}
+template <typename T>
+inline T atomicXor(T* p, T v) {
+  return std::atomic_ref<T>(*p).fetch_xor(v, std::memory_order_relaxed);
+}
+
+// The emulator's entry: calls `kernel` with the packed arguments (each points to one
+// parameter's bytes, as cudaLaunchKernel takes them).
+namespace cunumpy_emulator {
+template <typename... P, std::size_t... I>
+void call(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
+  kernel(*static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
+}
+template <typename... P>
+void call(void (*kernel)(P...), void** args) {
+  call(kernel, args, std::index_sequence_for<P...>{});
+}
+}  // namespace cunumpy_emulator

@@ -1,0 +1,325 @@
+// The kernel emulator's engine (cuda_emulator.hpp).
+#include "cuda_emulator.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/pooled_fixedsize_stack.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include <cunumpy/build_config.hpp>
+#include <cunumpy/emulator.hpp>
+#include <cunumpy/errors.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "cuda_compiler.hpp"
+#include "cuda_source.hpp"
+
+namespace cunumpy {
+
+std::string emulation_compiler() {
+  if (const char* cxx = std::getenv("CXX"); cxx != nullptr && *cxx != '\0') return cxx;
+  return "c++";
+}
+
+namespace detail {
+namespace ctx = boost::context;
+
+class EmulatedKernel {
+ public:
+  ~EmulatedKernel() {
+    if (handle != nullptr) dlclose(handle);
+  }
+  void* handle = nullptr;
+  void (*entry)(void**) = nullptr;
+  cunumpy_emulator::Index* (*index_of)() = nullptr;
+  bool barriers = false;
+  std::string name;
+};
+
+namespace {
+
+// ---- one block on one host thread ---------------------------------------------------------
+
+struct Lane {
+  ctx::fiber fiber;
+  ctx::fiber* back = nullptr;  // the scheduler, to switch to at a barrier
+  uint3 thread{};
+  bool waiting = false;
+  bool done = false;
+};
+
+struct BlockRun {
+  std::vector<unsigned char> shared;  // dynamic shared memory of the block
+  Lane* current = nullptr;
+  bool fibers = false;
+  std::exception_ptr failure;
+};
+thread_local BlockRun* t_run = nullptr;
+
+void hook_syncthreads() {
+  BlockRun* run = t_run;
+  if (run == nullptr || !run->fibers || run->current == nullptr)
+    throw Error("__syncthreads outside a block of the emulator");
+  Lane* me = run->current;
+  me->waiting = true;
+  *me->back = std::move(*me->back).resume();
+}
+
+void* hook_dynamic_shared() {
+  return t_run != nullptr ? t_run->shared.data() : nullptr;
+}
+
+[[noreturn]] void hook_trap(const char* what) {
+  throw Error(std::string("CUDA kernel trapped: ") + what);
+}
+
+const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap};
+
+std::string ranges(const std::vector<unsigned>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ", ";
+    s += std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
+    i = j + 1;
+  }
+  return s;
+}
+
+uint3 thread_of(long long t, const Dim3& block) {
+  return {static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
+          static_cast<unsigned>(t / (block.x * block.y))};
+}
+
+std::string block_name(const uint3& b) {
+  return "(" + std::to_string(b.x) + ", " + std::to_string(b.y) + ", " + std::to_string(b.z) + ")";
+}
+
+void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& block, void** args,
+               BlockRun& run, ctx::pooled_fixedsize_stack& stacks) {
+  const long long n = block.product();
+  if (!k.barriers) {  // no barrier: the threads one after the other
+    for (long long t = 0; t < n; ++t) {
+      index.thread = thread_of(t, block);
+      k.entry(args);
+    }
+    return;
+  }
+  run.fibers = true;
+  std::vector<Lane> lanes(static_cast<std::size_t>(n));
+  for (long long t = 0; t < n; ++t) {
+    Lane& lane = lanes[static_cast<std::size_t>(t)];
+    lane.thread = thread_of(t, block);
+    lane.fiber = ctx::fiber(std::allocator_arg, stacks, [&lane, &k, args, &run](ctx::fiber&& back) {
+      lane.back = &back;
+      try {
+        k.entry(args);
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;
+      } catch (...) {
+        if (!run.failure) run.failure = std::current_exception();
+      }
+      lane.done = true;
+      return std::move(back);
+    });
+  }
+  for (;;) {
+    for (Lane& lane : lanes) {
+      if (lane.done || lane.waiting) continue;
+      run.current = &lane;
+      index.thread = lane.thread;
+      lane.fiber = std::move(lane.fiber).resume();
+      if (run.failure) break;
+    }
+    run.current = nullptr;
+    if (run.failure) break;  // the lanes' stacks unwind as `lanes` goes
+    std::vector<unsigned> waiting, done;
+    for (long long t = 0; t < n; ++t) {
+      const Lane& lane = lanes[static_cast<std::size_t>(t)];
+      if (lane.waiting) waiting.push_back(static_cast<unsigned>(t));
+      if (lane.done) done.push_back(static_cast<unsigned>(t));
+    }
+    if (done.size() == lanes.size()) break;
+    if (!done.empty()) {
+      run.failure = std::make_exception_ptr(
+          Error("CUDA kernel '" + k.name + "': a barrier that not every thread of block " +
+                block_name(index.block) + " reaches: threads " + ranges(waiting) +
+                " wait at __syncthreads(), threads " + ranges(done) +
+                " returned without reaching it (on a GPU this hangs or corrupts shared memory); "
+                "make every thread of the "
+                "block reach each __syncthreads()"));
+      break;
+    }
+    for (Lane& lane : lanes) lane.waiting = false;  // all arrived: the barrier opens
+  }
+  run.fibers = false;
+}
+
+// ---- compilation ----------------------------------------------------------------------------
+
+const std::string& compiler_identity() {
+  static const std::string id = [] {
+    const std::string cmd = emulation_compiler() + " --version 2>&1";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[256];
+      while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+      pclose(p);
+    }
+    return out.substr(0, out.find('\n'));
+  }();
+  return id;
+}
+
+std::string translation_unit(const EmulationRequest& r) {
+  // extern __shared__ T name[];  ->  T* name = (T*)the block's dynamic shared memory;
+  static const std::regex dynamic(
+      R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;\[]*?)\s+(\w+)\s*\[\s*\]\s*;)");
+  const std::string source = std::regex_replace(
+      r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
+  return "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.expression + ".cu\"\n" + source +
+         "\nextern \"C\" void cunumpy_emulator_entry(void** args) { ::cunumpy_emulator::call(&" +
+         r.expression +
+         ", args); }\n"
+         "extern \"C\" void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
+         "::cunumpy_emulator::hooks = h; }\n"
+         "extern \"C\" ::cunumpy_emulator::Index* cunumpy_emulator_index_of() { return "
+         "&::cunumpy_emulator::index; }\n";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
+  namespace fs = std::filesystem;
+  const std::string tu = translation_unit(r);
+  std::vector<std::string> flags = {"-std=c++20",
+                                    "-O2",
+                                    "-fPIC",
+                                    "-shared",
+                                    "-ffp-contract=off",
+                                    "-w",
+                                    "-I" + cuda_include_dir().string()};
+  for (const std::string& o : r.options)
+    if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
+  std::string text = "emulator\n" + compiler_identity() + "\n";
+  for (const auto& f : flags) text += f + "\n";
+  text += tu;
+  for (const auto& h : r.headers) text += "\n" + read_file(h);
+  const std::string key = sha256_hex(text);
+  fs::path dir = kernel_cache_dir();
+  const bool cached = !dir.empty();
+  if (!cached) dir = fs::temp_directory_path() / "cunumpy-emulator";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path so = dir / (key + ".so");
+  if (!cached || !fs::exists(so, ec)) {
+    std::random_device rd;
+    const std::string stem =
+        (dir / (key + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd()))).string();
+    {
+      std::ofstream out(stem + ".cpp");
+      out << tu;
+    }
+    std::string cmd = shell_quote(emulation_compiler());
+    for (const auto& f : flags) cmd += " " + shell_quote(f);
+    cmd += " -x c++ " + shell_quote(stem + ".cpp") + " -o " + shell_quote(stem + ".so") + " > " +
+           shell_quote(stem + ".log") + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    std::string log;
+    {
+      std::ifstream in(stem + ".log");
+      std::ostringstream s;
+      s << in.rdbuf();
+      log = s.str();
+    }
+    fs::remove(stem + ".cpp", ec);
+    fs::remove(stem + ".log", ec);
+    if (status != 0) {
+      fs::remove(stem + ".so", ec);
+      throw CompileError("CudaKernel '" + r.expression + "': the emulator's compiler (" +
+                         emulation_compiler() + ") could not compile it:\n" + log);
+    }
+    fs::rename(stem + ".so", so, ec);
+    if (ec) throw Error("the kernel emulator: cannot place " + so.string() + ": " + ec.message());
+  }
+  auto k = std::make_shared<EmulatedKernel>();
+  k->name = r.expression;
+  k->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (k->handle == nullptr)
+    throw Error("the kernel emulator: cannot load " + so.string() + ": " + dlerror());
+  k->entry = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_entry"));
+  auto init = reinterpret_cast<void (*)(const cunumpy_emulator::Hooks*)>(
+      dlsym(k->handle, "cunumpy_emulator_init"));
+  k->index_of = reinterpret_cast<cunumpy_emulator::Index* (*)()>(
+      dlsym(k->handle, "cunumpy_emulator_index_of"));
+  if (k->entry == nullptr || init == nullptr || k->index_of == nullptr)
+    throw Error("the kernel emulator: " + so.string() +
+                " lacks its entry points; remove it and run again");
+  init(&kHooks);
+  k->barriers = strip_comments(r.source).find("__syncthreads") != std::string::npos;
+  return k;
+}
+
+void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void** args,
+                    std::size_t shared_mem) {
+  const long long blocks = grid.product();
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+#pragma omp parallel
+  {
+    BlockRun run;
+    run.shared.assign(std::max<std::size_t>(shared_mem, 16), 0);
+    t_run = &run;
+    cunumpy_emulator::Index& index = *k.index_of();
+    index.block_dim = dim3(static_cast<unsigned>(block.x), static_cast<unsigned>(block.y),
+                           static_cast<unsigned>(block.z));
+    index.grid_dim = dim3(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
+                          static_cast<unsigned>(grid.z));
+    ctx::pooled_fixedsize_stack stacks(256 * 1024);
+#pragma omp for schedule(dynamic, 1)
+    for (long long b = 0; b < blocks; ++b) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      index.block = {static_cast<unsigned>(b % grid.x),
+                     static_cast<unsigned>((b / grid.x) % grid.y),
+                     static_cast<unsigned>(b / (grid.x * grid.y))};
+      try {
+        run_block(k, index, block, args, run, stacks);
+      } catch (...) {
+        if (!run.failure) run.failure = std::current_exception();
+      }
+      if (run.failure) {
+#pragma omp critical(cunumpy_emulator_failure)
+        {
+          if (!failure) failure = run.failure;
+        }
+        failed.store(true, std::memory_order_relaxed);
+        run.failure = nullptr;
+      }
+    }
+    t_run = nullptr;
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace detail
+}  // namespace cunumpy

@@ -1,0 +1,36 @@
+// kernels/src/cuda_emulator.hpp: the kernel emulator's engine (private to the kernels layer).
+//
+// A CudaKernel's source is compiled as C++ by the host compiler into a shared library (cached
+// like NVRTC's output, the compiler's identity in the key), with <cunumpy/emulator.hpp> for the
+// CUDA built-ins and an entry that unpacks the launch's argument buffer.  A launch runs every
+// block of the grid, blocks spread over host threads; a block's threads run as fibers
+// (Boost.Context) that meet at each __syncthreads, or as a plain loop when the kernel has no
+// barrier.  A barrier that not every thread reaches is an error naming the block and the
+// threads; exceptions (a trap, a bounds check) end the launch and reach the caller.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cunumpy/cuda_kernel.hpp>
+
+namespace cunumpy::detail {
+
+class EmulatedKernel;
+
+struct EmulationRequest {
+  std::string source;
+  std::string expression;            // what the entry calls: name, or name<args>
+  std::vector<std::string> options;  // the kernel's -D and -I options (others are NVRTC's)
+  std::vector<std::filesystem::path> headers;
+};
+
+// Compiles (through the cache) and loads the kernel; CompileError with the compiler's output.
+std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& request);
+
+// Runs the kernel over the grid with the packed arguments; synchronous.
+void emulate_launch(EmulatedKernel& kernel, const Dim3& grid, const Dim3& block, void** args,
+                    std::size_t shared_mem);
+
+}  // namespace cunumpy::detail
