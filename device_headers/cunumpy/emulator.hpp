@@ -122,21 +122,24 @@ inline T atomicCAS(T* p, T expected, T desired) {
   std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired, std::memory_order_relaxed);
   return expected;
 }
-template <typename T>
-inline T atomicMax(T* p, T v) {
+namespace cunumpy_emulator {
+// Stores v where better(v, current) holds, atomically; returns the old value.
+template <typename T, typename Better>
+inline T atomic_extreme(T* p, T v, Better better) {
   std::atomic_ref<T> a(*p);
   T old = a.load(std::memory_order_relaxed);
-  while (old < v && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
+  while (better(v, old) && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
   }
   return old;
 }
+}  // namespace cunumpy_emulator
+template <typename T>
+inline T atomicMax(T* p, T v) {
+  return cunumpy_emulator::atomic_extreme(p, v, [](T a, T b) { return b < a; });
+}
 template <typename T>
 inline T atomicMin(T* p, T v) {
-  std::atomic_ref<T> a(*p);
-  T old = a.load(std::memory_order_relaxed);
-  while (v < old && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
-  }
-  return old;
+  return cunumpy_emulator::atomic_extreme(p, v, [](T a, T b) { return a < b; });
 }
 template <typename T>
 inline T atomicAnd(T* p, T v) {

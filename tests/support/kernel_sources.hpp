@@ -2,7 +2,12 @@
 // of the kernel tests, shared by the host-compiled and the nvcc-compiled tests.
 #pragma once
 
-#include <cunumpy/cuda_struct.hpp>
+#include <exception>
+#include <functional>
+#include <string>
+
+#include <cunumpy/cuda_kernel.hpp>
+#include <cunumpy/transfer.hpp>
 
 CUNUMPY_CUDA_STRUCT(Particles, (double*, x), (double*, v), (int, n), (double, charge))
 CUNUMPY_CUDA_STRUCT(MarkerArgs, (cunumpy::Array2D<double>, markers), (long long, n_markers),
@@ -49,5 +54,29 @@ extern "C" __global__ void push(Particles p, double dt) {
   if (i < p.n) p.x[i] += dt * p.charge * p.v[i];
 }
 )";
+
+// The message of the exception f throws ("(no exception)" when it throws none).
+inline std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+// Runs kBlockSum over 0, 1, ..., n-1 (on the active backend) and returns the sum of the
+// per-block partial sums and block 0's partial.
+inline std::pair<double, double> run_block_sum(cunumpy::CudaKernel& block_sum, long long n) {
+  auto x = cunumpy::arange<double>(0.0, static_cast<double>(n), 1.0);
+  const auto [grid, block] = block_sum.launch_shape(n);
+  auto partial = cunumpy::zeros<double>({grid.x});
+  block_sum({.n_threads = n, .shared_mem = static_cast<std::size_t>(block.x) * sizeof(double)}, x, partial,
+            static_cast<int>(n));
+  const auto h = cunumpy::to_host(partial);
+  double total = 0;
+  for (long long b = 0; b < grid.x; ++b) total += h(b);
+  return {total, h(0)};
+}
 
 }  // namespace cunumpy_test

@@ -26,29 +26,15 @@ class Emulator : public cn::testing::OnEmulated {
   }
 };
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 }  // namespace
 
 TEST_F(Emulator, BlockSumWithDynamicSharedMemory) {
   cn::CudaKernel block_sum(kBlockSum, "block_sum", {.block_size = 128});
   const long long n = 1000;
-  auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
-  const auto [grid, block] = block_sum.launch_shape(n);
-  auto partial = cn::zeros<double>({grid.x});
-  block_sum({.n_threads = n, .shared_mem = 128 * sizeof(double)}, x, partial, static_cast<int>(n));
-  const auto h = cn::to_host(partial);
-  double total = 0;
-  for (long long b = 0; b < grid.x; ++b) total += h(b);
+  const auto [total, first] = run_block_sum(block_sum, n);
   EXPECT_EQ(total, n * (n - 1) / 2.0);
-  EXPECT_EQ(h(0), 127.0 * 128 / 2) << "block 0 summed 0..127";
+  EXPECT_EQ(first, 127.0 * 128 / 2) << "block 0 summed 0..127";
 }
 
 TEST_F(Emulator, TiledStaticSharedMemoryAndAtomicsAcrossBlocks) {

@@ -81,14 +81,6 @@ struct ScopedCache {
 
 bool nvrtc_or_compiler() { return std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0; }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 }  // namespace
 

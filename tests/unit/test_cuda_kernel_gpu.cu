@@ -54,16 +54,7 @@ TEST(Layout, DescriptorsMatchTheNumbersNvccChecks) {
 TEST_F(OnGpu, BlockSum) {
   cn::CudaKernel block_sum(kBlockSum, "block_sum", {.block_size = 128});
   const long long n = 1000;
-  auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
-  const auto [grid, block] = block_sum.launch_shape(n);
-  auto partial = cn::zeros<double>({grid.x});
-  cn::Launch launch = cn::threads(n);
-  launch.shared_mem = 128 * sizeof(double);
-  block_sum(launch, x, partial, n);
-  const auto host = cn::to_host(partial);
-  double total = 0;
-  for (long long b = 0; b < grid.x; ++b) total += host(b);
-  EXPECT_EQ(total, n * (n - 1) / 2.0);
+  EXPECT_EQ(run_block_sum(block_sum, n).first, n * (n - 1) / 2.0);
 }
 
 TEST_F(OnGpu, ScaleColumnOnAStridedView) {
