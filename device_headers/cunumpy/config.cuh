@@ -6,8 +6,9 @@
 // are function-like macros: a typo is a preprocessor error instead of a silent 0.
 #pragma once
 
-// True in any compilation by nvcc or NVRTC (host and device passes).
-#if defined(__CUDACC__)
+// True in any compilation by nvcc or NVRTC (host and device passes), and for kernels compiled
+// by cunumpy's kernel emulator (<cunumpy/emulator.hpp>), whose device pass is the host's.
+#if defined(__CUDACC__) || defined(CUNUMPY_EMULATOR)
 #define CUNUMPY_CUDA_COMPILATION() 1
 #else
 #define CUNUMPY_CUDA_COMPILATION() 0

@@ -10,6 +10,7 @@
 
 #define CUNUMPY_EMULATOR 1
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <complex>
@@ -47,11 +48,28 @@ using complex = std::complex<T>;
 
 namespace cunumpy_emulator {
 // What the emulator's engine provides, set once when the kernel's library is loaded.
+enum WarpOp : int { warp_sync, warp_shfl, warp_shfl_up, warp_shfl_down, warp_shfl_xor, warp_ballot, warp_any, warp_all };
 struct Hooks {
   void (*syncthreads)();
   void* (*dynamic_shared)();
   [[noreturn]] void (*trap)(const char* what);
+  // The lanes of the warp run to the same warp operation and exchange there.
+  unsigned long long (*warp)(int op, unsigned mask, unsigned long long value, int arg, int width);
+  unsigned (*active_mask)();
 };
+template <typename T>
+inline unsigned long long bits_of(T v) {
+  static_assert(sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
+  unsigned long long b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <typename T>
+inline T from_bits(unsigned long long b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
 inline const Hooks* hooks = nullptr;
 struct Index {
   uint3 thread, block;
@@ -73,6 +91,40 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 template <typename T>
+inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  using namespace cunumpy_emulator;
+  return from_bits<T>(hooks->warp(warp_shfl, mask, bits_of(v), src, width));
+}
+template <typename T>
+inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  using namespace cunumpy_emulator;
+  return from_bits<T>(hooks->warp(warp_shfl_up, mask, bits_of(v), static_cast<int>(delta), width));
+}
+template <typename T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  using namespace cunumpy_emulator;
+  return from_bits<T>(hooks->warp(warp_shfl_down, mask, bits_of(v), static_cast<int>(delta), width));
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  using namespace cunumpy_emulator;
+  return from_bits<T>(hooks->warp(warp_shfl_xor, mask, bits_of(v), lane_mask, width));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return static_cast<unsigned>(cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_ballot, mask, predicate != 0, 0, 32));
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return static_cast<int>(cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_any, mask, predicate != 0, 0, 32));
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  return static_cast<int>(cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_all, mask, predicate != 0, 0, 32));
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_sync, mask, 0, 0, 32);
+}
+inline unsigned __activemask() { return cunumpy_emulator::hooks->active_mask(); }
+
+template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
@@ -92,6 +144,8 @@ inline void sincosf(float x, float* s, float* c) {
   *c = std::cos(x);
 }
 using std::ceil;
+using std::max;
+using std::min;
 using std::cos;
 using std::exp;
 using std::fabs;

@@ -57,12 +57,17 @@ struct Lane {
   ctx::fiber fiber;
   ctx::fiber* back = nullptr;  // the scheduler, to switch to at a barrier
   uint3 thread{};
-  bool waiting = false;
+  bool waiting = false;  // at __syncthreads
   bool done = false;
+  bool at_warp = false;  // at a warp operation: what it brings, what it gets
+  int op = 0, arg = 0, width = 32;
+  unsigned mask = 0;
+  unsigned long long value = 0, result = 0;
 };
 
 struct BlockRun {
   std::vector<unsigned char> shared;  // dynamic shared memory of the block
+  std::vector<Lane>* lanes = nullptr;
   Lane* current = nullptr;
   bool fibers = false;
   std::exception_ptr failure;
@@ -78,6 +83,32 @@ void hook_syncthreads() {
   *me->back = std::move(*me->back).resume();
 }
 
+unsigned long long hook_warp(int op, unsigned mask, unsigned long long value, int arg, int width) {
+  BlockRun* run = t_run;
+  if (run == nullptr || !run->fibers || run->current == nullptr)
+    throw Error("a warp operation outside a block of the emulator");
+  Lane* me = run->current;
+  me->at_warp = true;
+  me->op = op;
+  me->mask = mask;
+  me->value = value;
+  me->arg = arg;
+  me->width = width;
+  *me->back = std::move(*me->back).resume();
+  return me->result;
+}
+
+unsigned hook_active_mask() {
+  BlockRun* run = t_run;
+  if (run == nullptr || run->lanes == nullptr || run->current == nullptr) return 0xffffffffu;
+  const auto me = static_cast<std::size_t>(run->current - run->lanes->data());
+  const std::size_t base = me / 32 * 32;
+  unsigned bits = 0;
+  for (std::size_t l = base; l < std::min(base + 32, run->lanes->size()); ++l)
+    if (!(*run->lanes)[l].done) bits |= 1u << (l - base);
+  return bits;
+}
+
 void* hook_dynamic_shared() {
   return t_run != nullptr ? t_run->shared.data() : nullptr;
 }
@@ -86,7 +117,8 @@ void* hook_dynamic_shared() {
   throw Error(std::string("CUDA kernel trapped: ") + what);
 }
 
-const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap};
+const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap, hook_warp,
+                                     hook_active_mask};
 
 std::string ranges(const std::vector<unsigned>& ids) {
   std::string s;
@@ -109,6 +141,91 @@ std::string block_name(const uint3& b) {
   return "(" + std::to_string(b.x) + ", " + std::to_string(b.y) + ", " + std::to_string(b.z) + ")";
 }
 
+// Completes the warp operations every live lane of a warp has reached; returns whether any
+// did.  A warp whose lanes wait at different warp operations is an error.
+bool resolve_warps(std::vector<Lane>& lanes, const std::string& kernel, const uint3& block,
+                   std::exception_ptr& failure) {
+  using namespace cunumpy_emulator;
+  bool resolved = false;
+  for (std::size_t base = 0; base < lanes.size(); base += 32) {
+    const std::size_t end = std::min(base + 32, lanes.size());
+    bool all = true, any_live = false;
+    int op = -1;
+    for (std::size_t l = base; l < end; ++l) {
+      if (lanes[l].done) continue;
+      any_live = true;
+      if (!lanes[l].at_warp) {
+        all = false;
+        break;
+      }
+      if (op == -1) op = lanes[l].op;
+      if (lanes[l].op != op) {
+        failure = std::make_exception_ptr(
+            Error("CUDA kernel '" + kernel + "': the lanes of warp " + std::to_string(base / 32) +
+                  " of block " + block_name(block) +
+                  " wait at different warp operations; every lane of a mask must "
+                  "reach the same one"));
+        return false;
+      }
+    }
+    if (!all || !any_live) continue;
+    auto live = [&](std::size_t l) { return l < end && !lanes[l].done; };
+    unsigned ballot = 0;
+    bool any = false, every = true;
+    for (std::size_t l = base; l < end; ++l)
+      if (live(l)) {
+        const bool p = lanes[l].value != 0;
+        if (p) ballot |= 1u << (l - base);
+        any = any || p;
+        every = every && p;
+      }
+    for (std::size_t l = base; l < end; ++l) {
+      Lane& me = lanes[l];
+      if (me.done) continue;
+      const long long lane = static_cast<long long>(l - base), width = me.width > 0 ? me.width : 32;
+      const long long segment = lane / width * width;
+      long long src = lane;
+      switch (me.op) {
+        case warp_shfl:
+          src = segment + ((me.arg % width) + width) % width;
+          break;
+        case warp_shfl_up:
+          src = lane - me.arg >= segment ? lane - me.arg : lane;
+          break;
+        case warp_shfl_down:
+          src = lane + me.arg < segment + width ? lane + me.arg : lane;
+          break;
+        case warp_shfl_xor:
+          src = (lane ^ me.arg) < segment + width ? lane ^ me.arg : lane;
+          break;
+        default:
+          break;
+      }
+      switch (me.op) {
+        case warp_ballot:
+          me.result = ballot & me.mask;
+          break;
+        case warp_any:
+          me.result = any;
+          break;
+        case warp_all:
+          me.result = every;
+          break;
+        case warp_sync:
+          me.result = 0;
+          break;
+        default: {  // a shuffle; an exited or missing source lane gives the lane's own value
+          const std::size_t from = base + static_cast<std::size_t>(src);
+          me.result = live(from) ? lanes[from].value : me.value;
+        }
+      }
+    }
+    for (std::size_t l = base; l < end; ++l) lanes[l].at_warp = false;
+    resolved = true;
+  }
+  return resolved;
+}
+
 void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& block, void** args,
                BlockRun& run, ctx::pooled_fixedsize_stack& stacks) {
   const long long n = block.product();
@@ -121,6 +238,7 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
   }
   run.fibers = true;
   std::vector<Lane> lanes(static_cast<std::size_t>(n));
+  run.lanes = &lanes;
   for (long long t = 0; t < n; ++t) {
     Lane& lane = lanes[static_cast<std::size_t>(t)];
     lane.thread = thread_of(t, block);
@@ -139,7 +257,7 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
   }
   for (;;) {
     for (Lane& lane : lanes) {
-      if (lane.done || lane.waiting) continue;
+      if (lane.done || lane.waiting || lane.at_warp) continue;
       run.current = &lane;
       index.thread = lane.thread;
       lane.fiber = std::move(lane.fiber).resume();
@@ -147,13 +265,25 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
     }
     run.current = nullptr;
     if (run.failure) break;  // the lanes' stacks unwind as `lanes` goes
-    std::vector<unsigned> waiting, done;
+    if (resolve_warps(lanes, k.name, index.block, run.failure)) continue;
+    if (run.failure) break;
+    std::vector<unsigned> waiting, done, warp;
     for (long long t = 0; t < n; ++t) {
       const Lane& lane = lanes[static_cast<std::size_t>(t)];
       if (lane.waiting) waiting.push_back(static_cast<unsigned>(t));
       if (lane.done) done.push_back(static_cast<unsigned>(t));
+      if (lane.at_warp) warp.push_back(static_cast<unsigned>(t));
     }
     if (done.size() == lanes.size()) break;
+    if (!warp.empty()) {
+      run.failure = std::make_exception_ptr(
+          Error("CUDA kernel '" + k.name + "': in block " + block_name(index.block) + " threads " +
+                ranges(warp) + " wait at a warp operation that lanes of their warp never reach (" +
+                (waiting.empty() ? "they returned"
+                                 : "threads " + ranges(waiting) + " wait at __syncthreads()") +
+                "); make every lane in the mask reach the same warp operations"));
+      break;
+    }
     if (!done.empty()) {
       run.failure = std::make_exception_ptr(
           Error("CUDA kernel '" + k.name + "': a barrier that not every thread of block " +
@@ -167,6 +297,7 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
     for (Lane& lane : lanes) lane.waiting = false;  // all arrived: the barrier opens
   }
   run.fibers = false;
+  run.lanes = nullptr;
 }
 
 // ---- compilation ----------------------------------------------------------------------------
@@ -276,7 +407,11 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
     throw Error("the kernel emulator: " + so.string() +
                 " lacks its entry points; remove it and run again");
   init(&kHooks);
-  k->barriers = strip_comments(r.source).find("__syncthreads") != std::string::npos;
+  // Barriers and warp operations need the threads as fibers; other kernels run as loops.
+  const std::string code = strip_comments(r.source);
+  k->barriers = false;
+  for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})
+    k->barriers = k->barriers || code.find(sync) != std::string::npos;
   return k;
 }
 

@@ -26,7 +26,6 @@ class Emulator : public cn::testing::OnEmulated {
   }
 };
 
-
 }  // namespace
 
 TEST_F(Emulator, BlockSumWithDynamicSharedMemory) {
@@ -125,4 +124,99 @@ TEST_F(Emulator, TrapsBoundsChecksAndCompileErrorsReachTheCaller) {
   const std::string what = message_of([&] { broken(cn::threads(1), a); });
   EXPECT_NE(what.find("the emulator's compiler"), std::string::npos) << what;
   EXPECT_NE(what.find("nowhere"), std::string::npos) << what;
+}
+
+TEST_F(Emulator, WarpOperationsExchangeBetweenLanes) {
+  cn::CudaKernel warp(R"(
+    extern "C" __global__ void warp(double* sum, double* bcast, double* scan, unsigned* ballot, int* any_all,
+                                    int* maxed) {
+      int t = threadIdx.x, lane = t % 32;
+      double v = t + 1.0;
+      double s = v;
+      for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);
+      sum[t] = s;                                    // lane 0 holds the warp's sum
+      bcast[t] = __shfl_sync(0xffffffffu, v, 5);     // every lane gets lane 5's value
+      double x = v;
+      for (int o = 1; o < 32; o *= 2) {
+        double y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+      }
+      scan[t] = x;                                   // inclusive prefix sum within the warp
+      ballot[t] = __ballot_sync(0xffffffffu, lane % 3 == 0);
+      any_all[t] = __any_sync(0xffffffffu, lane == 7) + 2 * __all_sync(0xffffffffu, lane < 31);
+      int m = (t * 37) % 64;
+      for (int o = 16; o > 0; o /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+      __syncwarp();
+      maxed[t] = m;                                  // every lane: the warp's maximum
+    })",
+                      "warp", {.block_size = 64});
+  auto sum = cn::zeros<double>({64}), bcast = cn::zeros<double>({64}),
+       scan = cn::zeros<double>({64});
+  auto ballot = cn::zeros<unsigned>({64});
+  auto any_all = cn::zeros<int>({64}), maxed = cn::zeros<int>({64});
+  warp(cn::threads(64), sum, bcast, scan, ballot, any_all, maxed);
+  const auto hs = cn::to_host(sum), hb = cn::to_host(bcast), hc = cn::to_host(scan);
+  const auto hl = cn::to_host(ballot);
+  const auto ha = cn::to_host(any_all), hm = cn::to_host(maxed);
+  unsigned expected_ballot = 0;
+  for (int l = 0; l < 32; l += 3) expected_ballot |= 1u << l;
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ(hs(32 * w), 32.0 * (32 * w) + 32.0 * 33 / 2) << "warp " << w;
+    int expected_max = 0;
+    for (int l = 0; l < 32; ++l) expected_max = std::max(expected_max, ((32 * w + l) * 37) % 64);
+    double prefix = 0;
+    for (int l = 0; l < 32; ++l) {
+      const int t = 32 * w + l;
+      prefix += t + 1.0;
+      EXPECT_EQ(hb(t), 32 * w + 6.0) << t;
+      EXPECT_EQ(hc(t), prefix) << t;
+      EXPECT_EQ(hl(t), expected_ballot) << t;
+      EXPECT_EQ(ha(t), 1) << "any lane 7: yes; all lanes below 31: no";
+      EXPECT_EQ(hm(t), expected_max) << t;
+    }
+  }
+}
+
+TEST_F(Emulator, TheShippedBlockReductionsRunAndEqualTheHost) {
+  cn::CudaKernel reduce(R"(
+    #include <cunumpy/reduce.cuh>
+    extern "C" __global__ void reduce(const double* x, double* out, long long* count, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      double v = i < n ? x[i] : 0.0;
+      double s = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceSum{}, 0.0);
+      long long c = cunumpy::detail::block_reduce((long long)(i < n), cunumpy::detail::ReduceSum{}, 0LL);
+      if (threadIdx.x == 0) { out[blockIdx.x] = s; count[blockIdx.x] = c; }
+    })",
+                        "reduce", {.block_size = 128});
+  const int n = 1000;
+  auto x = cn::arange<double>(0.0, n, 1.0);
+  auto out = cn::zeros<double>({8});
+  auto count = cn::zeros<long long>({8});
+  reduce(cn::threads(n), x, out, count, n);
+  const auto ho = cn::to_host(out);
+  const auto hc = cn::to_host(count);
+  for (int b = 0; b < 8; ++b) {
+    double expect = 0;
+    long long c = 0;
+    for (int i = 128 * b; i < std::min(n, 128 * (b + 1)); ++i, ++c) expect += i;
+    EXPECT_EQ(ho(b), expect) << "block " << b;
+    EXPECT_EQ(hc(b), c);
+  }
+}
+
+TEST_F(Emulator, AWarpOperationNotEveryLaneReachesIsReported) {
+  cn::CudaKernel half(R"(
+    extern "C" __global__ void half(int* x) {
+      if (threadIdx.x >= 16) return;
+      x[threadIdx.x] = __shfl_sync(0xffffffffu, (int)threadIdx.x, 0);
+      __syncthreads();
+    })",
+                      "half", {.block_size = 32});
+  auto x = cn::zeros<int>({32});
+  // Lanes 16-31 returned: the shuffle completes among the live lanes, then the barrier is
+  // divergent and reported.
+  const std::string what = message_of([&] { half(cn::threads(32), x); });
+  EXPECT_NE(what.find("threads 0-15 wait at __syncthreads(), threads 16-31 returned"),
+            std::string::npos)
+      << what;
 }
