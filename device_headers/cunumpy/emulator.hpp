@@ -19,6 +19,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -218,5 +219,24 @@ void call(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
 template <typename... P>
 void call(void (*kernel)(P...), void** args) {
   call(kernel, args, std::index_sequence_for<P...>{});
+}
+
+// Every thread of a block without barriers, one after the other: the arguments unpacked once,
+// the kernel (a constant) inlined into the loop.
+template <auto Kernel, typename... P, std::size_t... I>
+void loop(void (*)(P...), void** args, std::index_sequence<I...>) {
+  const std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> a(
+      *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
+  const dim3 b = index.block_dim;
+  for (unsigned z = 0; z < b.z; ++z)
+    for (unsigned y = 0; y < b.y; ++y)
+      for (unsigned x = 0; x < b.x; ++x) {
+        index.thread = {x, y, z};
+        Kernel(std::get<I>(a)...);
+      }
+}
+template <auto Kernel, typename... P>
+void loop(void (*k)(P...), void** args) {
+  loop<Kernel>(k, args, std::index_sequence_for<P...>{});
 }
 }  // namespace cunumpy_emulator

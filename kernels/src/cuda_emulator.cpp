@@ -44,6 +44,7 @@ class EmulatedKernel {
   }
   void* handle = nullptr;
   void (*entry)(void**) = nullptr;
+  void (*block)(void**) = nullptr;  // every thread of a block without barriers
   cunumpy_emulator::Index* (*index_of)() = nullptr;
   bool barriers = false;
   std::string name;
@@ -229,11 +230,8 @@ bool resolve_warps(std::vector<Lane>& lanes, const std::string& kernel, const ui
 void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& block, void** args,
                BlockRun& run, ctx::pooled_fixedsize_stack& stacks) {
   const long long n = block.product();
-  if (!k.barriers) {  // no barrier: the threads one after the other
-    for (long long t = 0; t < n; ++t) {
-      index.thread = thread_of(t, block);
-      k.entry(args);
-    }
+  if (!k.barriers) {  // no barrier: the threads one after the other, in the kernel's library
+    k.block(args);
     return;
   }
   run.fibers = true;
@@ -323,12 +321,18 @@ std::string translation_unit(const EmulationRequest& r) {
   const std::string source = std::regex_replace(
       r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
   return "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.expression + ".cu\"\n" + source +
-         "\nextern \"C\" void cunumpy_emulator_entry(void** args) { ::cunumpy_emulator::call(&" +
+         "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n"
+         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry(void** args) { "
+         "::cunumpy_emulator::call(&" +
          r.expression +
          ", args); }\n"
-         "extern \"C\" void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
+         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_block(void** args) { "
+         "::cunumpy_emulator::loop<&" +
+         r.expression + ">(&" + r.expression +
+         ", args); }\n"
+         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
          "::cunumpy_emulator::hooks = h; }\n"
-         "extern \"C\" ::cunumpy_emulator::Index* cunumpy_emulator_index_of() { return "
+         "CUNUMPY_EMULATOR_EXPORT ::cunumpy_emulator::Index* cunumpy_emulator_index_of() { return "
          "&::cunumpy_emulator::index; }\n";
 }
 
@@ -348,6 +352,7 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
                                     "-fPIC",
                                     "-shared",
                                     "-ffp-contract=off",
+                                    "-fvisibility=hidden",
                                     "-w",
                                     "-I" + cuda_include_dir().string()};
   for (const std::string& o : r.options)
@@ -355,6 +360,8 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   std::string text = "emulator\n" + compiler_identity() + "\n";
   for (const auto& f : flags) text += f + "\n";
   text += tu;
+  // The built-ins header is part of every emulated kernel: an edit of it recompiles them.
+  text += "\n" + read_file(cuda_include_dir() / "cunumpy" / "emulator.hpp");
   for (const auto& h : r.headers) text += "\n" + read_file(h);
   const std::string key = sha256_hex(text);
   fs::path dir = kernel_cache_dir();
@@ -399,11 +406,12 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   if (k->handle == nullptr)
     throw Error("the kernel emulator: cannot load " + so.string() + ": " + dlerror());
   k->entry = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_entry"));
+  k->block = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_block"));
   auto init = reinterpret_cast<void (*)(const cunumpy_emulator::Hooks*)>(
       dlsym(k->handle, "cunumpy_emulator_init"));
   k->index_of = reinterpret_cast<cunumpy_emulator::Index* (*)()>(
       dlsym(k->handle, "cunumpy_emulator_index_of"));
-  if (k->entry == nullptr || init == nullptr || k->index_of == nullptr)
+  if (k->entry == nullptr || k->block == nullptr || init == nullptr || k->index_of == nullptr)
     throw Error("the kernel emulator: " + so.string() +
                 " lacks its entry points; remove it and run again");
   init(&kHooks);
@@ -430,7 +438,8 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
                            static_cast<unsigned>(block.z));
     index.grid_dim = dim3(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
                           static_cast<unsigned>(grid.z));
-    ctx::pooled_fixedsize_stack stacks(256 * 1024);
+    // Fiber stacks are kept from launch to launch (64 KiB each, a pool per host thread).
+    static thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024);
 #pragma omp for schedule(dynamic, 1)
     for (long long b = 0; b < blocks; ++b) {
       if (failed.load(std::memory_order_relaxed)) continue;
