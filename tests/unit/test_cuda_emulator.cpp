@@ -220,3 +220,80 @@ TEST_F(Emulator, AWarpOperationNotEveryLaneReachesIsReported) {
             std::string::npos)
       << what;
 }
+
+TEST_F(Emulator, AxpyAndAPerBlockDepositWithAtomics) {
+  cn::CudaKernel axpy(R"(
+    extern "C" __global__ void axpy(double a, const double* x, double* y, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = a * x[i] + y[i];
+    })",
+                      "axpy");
+  const long long n = 1000;
+  auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
+  auto y = cn::ones<double>({n});
+  axpy(cn::threads(n), 2.0, x, y, n);
+  const auto hy = cn::to_host(y);
+  for (long long i = 0; i < n; ++i) ASSERT_EQ(hy(i), 2.0 * i + 1.0) << i;
+  // A deposit: each block accumulates its particles' charge per cell in shared memory, then adds
+  // its cells into the grid with atomics (2D grid of blocks, blocks on several host threads).
+  cn::CudaKernel deposit(R"(
+    extern "C" __global__ void deposit(const int* cell, double* grid, int n, int cells) {
+      __shared__ double local[16];
+      int t = threadIdx.x + blockDim.x * threadIdx.y;
+      if (t < cells) local[t] = 0.0;
+      __syncthreads();
+      int block = blockIdx.x + gridDim.x * blockIdx.y;
+      int i = block * blockDim.x * blockDim.y + t;
+      if (i < n) atomicAdd(&local[cell[i]], 1.0);
+      __syncthreads();
+      if (t < cells) atomicAdd(&grid[t], local[t]);
+    })",
+                         "deposit", {.block_size = cn::Dim3(8, 8)});
+  const int particles = 64 * 12, cells = 16;
+  std::vector<int> c(particles);
+  for (int i = 0; i < particles; ++i) c[static_cast<std::size_t>(i)] = (i * 7) % cells;
+  auto cell = cn::from_host<int>(c);
+  auto grid = cn::zeros<double>({cells});
+  deposit({.grid = cn::Dim3(4, 3), .block = cn::Dim3(8, 8)}, cell, grid, particles, cells);
+  const auto hg = cn::to_host(grid);
+  for (int k = 0; k < cells; ++k) EXPECT_EQ(hg(k), particles / cells) << "cell " << k;
+}
+
+TEST_F(Emulator, BlockReductionsOfEveryTypeEqualTheHost) {
+  const char* types[] = {"int", "unsigned int", "long long", "unsigned long long", "float", "double"};
+  for (const char* type : types) {
+    const std::string t = type;
+    cn::CudaKernel reduce("#include <cunumpy/reduce.cuh>\nextern \"C\" __global__ void r(" + t + "* out) {\n" + t +
+                              " v = (" + t + ")(threadIdx.x % 7 + 1);\n" + t +
+                              " s = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceSum{}, (" + t + ")0);\n" +
+                              t + " m = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMax{}, (" + t + ")0);\n" +
+                              "if (threadIdx.x == 0) { out[0] = s; out[1] = m; } }\n",
+                          "r", {.block_size = 256});
+    auto out = cn::zeros<double>({2});
+    if (t == "double") {
+      reduce(cn::threads(256), out);
+      const auto h = cn::to_host(out);
+      double expect = 0;
+      for (int i = 0; i < 256; ++i) expect += i % 7 + 1;
+      EXPECT_EQ(h(0), expect);
+      EXPECT_EQ(h(1), 7.0);
+      continue;
+    }
+    // The other types through an array of their own dtype.
+    auto check = [&](auto zero) {
+      using T = decltype(zero);
+      auto o = cn::zeros<T>({2});
+      reduce(cn::threads(256), o);
+      const auto h = cn::to_host(o);
+      T expect = 0;
+      for (int i = 0; i < 256; ++i) expect += static_cast<T>(i % 7 + 1);
+      EXPECT_EQ(h(0), expect) << t;
+      EXPECT_EQ(h(1), static_cast<T>(7)) << t;
+    };
+    if (t == "int") check(0);
+    if (t == "unsigned int") check(0u);
+    if (t == "long long") check(0LL);
+    if (t == "unsigned long long") check(0ULL);
+    if (t == "float") check(0.0f);
+  }
+}
