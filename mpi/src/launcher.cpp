@@ -17,7 +17,8 @@ std::optional<int> read_int(const EnvironmentLookup& env, const char* name) {
   if (v == nullptr || *v == '\0') return std::nullopt;
   char* end = nullptr;
   const long x = std::strtol(v, &end, 10);
-  if (end == v || x < 0 || x > 1 << 30) return std::nullopt;
+  // The whole value must be the number: "4abc" is not 4.
+  if (end == v || *end != '\0' || x < 0 || x > 1 << 30) return std::nullopt;
   return static_cast<int>(x);
 }
 

@@ -176,3 +176,19 @@ TEST(DeviceTarget, NoDeviceOnHostIsAClearError) {
   }
   EXPECT_THROW(cn::zeros<double>({2}, cn::Backend::cuda), cn::BackendError);
 }
+
+// Sizes that do not fit: an error naming the shape, never a small allocation with a huge size().
+TEST(Array, SizesThatOverflowAreErrors) {
+  EXPECT_THROW((void)cn::empty<double>({(1LL << 61) + 1}, cn::Backend::host), cn::ValueError)
+      << "2^61 + 1 doubles need more than 2^63 bytes";
+  try {
+    (void)cn::zeros<double>({1LL << 32, 1LL << 32}, cn::Backend::host);
+    FAIL() << "expected ValueError";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("(4294967296, 4294967296): the number of elements does not fit"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cn::Shape({1LL << 62, 4}), cn::ValueError);
+  EXPECT_EQ(cn::Shape({1LL << 31, 1LL << 31}).size(), 1LL << 62) << "a count that fits is fine";
+  EXPECT_THROW((void)cn::empty<char>({1LL << 62, 2}, cn::Backend::host), cn::ValueError);
+}

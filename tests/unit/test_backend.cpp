@@ -138,3 +138,13 @@ TEST(Version, RequireVersion) {
   EXPECT_THROW(cn::require_version("latest"), cn::ValueError);
   static_assert(std::is_base_of_v<cn::Error, cn::VersionError>);
 }
+
+// A version part too long for a number is a ValueError naming it, not std::out_of_range.
+TEST(Version, AnOverlongPartIsAClearError) {
+  try {
+    cn::require_version("0.99999999999999999999999");
+    FAIL() << "expected ValueError";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("the part '99999999999999999999999'"), std::string::npos) << e.what();
+  }
+}

@@ -97,3 +97,13 @@ TEST(DeviceSelection, RankModuloDevices) {
   EXPECT_EQ(cn::set_device_for_rank(5), 0) << "no devices: 0, nothing selected";
   EXPECT_FALSE(cn::bind_local_device().has_value());
 }
+
+// A launcher variable must be a whole number: trailing text makes it unreadable, not truncated.
+TEST(Launcher, NumbersWithTrailingTextAreNotRead) {
+  const auto info = detect({{"OMPI_COMM_WORLD_SIZE", "4abc"}, {"OMPI_COMM_WORLD_RANK", "1"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "2x"}});
+  EXPECT_TRUE(info.under_mpi);
+  EXPECT_FALSE(info.world_size.has_value()) << "4abc is not 4";
+  EXPECT_EQ(info.world_rank, 1);
+  EXPECT_EQ(info.local_rank, 0) << "2x is not read; the default stays";
+}

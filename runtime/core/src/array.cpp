@@ -21,6 +21,12 @@ void Shape::validate() const {
   for (int d = 0; d < rank_; ++d)
     if (extents_[d] < 0)
       throw ValueError("Shape: extents must be non-negative, got " + str());
+  // The element count must fit a 64-bit count, so size() (unchecked, hot) never overflows.
+  long long n = 1;
+  for (int d = 0; d < rank_; ++d)
+    if (__builtin_mul_overflow(n, extents_[d], &n))
+      throw ValueError("Shape " + str() + ": the number of elements does not fit a 64-bit count (more than 2^63); "
+                       "use a smaller shape");
 }
 
 long long Shape::at(int axis) const {
@@ -45,6 +51,11 @@ std::string_view to_string(Location location) noexcept {
 }
 
 namespace detail {
+
+void throw_too_many_bytes(const Shape& shape, std::size_t element_size) {
+  throw ValueError("Array: shape " + shape.str() + " of " + std::to_string(element_size) +
+                   "-byte elements needs more than 2^63 bytes; use a smaller shape");
+}
 
 Backend device_target(const char* what) {
   const Backend active = get_backend();

@@ -2,6 +2,7 @@
 #include <cunumpy/backend.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
@@ -202,7 +203,13 @@ std::vector<long> numeric_parts(std::string_view text) {
     std::size_t j = i;
     while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
     if (j == i) break;
-    parts.push_back(std::stol(std::string(text.substr(i, j - i))));
+    long part = 0;
+    const auto [end, error] = std::from_chars(text.data() + i, text.data() + j, part);
+    if (error != std::errc())
+      throw ValueError("version '" + std::string(text) + "': the part '" + std::string(text.substr(i, j - i)) +
+                       "' is not a number cunumpy can compare; pass e.g. \"0.4.0\"");
+    (void)end;
+    parts.push_back(part);
     while (j < text.size() && text[j] != '.') ++j;  // skip a suffix such as "rc1"
     i = j + 1;
   }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <source_location>
 #include <span>
@@ -50,6 +51,7 @@ std::string describe_array(std::string_view what, const Shape& shape, std::strin
                                     std::string_view dtype);
 [[noreturn]] void throw_rank_mismatch(std::string_view what, int expected, const Shape& shape);
 [[noreturn]] void throw_index(const Shape& shape, int axis, long long index);
+[[noreturn]] void throw_too_many_bytes(const Shape& shape, std::size_t element_size);
 }  // namespace detail
 
 template <Element T>
@@ -158,6 +160,8 @@ class Array {
     if (shape.rank() == 0)
       throw ValueError("Array: a shape of rank 1 to 4 is required, got an empty shape; pass "
                        "e.g. Shape{n} or Shape{nx, ny}");
+    if (shape.size() > std::numeric_limits<long long>::max() / static_cast<long long>(sizeof(T)))
+      detail::throw_too_many_bytes(shape, sizeof(T));
     return static_cast<std::size_t>(shape.size()) * sizeof(T);
   }
 
