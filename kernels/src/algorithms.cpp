@@ -30,8 +30,8 @@ int max_morton_levels(int ndim) {
 
 namespace {
 void check_levels(int ndim, int levels) {
-  if (levels < 0 || levels > max_morton_levels(ndim))
-    throw ValueError("Morton keys in " + std::to_string(ndim) + "D take 0.." + std::to_string(max_morton_levels(ndim)) +
+  if (levels < 1 || levels > max_morton_levels(ndim))
+    throw ValueError("Morton keys in " + std::to_string(ndim) + "D take 1.." + std::to_string(max_morton_levels(ndim)) +
                      " levels (bits per axis), got " + std::to_string(levels));
 }
 }  // namespace
@@ -43,6 +43,9 @@ std::vector<double> morton_scales(std::span<const double> lower, std::span<const
   check_levels(static_cast<int>(lower.size()), levels);
   std::vector<double> scales(lower.size());
   for (std::size_t d = 0; d < lower.size(); ++d) {
+    if (!std::isfinite(lower[d]) || !std::isfinite(upper[d]))
+      throw ValueError("morton_scales: the box must be finite, got lower " + std::to_string(lower[d]) + " and upper " +
+                       std::to_string(upper[d]) + " along axis " + std::to_string(d));
     if (!(upper[d] != lower[d]))
       throw ValueError("morton_scales: the box is empty along axis " + std::to_string(d) + " (lower == upper == " +
                        std::to_string(lower[d]) + ")");
