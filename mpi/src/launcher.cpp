@@ -2,6 +2,7 @@
 #include <cunumpy/launcher.hpp>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -76,6 +77,9 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
     info.under_mpi = *forced;
     info.evidence = shown(env, "CUNUMPY_MPI") + " (overrides" +
                     (info.evidence.empty() ? std::string(" the detection") : " " + info.evidence) + ")";
+  } else if (is_set(env, "CUNUMPY_MPI")) {
+    info.warning = shown(env, "CUNUMPY_MPI") +
+                   " is not one of 1/true/yes/on or 0/false/no/off; ignored, the launcher detection decides";
   }
 
   // The rank within the node: each launcher's own variable first, then the generic ones.
@@ -104,7 +108,11 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
 }
 
 const LauncherInfo& launcher_info() {
-  static const LauncherInfo info = detect_launcher([](const char* name) { return std::getenv(name); });
+  static const LauncherInfo info = [] {
+    LauncherInfo i = detect_launcher([](const char* name) { return std::getenv(name); });
+    if (!i.warning.empty()) std::fprintf(stderr, "cunumpy: warning: %s\n", i.warning.c_str());
+    return i;
+  }();
   return info;
 }
 

@@ -1,7 +1,9 @@
 // CUDA-awareness of the MPI library (mpi_buffer.hpp).
 #include <cunumpy/mpi_buffer.hpp>
 
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include <cunumpy/internal/comm_impl.hpp>
@@ -30,18 +32,29 @@ CudaAwareness query_cuda_awareness() {
     out.reason = "CUNUMPY_MPI_CUDA_AWARE=" + std::string(env);
     return out;
   }
+  if (env != nullptr && *env != '\0') {  // set, but not understood: say so, once
+    static std::once_flag warned;
+    const std::string value(env);
+    std::call_once(warned, [&] {
+      std::fprintf(stderr,
+                   "cunumpy: warning: CUNUMPY_MPI_CUDA_AWARE=%s is not one of 1/true/yes/on or 0/false/no/off; "
+                   "ignored, the library decides\n",
+                   value.c_str());
+    });
+    out.reason = "CUNUMPY_MPI_CUDA_AWARE=" + value + " is not understood (ignored); ";
+  }
 #if !CUNUMPY_HAS_MPI()
   out.state = Awareness::no;
-  out.reason = "built without MPI: the serial stand-in copies host buffers only";
+  out.reason += "built without MPI: the serial stand-in copies host buffers only";
 #else
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-  out.reason = "compile time: MPIX_CUDA_AWARE_SUPPORT=1";
+  out.reason += "compile time: MPIX_CUDA_AWARE_SUPPORT=1";
   bool compile_yes = true;
 #elif defined(MPIX_CUDA_AWARE_SUPPORT)
-  out.reason = "compile time: MPIX_CUDA_AWARE_SUPPORT=0";
+  out.reason += "compile time: MPIX_CUDA_AWARE_SUPPORT=0";
   bool compile_yes = false;
 #else
-  out.reason = "compile time: MPIX_CUDA_AWARE_SUPPORT not defined";
+  out.reason += "compile time: MPIX_CUDA_AWARE_SUPPORT not defined";
   bool compile_yes = false;
 #endif
 #if defined(OPEN_MPI) && OPEN_MPI && defined(MPIX_CUDA_AWARE_SUPPORT)

@@ -107,3 +107,12 @@ TEST(Launcher, NumbersWithTrailingTextAreNotRead) {
   EXPECT_EQ(info.world_rank, 1);
   EXPECT_EQ(info.local_rank, 0) << "2x is not read; the default stays";
 }
+
+// A CUNUMPY_MPI value that is not understood is a warning, not silently ignored.
+TEST(Launcher, AnUnknownCunumpyMpiValueIsAWarning) {
+  const auto info = detect({{"CUNUMPY_MPI", "maybe"}});
+  EXPECT_FALSE(info.under_mpi);
+  EXPECT_NE(info.warning.find("CUNUMPY_MPI=maybe is not one of 1/true/yes/on or 0/false/no/off"), std::string::npos)
+      << info.warning;
+  EXPECT_TRUE(detect({{"CUNUMPY_MPI", "1"}}).warning.empty());
+}

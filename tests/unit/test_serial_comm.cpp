@@ -223,6 +223,10 @@ TEST(CudaAwareness, EnvironmentOverrideAndRecordedAnswer) {
   EXPECT_EQ(a.reason, "CUNUMPY_MPI_CUDA_AWARE=yes");
   ::setenv("CUNUMPY_MPI_CUDA_AWARE", "0", 1);
   EXPECT_EQ(cn::query_cuda_awareness().state, cn::Awareness::no);
+  ::setenv("CUNUMPY_MPI_CUDA_AWARE", "sometimes", 1);
+  EXPECT_NE(cn::query_cuda_awareness().reason.find("CUNUMPY_MPI_CUDA_AWARE=sometimes is not understood (ignored)"),
+            std::string::npos)
+      << cn::query_cuda_awareness().reason;
   ::unsetenv("CUNUMPY_MPI_CUDA_AWARE");
   cn::set_mpi_cuda_aware(true);
   EXPECT_EQ(cn::mpi_cuda_aware().state, cn::Awareness::yes);

@@ -28,6 +28,7 @@ struct LauncherInfo {
   int local_size = 1;    // ranks on this node (1 when no variable says)
   std::optional<int> world_size;  // the size the launcher declared, when it declares one
   std::optional<int> world_rank;
+  std::string warning;  // a variable that was set but not understood (printed once at start-up)
 };
 
 // Reads the launcher variables through `getenv` (the process environment by default).
