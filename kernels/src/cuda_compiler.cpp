@@ -230,7 +230,7 @@ CompiledCode compile_cuda(const CompileRequest& r) {
     Program& p;
     ~Destroy() { n.destroy(&p); }
   } destroy{n, program};
-  if (r.is_template) check(n, n.add_name(program, r.expression.c_str()), "nvrtcAddNameExpression");
+  check(n, n.add_name(program, r.expression.c_str()), "nvrtcAddNameExpression");
   std::vector<const char*> options;
   for (const std::string& o : r.options) options.push_back(o.c_str());
   const int result = n.compile(program, static_cast<int>(options.size()), options.data());
@@ -253,13 +253,9 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   check(n, n.cubin_size(program, &size), "nvrtcGetCUBINSize");
   code.cubin.resize(size);
   check(n, n.cubin(program, code.cubin.data()), "nvrtcGetCUBIN");
-  if (r.is_template) {
-    const char* lowered = nullptr;
-    check(n, n.lowered_name(program, r.expression.c_str(), &lowered), "nvrtcGetLoweredName");
-    code.lowered_name = lowered;
-  } else {
-    code.lowered_name = r.expression;
-  }
+  const char* lowered = nullptr;
+  check(n, n.lowered_name(program, r.expression.c_str(), &lowered), "nvrtcGetLoweredName");
+  code.lowered_name = lowered;
   if (!entry.empty()) write_entry(entry, code);
   return code;
 }

@@ -11,9 +11,9 @@ namespace cunumpy::detail {
 // What to compile.  The cache key covers every field and the contents of `headers`.
 struct CompileRequest {
   std::string source;
-  std::string program_name;                    // shown in NVRTC's messages, e.g. "push_cuda.cu"
-  std::string expression;                      // the kernel: its name, or a template instantiation
-  bool is_template = false;                    // look the lowered (mangled) name up with NVRTC
+  std::string program_name;  // shown in NVRTC's messages, e.g. "push_cuda.cu"
+  std::string
+      expression;  // the kernel: its name or a template instantiation (NVRTC's name expression)
   std::vector<std::string> options;            // complete: include paths, defines, architecture
   std::string arch;                            // "sm_90"
   std::vector<std::filesystem::path> headers;  // every header the source includes

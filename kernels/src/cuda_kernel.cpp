@@ -272,42 +272,29 @@ std::size_t pack_argument(const CudaParameter& p, const KernelArg& a, void* dst,
 }
 
 std::size_t pack_unchecked(const KernelArg& a, void* dst) {
+  auto put = [dst](const auto& v) {  // writes v's bytes, returns how many
+    std::memcpy(dst, &v, sizeof v);
+    return sizeof v;
+  };
+  const bool single = a.dtype == DType::float32 || a.dtype == DType::complex64;
   switch (a.kind) {
     case KernelArg::Kind::array:
-      std::memcpy(dst, &a.data, sizeof(void*));
-      return sizeof(void*);
+      return put(a.data);
     case KernelArg::Kind::structure:
       std::memcpy(dst, a.data, a.bytes);
       return a.bytes;
     case KernelArg::Kind::boolean:
-      std::memcpy(dst, &a.value.b, 1);
-      return 1;
+      return put(a.value.b);
     case KernelArg::Kind::signed_integer:
-    case KernelArg::Kind::unsigned_integer: {  // the value's own width (little-endian: its low
-                                               // bytes)
-      const std::size_t n = dtype_size(a.dtype);
-      std::memcpy(dst, &a.value.u, n);
-      return n;
-    }
+    case KernelArg::Kind::unsigned_integer:  // the value's own width (little-endian: its low bytes)
+      std::memcpy(dst, &a.value.u, dtype_size(a.dtype));
+      return dtype_size(a.dtype);
     case KernelArg::Kind::floating:
-      if (a.dtype == DType::float32) {
-        const float f = static_cast<float>(a.value.f);
-        std::memcpy(dst, &f, sizeof f);
-        return sizeof f;
-      }
-      std::memcpy(dst, &a.value.f, sizeof(double));
-      return sizeof(double);
+      return single ? put(static_cast<float>(a.value.f)) : put(a.value.f);
     case KernelArg::Kind::complex:
-      if (a.dtype == DType::complex64) {
-        const float c[2] = {static_cast<float>(a.value.f), static_cast<float>(a.imag)};
-        std::memcpy(dst, c, sizeof c);
-        return sizeof c;
-      }
-      {
-        const double c[2] = {a.value.f, a.imag};
-        std::memcpy(dst, c, sizeof c);
-        return sizeof c;
-      }
+      return single ? put(std::array<float, 2>{static_cast<float>(a.value.f),
+                                               static_cast<float>(a.imag)})
+                    : put(std::array<double, 2>{a.value.f, a.imag});
   }
   return 0;
 }
@@ -350,7 +337,8 @@ struct CudaKernel::State {
   detail::CompiledCode code;
   void* library = nullptr;
   void* kernel = nullptr;
-  std::shared_ptr<detail::EmulatedKernel> emulated;  // compiled by the host compiler on first emulated launch
+  std::shared_ptr<detail::EmulatedKernel>
+      emulated;  // compiled by the host compiler on first emulated launch
   int shared_limit =
       default_shared_memory_per_block;  // the dynamic shared memory the kernel may use now
   ~State() { detail::cuda_api::library_unload(library); }
@@ -458,6 +446,11 @@ std::string CudaKernel::architecture() const {
 }
 
 std::vector<std::string> CudaKernel::compile_options() const {
+  return options_for(included_headers(), architecture());
+}
+
+std::vector<std::string> CudaKernel::options_for(std::span<const std::filesystem::path> headers,
+                                                 const std::string& arch) const {
   const State& s = *state_;
   std::vector<std::string> out = s.o.options;
   auto has = [&](std::string_view o) { return std::find(out.begin(), out.end(), o) != out.end(); };
@@ -475,9 +468,8 @@ std::vector<std::string> CudaKernel::compile_options() const {
   std::error_code ec;
   if (std::filesystem::exists(toolkit, ec)) add_dir(toolkit);
   if (std::filesystem::exists(toolkit / "cccl", ec)) add_dir(toolkit / "cccl");
-  const auto headers = included_headers();
   if (!headers.empty()) out.push_back("-DCUNUMPY_INCLUDE_HASH=0x" + include_hash(headers));
-  out.push_back("--gpu-architecture=" + architecture());
+  out.push_back("--gpu-architecture=" + arch);
   return out;
 }
 
@@ -490,10 +482,9 @@ void CudaKernel::compile() {
   r.program_name =
       (s.o.source_dir ? (*s.o.source_dir / (s.name + ".cu")).string() : s.name + ".cu");
   r.expression = s.expression;
-  r.is_template = true;  // extern "C" names are their own lowered names; templates are looked up
-  r.options = compile_options();
   r.arch = architecture();
-  r.headers = included_headers();
+  r.headers = included_headers();  // resolved once: for the options and the cache key
+  r.options = options_for(r.headers, r.arch);
   s.code = detail::compile_cuda(r);
   if (cuda_available()) {
     s.library = detail::cuda_api::library_load(s.code.cubin.data());
@@ -597,8 +588,8 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
         detail::EmulationRequest r;
         r.source = s.source;
         r.expression = s.expression;
-        r.options = compile_options();
         r.headers = included_headers();
+        r.options = options_for(r.headers, architecture());
         s.emulated = detail::emulate_compile(r);
       }
     }
@@ -606,9 +597,11 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
     return;
   }
   if (backend != Backend::cuda)
-    throw BackendError("CudaKernel '" + s.expression + "': a launch needs a device backend (cuda, or emulated for the "
-                       "kernel emulator), the active one is " + std::string(to_string(backend)) + " (" +
-                       backend_reason() + "); on host use a host implementation of the kernel");
+    throw BackendError("CudaKernel '" + s.expression +
+                       "': a launch needs a device backend (cuda, or emulated for the "
+                       "kernel emulator), the active one is " +
+                       std::string(to_string(backend)) + " (" + backend_reason() +
+                       "); on host use a host implementation of the kernel");
   compile();
   if (s.kernel == nullptr)
     throw BackendError("CudaKernel '" + s.expression +

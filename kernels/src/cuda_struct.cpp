@@ -15,13 +15,6 @@
 namespace cunumpy {
 namespace {
 
-// "cunumpy::Array2D<double>" -> "Array2D<double>": NVRTC sources name the views unqualified.
-std::string c_type(std::string t) {
-  for (std::size_t at = t.find("cunumpy::"); at != std::string::npos; at = t.find("cunumpy::"))
-    t.erase(at, 9);
-  return t;
-}
-
 std::string upper_guard(std::string s) {
   for (char& c : s)
     c = std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
@@ -68,7 +61,7 @@ CudaStruct::CudaStruct(std::string name, std::vector<CudaStructField> fields, st
   std::string signature = "__global__ void " + name_ + "_fields(";
   for (std::size_t i = 0; i < fields_.size(); ++i) {
     if (i > 0) signature += ", ";
-    signature += c_type(fields_[i].ctype) + " " + fields_[i].name;
+    signature += fields_[i].ctype + " " + fields_[i].name;
   }
   signature += ");";
   try {
@@ -86,7 +79,7 @@ bool CudaStruct::has_views() const noexcept {
 
 std::string CudaStruct::declaration() const {
   std::string d = "struct " + name_ + " {\n";
-  for (const auto& f : fields_) d += "  " + c_type(f.ctype) + " " + f.name + ";\n";
+  for (const auto& f : fields_) d += "  " + f.ctype + " " + f.name + ";\n";
   return d + "};\n";
 }
 

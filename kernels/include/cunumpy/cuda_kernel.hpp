@@ -416,6 +416,7 @@ class CudaKernel {
 
  private:
   explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::vector<std::string> options_for(std::span<const std::filesystem::path> headers, const std::string& arch) const;
   std::shared_ptr<State> state_;
 };
 

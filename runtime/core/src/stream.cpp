@@ -100,16 +100,16 @@ Event::Event(Backend backend, bool timing) : backend_(backend), timing_(timing) 
 }
 
 void Event::reset() noexcept {
-  if (backend_ == Backend::cuda && handle_ != nullptr) detail::cuda_api::event_destroy(handle_);
-  if (handle_ != nullptr || backend_ != Backend::cuda) --g_live_events;
+  if (moved_) return;
+  if (backend_ == Backend::cuda) detail::cuda_api::event_destroy(handle_);
+  --g_live_events;
   handle_ = nullptr;
-  backend_ = Backend::host;
   recorded_ = false;
   moved_ = true;
 }
 
 Event::~Event() {
-  if (!moved_) reset();
+  reset();
 }
 
 Event::Event(Event&& other) noexcept
@@ -123,7 +123,7 @@ Event::Event(Event&& other) noexcept
 
 Event& Event::operator=(Event&& other) noexcept {
   if (this != &other) {
-    if (!moved_) reset();
+    reset();
     backend_ = other.backend_;
     handle_ = std::exchange(other.handle_, nullptr);
     timing_ = other.timing_;
@@ -186,7 +186,8 @@ StreamRef copy_stream() {
 namespace detail {
 std::shared_ptr<Stream> runtime_copy_stream(Backend backend) {
   if (backend == Backend::host)
-    throw BackendError("the runtime's copy stream: the host backend has no streams; copy host memory directly");
+    throw BackendError(
+        "the runtime's copy stream: the host backend has no streams; copy host memory directly");
   CoreContext& core = core_context();
   std::lock_guard lock(core.stream_mutex);
   auto& slot = core.copy_streams[static_cast<int>(backend)];

@@ -36,12 +36,6 @@ class ContextSlot {
     return slow();
   }
 
-  // The installed context, or nothing.
-  std::shared_ptr<T> installed() {
-    std::lock_guard lock(mutex_);
-    return *owner_;
-  }
-
   // Installs `context` unless one is installed already; returns the one installed now.
   std::shared_ptr<T> install(std::shared_ptr<T> context) {
     std::lock_guard lock(mutex_);
