@@ -70,6 +70,7 @@ Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const
   const double* x = positions.data();
   std::uint64_t* k = keys.data();
   if (positions.backend() != Backend::cuda) {  // host memory: the vectorised host loop
+    detail::emulated_order(positions.backend());
     const double lows[3] = {l0, l1, l2};
     detail::host_fast::morton_keys(k, x, positions.shape(0), ndim, lows, s.data(), levels);
     return keys;
@@ -215,6 +216,7 @@ SortedWords stable_sort_words(const Array<std::uint64_t>& words, std::span<const
 #endif
   }
   // Host memory (host, or the emulated device's arena, sorted in place there).
+  detail::emulated_order(words.backend());
   SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()), Array<std::int64_t>(words.shape(), words.backend())};
   host_sort_words(words.data(), words.size(), out.words.data(), out.order.data(), rows);
   return out;
@@ -404,6 +406,7 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   const K* k = keys.data();
 
   if (keys.backend() != Backend::cuda) {
+    detail::emulated_order(keys.backend());
     if (width == 1)
       host_segment_sum_column(k, v, n, n_segments, o);
     else

@@ -94,7 +94,7 @@ template <typename Expected>
 void require_device_array(const CudaParameter& p, const KernelArg& a, const ArgWhere& where,
                           Expected&& expected) {
   if (a.kind != KernelArg::Kind::array) type_error(where, expected(), a, "pass an Array");
-  if (a.backend == Backend::host)
+  if (a.backend == Backend::host && !emulating_here())
     type_error(where, expected(), a,
                "host data is never copied to the device implicitly: pass to_device(array) (or "
                "build it with "
@@ -580,7 +580,8 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
                        std::to_string(opt_in) + " per block; use less or split the work");
   }
   if (grid.product() == 0) return;  // nothing to launch
-  const Backend backend = get_backend();
+  const bool here = detail::emulating_here();
+  const Backend backend = here ? Backend::emulated : get_backend();
   if (backend == Backend::emulated) {  // the kernel emulator, on the emulated device's arrays
     {
       std::lock_guard lock(s.mutex);
@@ -593,6 +594,20 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
         s.emulated = detail::emulate_compile(r);
       }
     }
+    const StreamRef stream = launch.stream.value_or(current_stream());
+    if (!here && stream.backend() == Backend::emulated && !debug_active()) {
+      // Queued on the stream's worker (the default stream runs it now), with the packed
+      // argument bytes; debug mode runs it now to report errors at the launch.
+      auto kernel = s.emulated;
+      auto args_now = std::make_shared<PackedArgs>(std::move(packed));
+      const std::size_t shared = launch.shared_mem;
+      std::function<void()> work = [kernel, grid, block, args_now, shared] {
+        detail::emulate_launch(*kernel, grid, block, args_now->pointers(), shared);
+      };
+      if (!detail::emulated_enqueue(stream, work)) work();
+      return;
+    }
+    if (!here) detail::emulated_drain(stream);
     detail::emulate_launch(*s.emulated, grid, block, packed.pointers(), launch.shared_mem);
     return;
   }
@@ -634,5 +649,20 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
     }
   }
 }
+
+namespace detail {
+namespace {
+thread_local bool t_emulate_here = false;
+}
+EmulateHere::EmulateHere() noexcept : previous_(t_emulate_here) {
+  t_emulate_here = true;
+}
+EmulateHere::~EmulateHere() {
+  t_emulate_here = previous_;
+}
+bool emulating_here() noexcept {
+  return t_emulate_here;
+}
+}  // namespace detail
 
 }  // namespace cunumpy

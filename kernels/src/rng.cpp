@@ -1,6 +1,7 @@
 // Philox over arrays and the random streams (rng.hpp).  Compiled as CUDA when the CUDA backend
 // is built, so its loops run on the device there.
 #include <cunumpy/rng.hpp>
+#include <cunumpy/stream.hpp>
 
 #include <cunumpy/internal/context.hpp>
 
@@ -66,6 +67,7 @@ std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
   // Keyed by particle id (the common case) on host memory: the vectorised host loop.
   if (b.backend != Backend::cuda && (kind == 0 || kind == 1) && !seed.is_array() && stream.is_array() &&
       !counter.is_array()) {
+    detail::emulated_order(b.backend);
     detail::host_fast::philox_uniform_ids(o0, kind == 1 ? o1 : nullptr, seed.scalar(), st.data, counter.scalar(),
                                           b.shape.size());
     return {out0, out1};
@@ -127,6 +129,7 @@ Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t 
   const long long n = shape.size();
   double* o = out.data();
   if (backend != Backend::cuda) {
+    emulated_order(backend);
     host_fast::generator_fill(o, n, seed, stream, base, kind, a, b);
     return out;
   }

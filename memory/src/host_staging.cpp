@@ -50,7 +50,7 @@ void StagingRing::ensure_device(Backend backend) {
 void StagingRing::wait_slot(Slot& slot, const std::source_location& where, const char* what) {
   if (!slot.pending) return;
   if (!slot.copy_done->query()) {
-    if (device_ == Backend::cuda) detail::cuda_api::event_synchronize(slot.copy_done->native_handle());
+    event_wait(*slot.copy_done);
     record_sync(SyncKind::stream, [what] { return std::string(what); }, where);
   }
   slot.pending = false;
@@ -67,13 +67,6 @@ StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend, cons
     return {index, slot.generation};
   }
   ensure_device(src_backend);
-  if (src_backend == Backend::emulated) {
-    // The emulated device completes work as it is issued: the copy lands now, so the array
-    // may be overwritten right after and no snapshot is needed.
-    copy_memory(slot.host->data(), Backend::host, src, src_backend, bytes_);
-    record_transfer(TransferKind::to_host, [&] { return description; }, where);
-    return {index, slot.generation};
-  }
   if (!slot.snapshot) slot.snapshot = allocate_block(memory_kind_of(src_backend), bytes_);
   const StreamRef compute = current_stream();
   // The snapshot is taken in order after the kernels of the current stream; the copy stream

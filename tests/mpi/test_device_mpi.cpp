@@ -77,6 +77,36 @@ TEST_F(DeviceMpi, BcastSendrecvAllgatherOnDeviceArrays) {
   EXPECT_EQ(cn::to_host(in)(0), 1.0);
 }
 
+// Planted: a kernel on another stream writes the send buffer and the send does not wait for
+// it.  With every stream's work deferred until something waits for it, the neighbour receives
+// the buffer from before the kernel on the staged and on the direct (CUDA-aware) path; with
+// the synchronisation it receives the kernel's values.
+TEST_F(DeviceMpi, PlantedMissingSynchronisationBeforeASendIsCaught) {
+  const cn::EmulatedStreams previous = cn::emulated_streams();
+  cn::set_emulated_streams(cn::EmulatedStreams::deferred);
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  for (bool aware : {false, true}) {
+    cn::set_mpi_cuda_aware(aware);
+    cn::Stream s;
+    auto out = cn::zeros<double>({8});
+    auto in = cn::zeros<double>({8});
+    auto o = out.view<1>();
+    const double value = rank + 1.0;
+    {
+      auto scope = cn::use_stream(s);
+      cn::parallel_for("write the send buffer", 8, CUNUMPY_LAMBDA(long long i) { o(i) = value; });
+    }
+    cn::sendrecv(world, out, right, in, left, 11);  // planted: s is not synchronised
+    EXPECT_EQ(cn::to_host(in)(7), 0.0) << (aware ? "direct" : "staged")
+                                       << " path: the missing synchronisation shows";
+    s.synchronize();
+    cn::sendrecv(world, out, right, in, left, 12);
+    EXPECT_EQ(cn::to_host(in)(7), left + 1.0) << (aware ? "direct" : "staged");
+    world.barrier();
+  }
+  cn::set_emulated_streams(previous);
+}
+
 TEST_F(DeviceMpi, ProbeAndRequire) {
   const cn::CudaAwareness a = cn::mpi_is_cuda_aware(world);
   EXPECT_EQ(a.state, cn::Awareness::no);

@@ -15,6 +15,12 @@ CUNUMPY_CUDA_STRUCT(MarkerArgs, (cunumpy::Array2D<double>, markers), (long long,
 
 namespace cunumpy_test {
 
+inline const char* kAxpy = R"(
+extern "C" __global__ void axpy(double a, const double* x, double* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+})";
+
 inline const char* kBlockSum = R"(
 extern "C" __global__ void block_sum(const double* x, double* out, int n) {
   extern __shared__ double buffer[];

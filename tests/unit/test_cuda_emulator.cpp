@@ -222,12 +222,7 @@ TEST_F(Emulator, AWarpOperationNotEveryLaneReachesIsReported) {
 }
 
 TEST_F(Emulator, AxpyAndAPerBlockDepositWithAtomics) {
-  cn::CudaKernel axpy(R"(
-    extern "C" __global__ void axpy(double a, const double* x, double* y, long long n) {
-      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-      if (i < n) y[i] = a * x[i] + y[i];
-    })",
-                      "axpy");
+  cn::CudaKernel axpy(kAxpy, "axpy");
   const long long n = 1000;
   auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
   auto y = cn::ones<double>({n});
@@ -296,4 +291,65 @@ TEST_F(Emulator, BlockReductionsOfEveryTypeEqualTheHost) {
     if (t == "unsigned long long") check(0ULL);
     if (t == "float") check(0.0f);
   }
+}
+
+TEST_F(Emulator, KernelsOnAStreamRunOnItsWorkerAndAMissingSynchronisationShows) {
+  const cn::EmulatedStreams previous = cn::emulated_streams();
+  cn::set_emulated_streams(cn::EmulatedStreams::deferred);
+  cn::CudaKernel fill(R"(
+    extern "C" __global__ void fill(double* x, double value, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) x[i] = value;
+    })",
+                      "fill");
+  cn::Stream s;
+  auto x = cn::zeros<double>({300});
+  cn::Launch on_s = cn::threads(300);
+  on_s.stream = s.ref();
+  fill(on_s, x, 4.0, 300);
+  // Planted: no s.synchronize() before the transfer (issued on the default stream).
+  const double missed = cn::to_host(x)(299);
+  std::printf("missed synchronisation: to_host(x)(299) = %g before s.synchronize(), ", missed);
+  EXPECT_EQ(missed, 0.0) << "the kernel was still queued on s";
+  s.synchronize();
+  const double seen = cn::to_host(x)(299);
+  std::printf("%g after\n", seen);
+  EXPECT_EQ(seen, 4.0);
+  // The same kernel with the stream current: the transfer is in order after it.
+  {
+    auto scope = cn::use_stream(s);
+    fill(cn::threads(300), x, 5.0, 300);
+    EXPECT_EQ(cn::to_host(x)(0), 5.0);
+  }
+  // A trap in queued work is reported at the synchronisation, with its message.
+  cn::CudaKernel trap(
+      R"(extern "C" __global__ void trap(int* x) { if (threadIdx.x == 3) __trap(); })", "trap");
+  auto y = cn::zeros<int>({8});
+  cn::Launch trap_on_s = cn::threads(8);
+  trap_on_s.stream = s.ref();
+  EXPECT_NO_THROW(trap(trap_on_s, y)) << "queued: nothing has run yet";
+  EXPECT_NE(message_of([&] { s.synchronize(); }).find("CUDA kernel trapped: __trap() called"),
+            std::string::npos);
+  EXPECT_NO_THROW(s.synchronize()) << "reported once";
+  cn::set_emulated_streams(previous);
+}
+
+TEST(EmulateCudaKernel, RunsOnHostArraysWithTheHostBackendActive) {
+  if (std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no host compiler '" << cn::emulation_compiler() << "' for the emulator";
+  ASSERT_EQ(cn::get_backend(), cn::Backend::host);
+  cn::CudaKernel axpy(kAxpy, "axpy");
+  const int n = 1000;
+  auto x = cn::arange<double>(0.0, n, 1.0);
+  auto y = cn::full<double>({n}, 1.0);
+  auto counter = cn::count_transfers();
+  cn::emulate_cuda_kernel(axpy, cn::threads(n), 2.0, x, y, n);
+  EXPECT_EQ(counter.total(), 0) << "host data used in place";
+  for (int i = 0; i < n; ++i) ASSERT_EQ(y(i), 1.0 + 2.0 * i) << i;
+  // Outside emulate_cuda_kernel the host backend still refuses the launch, and host arrays
+  // still need a device on a device backend.
+  EXPECT_THROW(axpy(cn::threads(n), 2.0, x, y, n), cn::TypeError);
+  cn::set_backend(cn::Backend::emulated);
+  EXPECT_THROW(axpy(cn::threads(n), 2.0, x, y, n), cn::TypeError);
+  cn::set_backend(cn::Backend::host);
 }

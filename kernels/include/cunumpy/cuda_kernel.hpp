@@ -576,4 +576,32 @@ class CudaStructArguments {
   mutable long long packs_ = 0;
 };
 
+namespace detail {
+// While alive on this thread, CudaKernel launches run through the kernel emulator, at once,
+// and accept host arrays as well as device ones (emulate_cuda_kernel).
+class [[nodiscard]] EmulateHere {
+ public:
+  EmulateHere() noexcept;
+  ~EmulateHere();
+  EmulateHere(const EmulateHere&) = delete;
+  EmulateHere& operator=(const EmulateHere&) = delete;
+
+ private:
+  bool previous_;
+};
+bool emulating_here() noexcept;
+}  // namespace detail
+
+// Runs `kernel` through the kernel emulator now, on the calling thread's turn, whatever the
+// active backend: host arrays (and emulated device arrays) are used in place, as the Python
+// emulate_cuda_kernel takes NumPy arrays.  So a test compares a CUDA kernel with its host
+// version on host data, with no device and no transfer.  The same argument checks as a launch.
+//
+//   cunumpy::emulate_cuda_kernel(axpy, cunumpy::threads(n), 2.0, x, y, n);   // x, y host arrays
+template <typename... A>
+void emulate_cuda_kernel(CudaKernel& kernel, const Launch& launch, const A&... args) {
+  const detail::EmulateHere here;
+  kernel(launch, args...);
+}
+
 }  // namespace cunumpy

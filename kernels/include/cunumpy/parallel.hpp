@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <source_location>
 #include <string>
@@ -29,6 +30,7 @@
 #include <cunumpy/errors.hpp>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/reduce_op.hpp>
+#include <cunumpy/stream.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -109,6 +111,11 @@ void dual_for(std::string_view name, long long n, HostF host_f, [[maybe_unused]]
 #else
     throw_no_cuda_in_translation_unit(name);
 #endif
+  } else if (get_backend() == Backend::emulated) {
+    // Queued on the current stream's worker (a copy of the body), or run now on the default
+    // stream.
+    std::function<void()> work = [n, host_f]() mutable { host_for(n, host_f); };
+    if (!emulated_enqueue(current_stream(), work)) work();
   } else {
     host_for(n, host_f);
   }
@@ -129,6 +136,7 @@ auto dual_reduce(std::string_view name, long long n, ReduceOp op, HostF host_f, 
     throw_no_cuda_in_translation_unit(name);
 #endif
   }
+  emulated_order(get_backend());  // the result is read now: after the stream's work
   return host_reduce<T>(n, op, host_f);
 }
 }  // namespace detail

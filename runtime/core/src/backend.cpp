@@ -18,6 +18,7 @@
 #include <cunumpy/stream.hpp>
 
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/internal/emulated_stream.hpp>
 
 namespace cunumpy {
 namespace {
@@ -164,6 +165,12 @@ void synchronize_backend(Backend backend, SyncKind kind, const char* what,
       cuda_api::device_synchronize();
     else
       cuda_api::stream_synchronize(current_stream().native_handle());
+  }
+  if (backend == Backend::emulated) {
+    if (kind == SyncKind::device)
+      emulated::drain_all();
+    else
+      emulated_drain(current_stream());
   }
   record_sync(kind, [what] { return std::string(what); }, where);
 }

@@ -14,6 +14,7 @@
 #include <cunumpy/memory_block.hpp>
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/emulated_stream.hpp>
 
 namespace cunumpy::detail {
 namespace {
@@ -67,6 +68,12 @@ void deallocate(void* p) noexcept {
     mapped = it->second.mapped;
     a.bytes -= it->second.requested;
     a.blocks.erase(it);
+  }
+  // Work still queued on an emulated stream may read the memory (as a kernel may on a GPU):
+  // it is unmapped after that work, never under it.
+  try {
+    if (emulated::after_pending_work([p, mapped] { munmap(p, mapped); })) return;
+  } catch (...) {
   }
   munmap(p, mapped);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -128,7 +129,10 @@ void copy_memory(void* dst, Backend dst_backend, const void* src, Backend src_ba
                  std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_backend != Backend::cuda && src_backend != Backend::cuda) {
-    std::memcpy(dst, src, bytes);  // host and emulated memory are both host-addressable
+    // Host and emulated memory are both host-addressable; in order after the current stream.
+    if (dst_backend == Backend::emulated || src_backend == Backend::emulated)
+      emulated_drain(current_stream());
+    std::memcpy(dst, src, bytes);
     return;
   }
   cuda_api::copy(dst, src, bytes, direction(dst_backend, src_backend),
@@ -139,7 +143,10 @@ void copy_memory_async(void* dst, Backend dst_backend, const void* src, Backend 
                        std::size_t bytes, void* stream) {
   if (bytes == 0) return;
   if (dst_backend != Backend::cuda && src_backend != Backend::cuda) {
-    std::memcpy(dst, src, bytes);  // the emulated device completes work as it is issued
+    // On the emulated device the copy is queued on the stream's worker.
+    std::function<void()> work = [dst, src, bytes] { std::memcpy(dst, src, bytes); };
+    const StreamRef on(Backend::emulated, stream);
+    if (!emulated_enqueue(on, work)) work();
     return;
   }
   cuda_api::copy_async(dst, src, bytes, direction(dst_backend, src_backend), stream);

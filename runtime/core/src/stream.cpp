@@ -2,6 +2,7 @@
 #include <cunumpy/stream.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -9,6 +10,7 @@
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/core_context.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/internal/emulated_stream.hpp>
 #include <cunumpy/ledger.hpp>
 
 namespace cunumpy {
@@ -20,8 +22,11 @@ thread_local int t_depth = 0;  // StreamScopes open on this thread
 std::atomic<long long> g_live_streams{0};
 std::atomic<long long> g_live_events{0};
 
-// Emulated streams: distinct objects, so handles are unique and non-null.
-struct EmulatedStream {};
+namespace emulated = detail::emulated;
+
+emulated::EventState* event_state(void* handle) noexcept {
+  return static_cast<emulated::EventState*>(handle);
+}
 
 double host_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -32,13 +37,16 @@ double host_seconds() {
 void StreamRef::synchronize(std::source_location where) const {
   if (backend_ == Backend::host) return;
   if (backend_ == Backend::cuda) detail::cuda_api::stream_synchronize(handle_);
+  if (backend_ == Backend::emulated) detail::emulated_drain(*this);
   detail::record_sync(
       SyncKind::stream, [] { return std::string("Stream::synchronize()"); }, where);
 }
 
 Stream::Stream(Backend backend) : backend_(backend) {
   if (backend == Backend::host) return;
-  handle_ = backend == Backend::cuda ? detail::cuda_api::stream_create() : new EmulatedStream;
+  handle_ = backend == Backend::cuda
+                ? detail::cuda_api::stream_create()
+                : static_cast<void*>(new emulated::StreamHandle(emulated::make_worker()));
   ++g_live_streams;
 }
 
@@ -51,7 +59,17 @@ void Stream::reset() noexcept {
     }
     detail::cuda_api::stream_destroy(handle_);
   } else {
-    delete static_cast<EmulatedStream*>(handle_);
+    auto* worker = static_cast<emulated::StreamHandle*>(handle_);
+    try {
+      (*worker)->drain();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "cunumpy: error: work on an emulated stream failed and the stream was "
+                   "destroyed before a synchronisation reported it: %s\n",
+                   e.what());
+    } catch (...) {
+    }
+    delete worker;  // events recorded on it keep the worker until they go
   }
   handle_ = nullptr;
   --g_live_streams;
@@ -77,6 +95,13 @@ void Stream::wait(const Event& event) const {
   if (backend_ == Backend::cuda && event.backend() == Backend::cuda &&
       event.native_handle() != nullptr)
     detail::cuda_api::stream_wait_event(handle_, event.native_handle());
+  if (backend_ == Backend::emulated && event.backend() == Backend::emulated &&
+      event.native_handle() != nullptr) {
+    const emulated::EventState state = *event_state(event.native_handle());
+    if (!state.worker) return;  // recorded on the default stream: complete
+    std::function<void()> work = [state] { state.worker->wait(state.ticket); };
+    if (!detail::emulated_enqueue(ref(), work)) work();
+  }
 }
 
 StreamScope::StreamScope(StreamRef stream) noexcept : previous_(current_stream()) {
@@ -96,12 +121,14 @@ StreamRef current_stream() noexcept {
 
 Event::Event(Backend backend, bool timing) : backend_(backend), timing_(timing) {
   if (backend == Backend::cuda) handle_ = detail::cuda_api::event_create(timing);
+  if (backend == Backend::emulated) handle_ = new emulated::EventState;
   ++g_live_events;
 }
 
 void Event::reset() noexcept {
   if (moved_) return;
   if (backend_ == Backend::cuda) detail::cuda_api::event_destroy(handle_);
+  if (backend_ == Backend::emulated) delete event_state(handle_);
   --g_live_events;
   handle_ = nullptr;
   recorded_ = false;
@@ -144,18 +171,35 @@ void Event::record(StreamRef stream) {
                          " stream; use an event of the stream's backend");
     detail::cuda_api::event_record(handle_, stream.native_handle());
   }
+  if (backend_ == Backend::emulated) {
+    if (stream.backend() != Backend::emulated)
+      throw BackendError("Event::record: an emulated event cannot be recorded on a " +
+                         std::string(to_string(stream.backend())) +
+                         " stream; use an event of the stream's backend");
+    emulated::EventState& state = *event_state(handle_);
+    state.worker = nullptr;
+    state.ticket = 0;
+    if (emulated::Worker* w = emulated::worker_of(stream.native_handle())) {
+      state.worker = *static_cast<emulated::StreamHandle*>(stream.native_handle());
+      state.ticket = w->issued();
+    }
+  }
   host_time_ = host_seconds();
   recorded_ = true;
 }
 
 bool Event::query() const {
   if (backend_ == Backend::cuda && recorded_) return detail::cuda_api::event_query(handle_);
+  if (backend_ == Backend::emulated && recorded_) {
+    const emulated::EventState& state = *event_state(handle_);
+    return !state.worker || state.worker->done(state.ticket);
+  }
   return true;
 }
 
 void Event::synchronize(std::source_location where) const {
   if (!recorded_ || backend_ == Backend::host) return;
-  if (backend_ == Backend::cuda) detail::cuda_api::event_synchronize(handle_);
+  detail::event_wait(*this);
   detail::record_sync(
       SyncKind::stream, [] { return std::string("Event::synchronize()"); }, where);
 }
@@ -184,6 +228,15 @@ StreamRef copy_stream() {
 }
 
 namespace detail {
+void event_wait(const Event& event) {
+  if (event.native_handle() == nullptr) return;
+  if (event.backend() == Backend::cuda) cuda_api::event_synchronize(event.native_handle());
+  if (event.backend() == Backend::emulated) {
+    const emulated::EventState& state = *event_state(event.native_handle());
+    if (state.worker) state.worker->wait(state.ticket);
+  }
+}
+
 std::shared_ptr<Stream> runtime_copy_stream(Backend backend) {
   if (backend == Backend::host)
     throw BackendError(

@@ -29,6 +29,7 @@
 #include <cunumpy/ledger.hpp>
 #include <cunumpy/memory_block.hpp>
 #include <cunumpy/shape.hpp>
+#include <cunumpy/stream.hpp>
 
 namespace cunumpy {
 
@@ -146,6 +147,7 @@ class Array {
     if (backend() == Backend::cuda) {
       detail::cuda_fill(data(), dtype_of<T>(), size(), &value);
     } else {
+      detail::emulated_order(backend());  // in order after the current emulated stream
       std::fill_n(data(), size(), value);
     }
   }

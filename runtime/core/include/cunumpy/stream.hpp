@@ -11,14 +11,18 @@
 //   s.synchronize();                           // counted as a stream synchronisation
 //
 // On cuda a Stream owns a cudaStream_t (created non-blocking, synchronised and destroyed with
-// the object) and an Event a cudaEvent_t; on emulated they are bookkeeping objects with the
-// same rules (work completes as it is issued); on host they do nothing.  Both are movable and
+// the object) and an Event a cudaEvent_t; on emulated a Stream owns a worker thread that runs
+// the work queued on it in order (kernels, loops, asynchronous copies) while the host goes on,
+// so a missing synchronisation gives a wrong result there as on a GPU (see EmulatedStreams);
+// on host they do nothing.  Both are movable and
 // not copyable; a moved-from object is empty.  current_stream() is the stream device work is
 // issued on now: the one of the innermost StreamScope of this thread, else the backend's
 // default stream (native handle nullptr).
 #pragma once
 
+#include <functional>
 #include <source_location>
+#include <string_view>
 
 #include <cunumpy/backend.hpp>
 
@@ -134,7 +138,31 @@ class Event {
   double host_time_ = 0;  // when it was recorded (host and emulated, which complete work at once)
 };
 
+// How the emulated device runs the work queued on a Stream (the default stream always runs
+// work as it is issued).  From CUNUMPY_EMULATED_STREAMS=async|deferred|sync, else async.
+enum class EmulatedStreams {
+  async,     // the stream's worker starts queued work at once, beside the host
+  deferred,  // queued work starts only when something waits for it (a synchronize, an event,
+             // another stream waiting for an event): every read without a synchronisation
+             // sees the data from before the work, so a missing one always shows
+  sync,      // work completes as it is issued (to tell whether a wrong result is a race)
+};
+void set_emulated_streams(EmulatedStreams mode);
+EmulatedStreams emulated_streams() noexcept;
+std::string_view to_string(EmulatedStreams mode) noexcept;
+
 namespace detail {
+// Queues `work` on `stream` when it is an emulated stream with a worker (true: `work` was
+// moved from); false: the caller runs it now (the stream's earlier work has completed).
+bool emulated_enqueue(StreamRef stream, std::function<void()>& work);
+// Waits, uncounted, for the work queued on an emulated stream (nothing for other streams):
+// what an operation that the emulated device runs inline does first, to stay in stream order.
+void emulated_drain(StreamRef stream);
+// emulated_drain(current_stream()) when `backend` is emulated.
+void emulated_order(Backend backend);
+// Waits, uncounted, for a recorded event (cuda or emulated); the caller counts the wait.
+void event_wait(const Event& event);
+
 // Streams and events alive now (for leak tests).
 long long live_streams() noexcept;
 long long live_events() noexcept;
