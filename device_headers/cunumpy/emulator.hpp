@@ -227,11 +227,14 @@ template <auto Kernel, typename... P, std::size_t... I>
 void loop(void (*)(P...), void** args, std::index_sequence<I...>) {
   const std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> a(
       *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
-  const dim3 b = index.block_dim;
+  // The thread-local index reached once (in a loaded library each access to a thread_local
+  // is a call to __tls_get_addr); the kernel's reads of threadIdx, inlined, see the stores.
+  Index* const ix = &index;
+  const dim3 b = ix->block_dim;
   for (unsigned z = 0; z < b.z; ++z)
     for (unsigned y = 0; y < b.y; ++y)
       for (unsigned x = 0; x < b.x; ++x) {
-        index.thread = {x, y, z};
+        ix->thread = {x, y, z};
         Kernel(std::get<I>(a)...);
       }
 }

@@ -265,6 +265,17 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
     if (run.failure) break;  // the lanes' stacks unwind as `lanes` goes
     if (resolve_warps(lanes, k.name, index.block, run.failure)) continue;
     if (run.failure) break;
+    std::size_t n_done = 0, n_waiting = 0;
+    for (const Lane& lane : lanes) {
+      n_done += lane.done ? 1 : 0;
+      n_waiting += lane.waiting ? 1 : 0;
+    }
+    if (n_done == lanes.size()) break;
+    if (n_waiting == lanes.size()) {  // all arrived: the barrier opens
+      for (Lane& lane : lanes) lane.waiting = false;
+      continue;
+    }
+    // Some returned or wait at a warp operation: the lists for the report.
     std::vector<unsigned> waiting, done, warp;
     for (long long t = 0; t < n; ++t) {
       const Lane& lane = lanes[static_cast<std::size_t>(t)];
@@ -272,7 +283,6 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
       if (lane.done) done.push_back(static_cast<unsigned>(t));
       if (lane.at_warp) warp.push_back(static_cast<unsigned>(t));
     }
-    if (done.size() == lanes.size()) break;
     if (!warp.empty()) {
       run.failure = std::make_exception_ptr(
           Error("CUDA kernel '" + k.name + "': in block " + block_name(index.block) + " threads " +
@@ -355,6 +365,12 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
                                     "-fvisibility=hidden",
                                     "-w",
                                     "-I" + cuda_include_dir().string()};
+#if defined(__x86_64__)
+  // TLS descriptors: a loaded library reaches threadIdx & co. (thread_local) through an address
+  // the compiler computes once per block instead of a __tls_get_addr call per thread (the
+  // default on AArch64; GCC and clang 19+ take it on x86-64).
+  if (compiler_identity().find("clang") == std::string::npos) flags.push_back("-mtls-dialect=gnu2");
+#endif
   for (const std::string& o : r.options)
     if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
   std::string text = "emulator\n" + compiler_identity() + "\n";
@@ -438,8 +454,10 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
                            static_cast<unsigned>(block.z));
     index.grid_dim = dim3(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
                           static_cast<unsigned>(grid.z));
-    // Fiber stacks are kept from launch to launch (64 KiB each, a pool per host thread).
-    static thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024);
+    // Fiber stacks are kept from launch to launch (64 KiB each, a pool per host thread).  The
+    // extra 448 bytes stagger the stacks' tops across cache sets: with a stride of exactly
+    // 64 KiB every switch to the next thread would miss in the same few sets.
+    static thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024 + 448);
 #pragma omp for schedule(dynamic, 1)
     for (long long b = 0; b < blocks; ++b) {
       if (failed.load(std::memory_order_relaxed)) continue;
