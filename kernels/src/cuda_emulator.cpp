@@ -55,8 +55,7 @@ namespace {
 // ---- one block on one host thread ---------------------------------------------------------
 
 struct Lane {
-  ctx::fiber fiber;
-  ctx::fiber* back = nullptr;  // the scheduler, to switch to at a barrier
+  ctx::fiber fiber;  // the thread's context while it is suspended
   uint3 thread{};
   bool waiting = false;  // at __syncthreads
   bool done = false;
@@ -66,14 +65,54 @@ struct Lane {
   unsigned long long value = 0, result = 0;
 };
 
+// A round of a block runs its runnable threads in index order, each switching straight to the
+// next one when it reaches a barrier or a warp operation (one switch per arrival); the last
+// switches back to the scheduler, which opens the barrier or completes the warp operations.
 struct BlockRun {
   std::vector<unsigned char> shared;  // dynamic shared memory of the block
   std::vector<Lane>* lanes = nullptr;
   Lane* current = nullptr;
   bool fibers = false;
   std::exception_ptr failure;
+  cunumpy_emulator::Index* index = nullptr;  // the kernel library's threadIdx & co.
+  ctx::fiber scheduler;                      // the scheduler's context while a round runs
+  Lane* resumer = nullptr;                   // who switched last (nullptr: the scheduler)
 };
 thread_local BlockRun* t_run = nullptr;
+
+// The next thread after `from` that can run in this round, or nullptr.
+Lane* next_runnable(BlockRun& run, Lane* from) {
+  Lane* end = run.lanes->data() + run.lanes->size();
+  for (Lane* l = from; l < end; ++l)
+    if (!l->done && !l->waiting && !l->at_warp) return l;
+  return nullptr;
+}
+
+// Keeps the context that just switched to us where it belongs.
+void park(BlockRun& run, ctx::fiber&& from) {
+  if (run.resumer != nullptr) {
+    run.resumer->fiber = std::move(from);
+  } else {
+    run.scheduler = std::move(from);
+  }
+}
+
+// Where `me` hands over: the next runnable thread of the round (its index made current), else
+// the scheduler (also after a failure).
+ctx::fiber hand_over(BlockRun& run, Lane* me) {
+  Lane* next = run.failure ? nullptr : next_runnable(run, me + 1);
+  run.resumer = me;
+  run.current = next;
+  if (next == nullptr) return std::move(run.scheduler);
+  run.index->thread = next->thread;
+  return std::move(next->fiber);
+}
+
+// Suspends `me` (at a barrier or a warp operation) until the scheduler's next round.
+void suspend(BlockRun& run, Lane* me) {
+  ctx::fiber from = hand_over(run, me).resume();
+  park(run, std::move(from));
+}
 
 void hook_syncthreads() {
   BlockRun* run = t_run;
@@ -81,7 +120,7 @@ void hook_syncthreads() {
     throw Error("__syncthreads outside a block of the emulator");
   Lane* me = run->current;
   me->waiting = true;
-  *me->back = std::move(*me->back).resume();
+  suspend(*run, me);
 }
 
 unsigned long long hook_warp(int op, unsigned mask, unsigned long long value, int arg, int width) {
@@ -95,7 +134,7 @@ unsigned long long hook_warp(int op, unsigned mask, unsigned long long value, in
   me->value = value;
   me->arg = arg;
   me->width = width;
-  *me->back = std::move(*me->back).resume();
+  suspend(*run, me);
   return me->result;
 }
 
@@ -237,11 +276,12 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
   run.fibers = true;
   std::vector<Lane> lanes(static_cast<std::size_t>(n));
   run.lanes = &lanes;
+  run.index = &index;
   for (long long t = 0; t < n; ++t) {
     Lane& lane = lanes[static_cast<std::size_t>(t)];
     lane.thread = thread_of(t, block);
-    lane.fiber = ctx::fiber(std::allocator_arg, stacks, [&lane, &k, args, &run](ctx::fiber&& back) {
-      lane.back = &back;
+    lane.fiber = ctx::fiber(std::allocator_arg, stacks, [&lane, &k, args, &run](ctx::fiber&& from) {
+      park(run, std::move(from));
       try {
         k.entry(args);
       } catch (const ctx::detail::forced_unwind&) {
@@ -250,16 +290,16 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
         if (!run.failure) run.failure = std::current_exception();
       }
       lane.done = true;
-      return std::move(back);
+      return hand_over(run, &lane);
     });
   }
   for (;;) {
-    for (Lane& lane : lanes) {
-      if (lane.done || lane.waiting || lane.at_warp) continue;
-      run.current = &lane;
-      index.thread = lane.thread;
-      lane.fiber = std::move(lane.fiber).resume();
-      if (run.failure) break;
+    if (Lane* first = next_runnable(run, lanes.data())) {  // one round
+      run.resumer = nullptr;
+      run.current = first;
+      index.thread = first->thread;
+      ctx::fiber from = std::move(first->fiber).resume();
+      park(run, std::move(from));
     }
     run.current = nullptr;
     if (run.failure) break;  // the lanes' stacks unwind as `lanes` goes
