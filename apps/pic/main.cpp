@@ -4,6 +4,9 @@
 //   ./pic --case two_stream --particles 400000 --cells 64 --steps 500
 //   CUNUMPY_BACKEND=cuda srun -n 4 ./pic --dim 2 --particles 10000000 --cells 256 --steps 50
 //
+//   ./pic --status                        # the kernel catalog: which kernels have CUDA sources
+//   CUNUMPY_BACKEND=emulated ./pic --kernels rtc   # the catalog's CUDA kernels on the emulator
+//
 // Prints a progress line (rank 0), the fitted and theoretical rates and a table of time per
 // phase; writes energy.csv and summary.json to --output.  Bad input: a message and exit 2.
 #include <CLI/CLI.hpp>
@@ -12,6 +15,7 @@
 #include <string>
 
 #include "pic.hpp"
+#include "pic_catalog.hpp"
 
 int main(int argc, char** argv) {
   namespace cn = cunumpy;
@@ -41,11 +45,33 @@ int main(int argc, char** argv) {
   app.add_option("--beam-velocity", config.beam_velocity, "custom case: two streams at +-v (0: one Maxwellian)");
   app.add_option("--output", output, "folder for energy.csv and summary.json");
   app.add_flag("--no-progress", no_progress, "no progress lines");
+  app.add_option("--kernels", config.kernels,
+                 "builtin (parallel_for loops compiled with the program) | rtc (the kernel catalog: "
+                 "host versions, CUDA sources compiled at run time)")
+      ->check(CLI::IsMember({"builtin", "rtc"}));
+  bool status = false;
+  app.add_flag("--status", status, "print the kernel catalog's porting status and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  if (status) {
+    try {
+      const cn::KernelCatalog& catalog = pic::kernel_catalog();
+      std::printf("%s\n", catalog.summary().c_str());
+      for (const std::string& name : catalog.names()) {
+        const cn::KernelBase& k = catalog[name];
+        std::printf("  %-8s %-4s %s\n", name.c_str(), k.has_cuda() ? "cuda" : "host", k.cuda_path().c_str());
+      }
+      catalog.check_signatures();
+      std::printf("signatures: host and CUDA parameters agree\n");
+      return 0;
+    } catch (const cn::Error& e) {
+      std::fprintf(stderr, "pic: error: %s\n", e.what());
+      return 2;
+    }
   }
   try {
     pic::apply_case(config);  // the named cases' physics; custom keeps the options given

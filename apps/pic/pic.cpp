@@ -21,6 +21,7 @@
 #endif
 
 #include "dispersion.hpp"
+#include "pic_catalog.hpp"
 #include "pic_kernels.hpp"
 
 namespace pic {
@@ -56,6 +57,7 @@ void validate(const Config& c, int ranks) {
   if (c.order != 1 && c.order != 2) fail("--shape must be cic or tsc");
   if (c.vth <= 0.0) fail("--vth must be positive");
   if (c.sort_every < 0) fail("--sort-every must be 0 (never) or positive");
+  if (c.kernels != "builtin" && c.kernels != "rtc") fail("--kernels must be builtin or rtc, got " + c.kernels);
 }
 
 std::vector<Species> species_of(const Config& c) {
@@ -156,6 +158,7 @@ struct State {
   double ne_scale = 1.0;        // n_e = ne * ne_scale (the deterministic deposit sums integers)
   cn::Array<double> x, y, vx, vy;      // particles (y, vy empty in 1D)
   cn::Array<double> ex_p, ey_p;        // field at the particles
+  cn::Array<double> energy;            // per-particle kinetic energy (the rtc push)
   cn::Array<double> ne, rho, ex, ey;   // grid (nodes)
   cn::Array<double> rho_k, ex_k, ey_k; // Fourier space, interleaved complex
   std::unique_ptr<Fft> fft;  // plans run on any arrays of their layout: one for E_x and E_y
@@ -201,6 +204,10 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
     s->y = cn::empty<double>({s->n_local});
     s->vy = cn::empty<double>({s->n_local});
     s->ey_p = cn::empty<double>({s->n_local});
+  }
+  if (config.kernels == "rtc") {
+    s->energy = cn::empty<double>({s->n_local});
+    kernel_catalog().compile_all(2);  // at setup: the first step pays no compilation
   }
   return s;
 }
@@ -303,6 +310,12 @@ void deposit(State& s) {
   const double* y = two ? s.y.data() : x;  // y unused in 1D
   double* ne = s.ne.data();
   s.ne_scale = 1.0;
+  if (!s.config.deterministic && s.config.kernels == "rtc") {
+    s.ne.fill(0.0);
+    kernel_catalog().get<decltype(&deposit_host)>("deposit")(cn::threads(n), s.x, two ? s.y : s.x, s.ne, nx, ny, order,
+                                                             two, grid.inv_dx, grid.inv_dy, q, n);
+    return;
+  }
   if (!s.config.deterministic && s.backend == cn::Backend::host) {
     deposit_private_grids(s);
     return;
@@ -389,6 +402,13 @@ void gather(State& s) {
   const double* ey = two ? s.ey.data() : nullptr;
   double* exp_ = s.ex_p.data();
   double* eyp = two ? s.ey_p.data() : nullptr;
+  if (s.config.kernels == "rtc") {
+    kernel_catalog().get<decltype(&gather_host)>("gather")(cn::threads(s.n_local), s.x, two ? s.y : s.x, s.ex,
+                                                           two ? s.ey : s.ex, s.ex_p, two ? s.ey_p : s.ex_p, s.nx,
+                                                           s.ny, s.config.order, two, grid.inv_dx, grid.inv_dy,
+                                                           s.n_local);
+    return;
+  }
   CUNUMPY_FOR("gather", s.n_local, i,
     double e0 = 0.0, e1 = 0.0;
     kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
@@ -411,6 +431,13 @@ double push(State& s, double velocity_factor, bool move) {
   double* vy = two ? s.vy.data() : nullptr;
   const double* exp_ = s.ex_p.data();
   const double* eyp = two ? s.ey_p.data() : nullptr;
+  if (s.config.kernels == "rtc") {
+    kernel_catalog().get<decltype(&push_host)>("push")(cn::threads(s.n_local), s.x, two ? s.y : s.x, s.vx,
+                                                       two ? s.vy : s.vx, s.ex_p, two ? s.ey_p : s.ex_p, s.energy,
+                                                       dv, dt, lx, ly, mass, move, two, s.n_local);
+    const double* e = s.energy.data();
+    return CUNUMPY_REDUCE("kinetic energy", s.n_local, cn::ReduceOp::sum, i, return e[i];);
+  }
   return CUNUMPY_REDUCE("push", s.n_local, cn::ReduceOp::sum, i,
     const double old_x = vx[i];
     const double new_x = old_x + dv * exp_[i];
@@ -614,6 +641,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"k\": " << config.k << ",\n"
        << "  \"shape\": \"" << (config.order == 1 ? "cic" : "tsc") << "\",\n"
        << "  \"deposit\": \"" << (config.deterministic ? "deterministic" : r.backend == "host" ? "private grids" : "atomic") << "\",\n"
+       << "  \"kernels\": \"" << config.kernels << "\",\n"
        << "  \"quiet_start\": " << (config.quiet ? "true" : "false") << ",\n"
        << "  \"gamma_fit\": " << r.gamma_fit << ",\n"
        << "  \"omega_fit\": " << r.omega_fit << ",\n"

@@ -38,6 +38,10 @@ struct Config {
   bool deterministic = false;        // deposit by sort + segment_sum, bit-identical over runs, backends and ranks
   int sort_every = 20;               // Morton re-sort period (0: never)
   bool progress = true;              // rank 0 prints progress
+  // builtin: the parallel_for loops compiled with the program (nvcc on cuda); rtc: the kernel
+  // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
+  // run time on cuda, the kernel emulator on emulated).  The deterministic deposit is builtin.
+  std::string kernels = "builtin";
 };
 
 // The presets of the named cases (landau: k 0.5, amplitude 0.01; two_stream: k 0.2, beams

@@ -1,10 +1,13 @@
 // apps/pic/pic_kernels.hpp: the per-particle and per-cell math of the mini-app, host+device
 // (CUNUMPY_HD), so it runs in parallel_for bodies on every backend and is testable on the CPU.
+// The kernels of kernels/<name>/<name>_cuda.cu include it too (NVRTC, the kernel emulator).
 #pragma once
 
-#include <cmath>
-
 #include <cunumpy/config.cuh>
+
+#if !CUNUMPY_NVRTC()
+#include <cmath>
+#endif
 
 namespace pic::kernels {
 

@@ -10,16 +10,23 @@ namespace cunumpy::detail {
 void record_conversion(const std::string& kernel, int arrays, const std::source_location& where) {
   record_transfer(
       TransferKind::kernel_conversion,
-      [&] { return "HostKernel '" + kernel + "': " + std::to_string(arrays) + " array(s) converted"; }, where);
+      [&] {
+        return "HostKernel '" + kernel + "': " + std::to_string(arrays) + " array(s) converted";
+      },
+      where);
 }
 
 void record_fallback(const std::string& kernel, const std::source_location& where) {
   record_transfer(
       TransferKind::fallback,
-      [&] { return "Kernel '" + kernel + "': the host kernel on the device's data (no CUDA kernel)"; }, where);
+      [&] {
+        return "Kernel '" + kernel + "': the host kernel on the device's data (no CUDA kernel)";
+      },
+      where);
 }
 
-void warn_fallback_once(std::atomic<bool>& flag, const std::string& kernel, const std::string& cuda_path) {
+void warn_fallback_once(std::atomic<bool>& flag, const std::string& kernel,
+                        const std::string& cuda_path) {
   if (flag.exchange(true)) return;
   std::fprintf(stderr,
                "cunumpy: warning: Kernel '%s' has no CUDA kernel%s%s: its host kernel runs on host "
@@ -33,12 +40,16 @@ enum class Category { boolean, integer, real, complex, other };
 
 Category category(DType d) {
   switch (d) {
-    case DType::boolean: return Category::boolean;
+    case DType::boolean:
+      return Category::boolean;
     case DType::float32:
-    case DType::float64: return Category::real;
+    case DType::float64:
+      return Category::real;
     case DType::complex64:
-    case DType::complex128: return Category::complex;
-    default: return Category::integer;
+    case DType::complex128:
+      return Category::complex;
+    default:
+      return Category::integer;
   }
 }
 
@@ -76,7 +87,8 @@ std::string mismatch(const HostParameter& h, const CudaParameter& c) {
       return {};
     case HostParameter::Kind::object:
       if (!c_struct) return "a struct on the host, not on CUDA";
-      if (c.struct_name != h.struct_name) return "struct " + h.struct_name + " on the host, " + c.struct_name + " on CUDA";
+      if (c.struct_name != h.struct_name)
+        return "struct " + h.struct_name + " on the host, " + c.struct_name + " on CUDA";
       return {};
     case HostParameter::Kind::unknown:
       return {};  // an object the check cannot see into
@@ -86,17 +98,19 @@ std::string mismatch(const HostParameter& h, const CudaParameter& c) {
 
 }  // namespace
 
-std::string kernel_signature_difference(const std::string& kernel, const std::vector<HostParameter>& host,
+std::string kernel_signature_difference(const std::string& kernel,
+                                        const std::vector<HostParameter>& host,
                                         const std::vector<std::string>& host_names,
                                         const std::vector<CudaParameter>& cuda) {
   std::vector<std::string> problems;
   auto compare = [&](std::size_t h, std::size_t c) {
     const std::string m = mismatch(host[h], cuda[c]);
-    if (!m.empty()) problems.push_back("parameter " + std::to_string(c) + " ('" + cuda[c].name + "'): " + m);
+    if (!m.empty())
+      problems.push_back("parameter " + std::to_string(c) + " ('" + cuda[c].name + "'): " + m);
     if (host_names.size() == host.size() && host[h].kind != HostParameter::Kind::unknown &&
         host_names[h] != cuda[c].name)
-      problems.push_back("parameter " + std::to_string(c) + " is '" + host_names[h] + "' on the host, '" +
-                         cuda[c].name + "' on CUDA");
+      problems.push_back("parameter " + std::to_string(c) + " is '" + host_names[h] +
+                         "' on the host, '" + cuda[c].name + "' on CUDA");
   };
   // An object the check cannot see into (a host form) stands for one or more CUDA parameters:
   // the parameters before the first such object align from the start, those after the last
@@ -119,23 +133,27 @@ std::string kernel_signature_difference(const std::string& kernel, const std::ve
     const std::size_t known = first_unknown + tail;
     const std::size_t unknowns = last_unknown - first_unknown + 1;
     if (cuda.size() < known + unknowns) {
-      problems.push_back(std::to_string(host.size()) + " parameter(s) on the host (" + std::to_string(unknowns) +
-                         " of them objects standing for at least one each), " + std::to_string(cuda.size()) +
-                         " on CUDA");
+      problems.push_back(std::to_string(host.size()) + " parameter(s) on the host (" +
+                         std::to_string(unknowns) +
+                         " of them objects standing for at least one each), " +
+                         std::to_string(cuda.size()) + " on CUDA");
     } else {
       for (std::size_t i = 0; i < first_unknown; ++i) compare(i, i);
       for (std::size_t j = 0; j < tail; ++j) compare(last_unknown + 1 + j, cuda.size() - tail + j);
     }
   }
   if (problems.empty()) return {};
-  std::string m = "Kernel '" + kernel + "': the host and CUDA kernels take different parameters\n  host: " +
-                  list(host, host_names) + "\n  cuda: " + list(cuda);
+  std::string m =
+      "Kernel '" + kernel +
+      "': the host and CUDA kernels take different parameters\n  host: " + list(host, host_names) +
+      "\n  cuda: " + list(cuda);
   for (const std::string& p : problems) m += "\n  " + p;
   return m + "\nmake both sides take the same parameters in the same order";
 }
 
 void check_kernel_signature(const std::string& kernel, const std::vector<HostParameter>& host,
-                            const std::vector<std::string>& host_names, const std::vector<CudaParameter>& cuda) {
+                            const std::vector<std::string>& host_names,
+                            const std::vector<CudaParameter>& cuda) {
   const std::string d = kernel_signature_difference(kernel, host, host_names, cuda);
   if (!d.empty()) throw ValueError(d);
 }

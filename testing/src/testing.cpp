@@ -13,6 +13,17 @@ Backend parity_backend() {
   return cuda_available() ? Backend::cuda : Backend::emulated;
 }
 
+std::vector<ParityCase> parity_cases(
+    const KernelCatalog& catalog,
+    const std::map<std::string, std::function<::testing::AssertionResult()>>& checks) {
+  std::vector<ParityCase> out;
+  for (const std::string& name : catalog.parity_cases()) {
+    auto it = checks.find(name);
+    out.push_back({name, it == checks.end() ? nullptr : it->second});
+  }
+  return out;
+}
+
 namespace detail {
 std::string show_tolerance(double t) {
   std::ostringstream s;

@@ -119,6 +119,31 @@ TEST(Pic, TheTimeLoopMakesNoTransferOnTheEmulatedDevice) {
   }
 }
 
+// The kernel catalog's kernels (--kernels rtc): the host versions on host, the CUDA sources on
+// the emulator; Landau's rates as with the builtin loops, within the same tolerances, and the
+// field energy history close to the builtin one (the deposit's sums differ in order only).
+TEST(Pic, RtcKernelsGiveTheBuiltinPhysics) {
+  for (cn::Backend backend : {cn::Backend::host, cn::Backend::emulated}) {
+    auto b = cn::use_backend(backend);
+    pic::Config c = landau();
+    if (backend == cn::Backend::emulated) c.particles = 100000;  // the emulator is slower
+    pic::Results builtin = pic::run(c, cn::Comm::serial());
+    c.kernels = "rtc";
+    pic::Results rtc;
+    cn::assert_no_transfers([&] { rtc = pic::run(c, cn::Comm::serial()); });
+    EXPECT_NEAR(rtc.gamma_fit / rtc.gamma_theory, 1.0, backend == cn::Backend::host ? 0.05 : 0.10)
+        << cn::to_string(backend) << ": " << rtc.gamma_fit << " vs " << rtc.gamma_theory;
+    EXPECT_NEAR(rtc.omega_fit / rtc.omega_theory, 1.0, 0.02) << cn::to_string(backend);
+    ASSERT_EQ(rtc.field_energy.size(), builtin.field_energy.size());
+    for (std::size_t i = 0; i < rtc.field_energy.size(); i += 10)
+      EXPECT_NEAR(rtc.field_energy[i], builtin.field_energy[i], 1e-6 * builtin.field_energy[0] + 1e-9 * builtin.field_energy[i])
+          << cn::to_string(backend) << " step " << i;
+  }
+  pic::Config bad = landau();
+  bad.kernels = "fortran";
+  EXPECT_THROW(pic::run(bad, cn::Comm::serial()), cn::ValueError);
+}
+
 TEST(Pic, DeterministicModeIsBitwiseRepeatable) {
   pic::Config c = landau();
   c.deterministic = true;

@@ -31,7 +31,8 @@ void axpy_host(double a, const cn::Array<double>& x, const cn::Array<double>& y,
 
 void smooth(const cn::Array<double>& field, const cn::Array<double>& out) {
   const long long n = field.size();
-  for (long long i = 1; i + 1 < n; ++i) out(i) = 0.25 * field(i - 1) + 0.5 * field(i) + 0.25 * field(i + 1);
+  for (long long i = 1; i + 1 < n; ++i)
+    out(i) = 0.25 * field(i - 1) + 0.5 * field(i) + 0.25 * field(i + 1);
   out(0) = field(0);
   out(n - 1) = field(n - 1);
 }
@@ -118,7 +119,8 @@ TEST_F(KernelTest, DispatchByArrays) {
 }
 
 TEST_F(KernelTest, MissingCudaRaisesNamingWhereItIsExpected) {
-  cn::Kernel smooth_k("smooth", smooth, std::nullopt, {.cuda_path = "kernels/smooth/smooth_cuda.cu"});
+  cn::Kernel smooth_k("smooth", smooth, std::nullopt,
+                      {.cuda_path = "kernels/smooth/smooth_cuda.cu"});
   EXPECT_FALSE(smooth_k.has_cuda());
   auto f = cn::ones<double>({8});
   auto out = cn::zeros<double>({8});
@@ -127,8 +129,9 @@ TEST_F(KernelTest, MissingCudaRaisesNamingWhereItIsExpected) {
     FAIL() << "a missing CUDA kernel must raise";
   } catch (const cn::BackendError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("Kernel 'smooth' has no CUDA kernel (expected at kernels/smooth/smooth_cuda.cu)"),
-              std::string::npos)
+    EXPECT_NE(
+        m.find("Kernel 'smooth' has no CUDA kernel (expected at kernels/smooth/smooth_cuda.cu)"),
+        std::string::npos)
         << m;
     EXPECT_NE(m.find("MissingCuda::fallback"), std::string::npos) << m;
   }
@@ -136,8 +139,9 @@ TEST_F(KernelTest, MissingCudaRaisesNamingWhereItIsExpected) {
 }
 
 TEST_F(KernelTest, FallbackRunsTheHostKernelOnHostCopiesAndCountsIt) {
-  cn::Kernel smooth_k("smooth", smooth, std::nullopt,
-                      {.missing_cuda = cn::MissingCuda::fallback, .host = {.outputs = std::vector{1}}});
+  cn::Kernel smooth_k(
+      "smooth", smooth, std::nullopt,
+      {.missing_cuda = cn::MissingCuda::fallback, .host = {.outputs = std::vector{1}}});
   auto h = cn::Array<double>({6}, cn::Backend::host);
   for (int i = 0; i < 6; ++i) h(i) = i * i;
   auto f = cn::to_device(h);
@@ -178,7 +182,8 @@ TEST_F(KernelTest, HostKernelOutputsAliasingContainersAndReturns) {
   });
   auto counter = cn::count_transfers();
   same(a, a);
-  EXPECT_EQ(counter.kernel_conversion_calls().at(0).description, "HostKernel 'same': 1 array(s) converted");
+  EXPECT_EQ(counter.kernel_conversion_calls().at(0).description,
+            "HostKernel 'same': 1 array(s) converted");
   EXPECT_EQ(cn::to_host(a)(1), 5.0);
   // Containers and ArrayHolder objects; the caller's objects keep their device arrays.
   cn::HostKernel scale_all("scale_all", [](std::vector<cn::Array<double>>& list, Fields& fields) {
@@ -237,24 +242,33 @@ TEST_F(KernelTest, ArgumentObjectsWithTwoForms) {
 }
 
 TEST_F(KernelTest, SignatureMismatchShowsBothLists) {
-  auto wrong_host = [](const cn::Array<float>& x, double a, long long n) { (void)x, (void)a, (void)n; };
+  auto wrong_host = [](const cn::Array<float>& x, double a, long long n) {
+    (void)x, (void)a, (void)n;
+  };
   cn::Kernel k("axpy", +wrong_host, cn::CudaKernel(cunumpy_test::kAxpy, "axpy"));
   const std::string d = k.signature_difference();
   std::printf("%s\n", d.c_str());
-  EXPECT_NE(d.find("Kernel 'axpy': the host and CUDA kernels take different parameters"), std::string::npos) << d;
+  EXPECT_NE(d.find("Kernel 'axpy': the host and CUDA kernels take different parameters"),
+            std::string::npos)
+      << d;
   EXPECT_NE(d.find("host: (Array<float32>, double, long long)"), std::string::npos) << d;
-  EXPECT_NE(d.find("cuda: (double a, const double * x, double * y, long long n)"), std::string::npos) << d;
+  EXPECT_NE(d.find("cuda: (double a, const double * x, double * y, long long n)"),
+            std::string::npos)
+      << d;
   EXPECT_NE(d.find("3 parameter(s) on the host, 4 on CUDA"), std::string::npos) << d;
   EXPECT_THROW(k.check_signature(), cn::ValueError);
-  auto types_differ = [](double a, const cn::Array<float>& x, const cn::Array<double>& y, double n) {
-    (void)a, (void)x, (void)y, (void)n;
-  };
+  auto types_differ = [](double a, const cn::Array<float>& x, const cn::Array<double>& y,
+                         double n) { (void)a, (void)x, (void)y, (void)n; };
   cn::Kernel k2("axpy", +types_differ, cn::CudaKernel(cunumpy_test::kAxpy, "axpy"),
                 {.host_parameters = {"a", "x", "why", "n"}});
   const std::string d2 = k2.signature_difference();
-  EXPECT_NE(d2.find("parameter 1 ('x'): elements of float32 on the host, float64 on CUDA"), std::string::npos) << d2;
+  EXPECT_NE(d2.find("parameter 1 ('x'): elements of float32 on the host, float64 on CUDA"),
+            std::string::npos)
+      << d2;
   EXPECT_NE(d2.find("parameter 2 is 'why' on the host, 'y' on CUDA"), std::string::npos) << d2;
-  EXPECT_NE(d2.find("parameter 3 ('n'): a double on the host, a long long on CUDA"), std::string::npos) << d2;
+  EXPECT_NE(d2.find("parameter 3 ('n'): a double on the host, a long long on CUDA"),
+            std::string::npos)
+      << d2;
   cn::Kernel ok("axpy", axpy_host, cn::CudaKernel(cunumpy_test::kAxpy, "axpy"));
   EXPECT_EQ(ok.signature_difference(), "");
   EXPECT_EQ(ok.host_parameters().value(),

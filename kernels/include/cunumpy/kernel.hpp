@@ -17,7 +17,8 @@
 // opts in with a for_each_array(f) member; as_kernel_array / kernel_output -> the functions
 // of the same names (kernel_output is a scope object).  `fuse` has no C++ form: a
 // parallel_for body already is one fused kernel,
-//   cn::parallel_for("axpy_then_scale", n, CUNUMPY_LAMBDA(long long i) { y(i) = 2 * (a * x(i) + y(i)); });
+//   cn::parallel_for("axpy_then_scale", n, CUNUMPY_LAMBDA(long long i) { y(i) = 2 * (a * x(i) +
+//   y(i)); });
 //
 // Conversion events (count_transfers): one kernel_conversion event per converted call, naming
 // the kernel and the number of arrays; a Kernel's fallback adds one fallback event.  The
@@ -57,13 +58,17 @@ enum class MissingCuda { raise, fallback };
 
 // An argument object with a host form (what the host kernel receives in its position).
 template <typename T>
-concept HostArguments = requires(const T& t) { t.host_args(); };
+concept HostArguments = requires(const T& t) {
+  t.host_args();
+};
 
 // An object whose arrays a HostKernel converts: for_each_array(f) calls f(array) for each
 // Array member (f takes the array by reference and may replace it).  The C++ form of the
 // Python object_modules: the type opts in.
 template <typename T>
-concept ArrayHolder = requires(T& t) { t.for_each_array([](auto&) {}); };
+concept ArrayHolder = requires(T& t) {
+  t.for_each_array([](auto&) {});
+};
 
 namespace detail {
 
@@ -234,7 +239,8 @@ R result_to_device(R r, Backend device) {
 void record_conversion(const std::string& kernel, int arrays, const std::source_location& where);
 void record_fallback(const std::string& kernel, const std::source_location& where);
 // Prints the fallback warning the first time `flag` is seen unset.
-void warn_fallback_once(std::atomic<bool>& flag, const std::string& kernel, const std::string& cuda_path);
+void warn_fallback_once(std::atomic<bool>& flag, const std::string& kernel,
+                        const std::string& cuda_path);
 
 }  // namespace detail
 
@@ -267,7 +273,10 @@ class HostKernel {
  public:
   HostKernel(std::string name, F function, HostKernelOptions options = {},
              std::source_location where = std::source_location::current())
-      : name_(std::move(name)), function_(std::move(function)), options_(std::move(options)), where_(where) {}
+      : name_(std::move(name)),
+        function_(std::move(function)),
+        options_(std::move(options)),
+        where_(where) {}
 
   template <typename... A>
   decltype(auto) operator()(A&&... args) const {
@@ -288,8 +297,8 @@ class HostKernel {
  private:
   template <typename... A>
   decltype(auto) call_resolved(std::optional<bool> convert, A&&... args) const {
-    const bool needed = convert.value_or(get_backend() != Backend::host ||
-                                         (detail::has_device_array(args) || ...));
+    const bool needed =
+        convert.value_or(get_backend() != Backend::host || (detail::has_device_array(args) || ...));
     if (!needed) return std::invoke(function_, std::forward<A>(args)...);
     return converted(std::forward<A>(args)...);
   }
@@ -315,7 +324,8 @@ class HostKernel {
       if constexpr (std::is_reference_v<R>) {
         return r;
       } else {
-        return device == Backend::host ? std::move(r) : detail::result_to_device(std::move(r), device);
+        return device == Backend::host ? std::move(r)
+                                       : detail::result_to_device(std::move(r), device);
       }
     }
   }
@@ -359,9 +369,12 @@ struct HostParameter {
 
 template <typename T>
 std::string_view host_type_text() {
-  if constexpr (std::is_same_v<T, bool>) return "bool";
-  else if constexpr (Element<T>) return ctype_of<T>();
-  else return "an argument object";
+  if constexpr (std::is_same_v<T, bool>)
+    return "bool";
+  else if constexpr (Element<T>)
+    return ctype_of<T>();
+  else
+    return "an argument object";
 }
 
 template <typename A>
@@ -384,7 +397,8 @@ void host_parameters_of(std::vector<HostParameter>& out) {
     using Flat = std::remove_cvref_t<decltype(std::declval<const T&>().cuda_args())>;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (host_parameters_of<std::tuple_element_t<I, Flat>>(out), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Flat>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<Flat>>{});
   } else if constexpr (requires { T::cuda_struct_name(); }) {
     p.kind = HostParameter::Kind::object;
     p.struct_name = T::cuda_struct_name();
@@ -406,7 +420,8 @@ std::optional<std::vector<HostParameter>> host_parameters() {
     std::vector<HostParameter> out;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (host_parameters_of<std::tuple_element_t<I, typename S::args>>(out), ...);
-    }(std::make_index_sequence<std::tuple_size_v<typename S::args>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<typename S::args>>{});
     return out;
   }
 }
@@ -426,9 +441,9 @@ std::string kernel_signature_difference(const std::string& kernel,
 struct KernelOptions {
   Dispatch dispatch = Dispatch::backend;
   MissingCuda missing_cuda = MissingCuda::raise;
-  std::string cuda_path;                    // where the CUDA source is expected (for messages)
-  HostKernelOptions host;                   // the host kernel's conversion (the fallback path)
-  std::vector<std::string> host_parameters; // the host parameters' names, for check_signature
+  std::string cuda_path;                     // where the CUDA source is expected (for messages)
+  HostKernelOptions host;                    // the host kernel's conversion (the fallback path)
+  std::vector<std::string> host_parameters;  // the host parameters' names, for check_signature
   bool check_signature = true;
 };
 
@@ -454,7 +469,8 @@ class KernelBase {
   virtual std::optional<std::vector<std::string>> host_parameters() const = 0;
 
  protected:
-  KernelBase(std::string name, KernelOptions options) : name_(std::move(name)), options_(std::move(options)) {}
+  KernelBase(std::string name, KernelOptions options)
+      : name_(std::move(name)), options_(std::move(options)) {}
   std::string name_;
   KernelOptions options_;
   mutable std::atomic<bool> warned_{false};
@@ -473,8 +489,15 @@ class Kernel : public KernelBase {
         host_(name_, std::move(host), options_.host, where),
         cuda_(std::move(cuda)) {}
 
+  // Host and CUDA kernels return the same type: void, as kernels write their results into
+  // arrays (a CudaKernel returns nothing), or the same type for a callable CUDA side.
   template <typename... A>
   decltype(auto) operator()(const Launch& launch, A&&... args) {
+    using HostResult = decltype(host_(std::forward<A>(args)...));
+    using CudaResult = decltype(invoke_cuda(launch, std::forward<A>(args)...));
+    static_assert(std::is_same_v<HostResult, CudaResult>,
+                  "cunumpy::Kernel: the host and CUDA kernels must return the same type (void: "
+                  "kernels write their results into arrays)");
     if (options_.dispatch == Dispatch::arrays) {
       bool on_device = false;
       Backend device = Backend::host;
@@ -486,7 +509,8 @@ class Kernel : public KernelBase {
       (look(args), ...);
       if (!on_device) return host_.call(false, std::forward<A>(args)...);  // host data: directly
       // The arrays' device (an argument object without arrays: the active device backend).
-      if (device == Backend::host) device = get_backend() == Backend::host ? Backend::emulated : get_backend();
+      if (device == Backend::host)
+        device = get_backend() == Backend::host ? Backend::emulated : get_backend();
       const UseBackend on(device);
       return run_device(launch, std::forward<A>(args)...);
     }
@@ -521,7 +545,8 @@ class Kernel : public KernelBase {
       if (!cuda_ || !options_.check_signature || !cuda_->check_signature()) return {};
       const auto host = detail::host_parameters<H>();
       if (!host) return {};
-      return detail::kernel_signature_difference(name_, *host, options_.host_parameters, cuda_->signature());
+      return detail::kernel_signature_difference(name_, *host, options_.host_parameters,
+                                                 cuda_->signature());
     } else {
       return {};  // an nvcc-compiled kernel: the compiler checks the launcher's call
     }
@@ -554,12 +579,12 @@ class Kernel : public KernelBase {
   }
 
   BackendError missing() const {
-    return BackendError("Kernel '" + name_ + "' has no CUDA kernel" +
-                        (options_.cuda_path.empty() ? std::string()
-                                                    : " (expected at " + options_.cuda_path + ")") +
-                        " and the " + std::string(to_string(get_backend())) +
-                        " backend needs one; write it, or make the kernel with missing_cuda = "
-                        "MissingCuda::fallback to run the host kernel on host copies (slow)");
+    return BackendError(
+        "Kernel '" + name_ + "' has no CUDA kernel" +
+        (options_.cuda_path.empty() ? std::string() : " (expected at " + options_.cuda_path + ")") +
+        " and the " + std::string(to_string(get_backend())) +
+        " backend needs one; write it, or make the kernel with missing_cuda = "
+        "MissingCuda::fallback to run the host kernel on host copies (slow)");
   }
 
   HostKernel<H> host_;
@@ -567,13 +592,13 @@ class Kernel : public KernelBase {
 };
 
 template <typename H, typename D>
-Kernel(std::string, H, D, KernelOptions = {}, std::source_location = std::source_location::current())
-    -> Kernel<H, D>;
+Kernel(std::string, H, D, KernelOptions = {},
+       std::source_location = std::source_location::current()) -> Kernel<H, D>;
 template <typename H>
 Kernel(std::string, H) -> Kernel<H>;
 template <typename H>
-Kernel(std::string, H, std::nullopt_t, KernelOptions = {}, std::source_location = std::source_location::current())
-    -> Kernel<H>;
+Kernel(std::string, H, std::nullopt_t, KernelOptions = {},
+       std::source_location = std::source_location::current()) -> Kernel<H>;
 
 // ---- arguments on the kernel's side (dispatch = arrays) --------------------------------------
 
@@ -613,8 +638,11 @@ template <Element T, Element U>
 class KernelOutput {
  public:
   template <Element L>
-  KernelOutput(Array<U>& out, const Array<L>& like, std::source_location where = std::source_location::current())
-      : out_(out), buffer_(as_kernel_array<T>(out, like, where)), where_(where),
+  KernelOutput(Array<U>& out, const Array<L>& like,
+               std::source_location where = std::source_location::current())
+      : out_(out),
+        buffer_(as_kernel_array<T>(out, like, where)),
+        where_(where),
         exceptions_(std::uncaught_exceptions()) {}
   ~KernelOutput() noexcept(false) {
     if (std::uncaught_exceptions() > exceptions_) return;  // an error: nothing written back

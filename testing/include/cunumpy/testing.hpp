@@ -23,7 +23,10 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -34,6 +37,8 @@
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
 #include <cunumpy/device_function_kernel.hpp>
+#include <cunumpy/kernel.hpp>
+#include <cunumpy/kernel_catalog.hpp>
 
 namespace cunumpy::testing {
 
@@ -198,8 +203,9 @@ void for_each_array(const V& value, const std::string& name, F&& f) {
 // callable taking the Launch first, or one taking the arguments alone (an nvcc-compiled
 // __global__ wrapper).  The failure names the argument that differs, where and by how much.
 template <typename Host, typename Device, typename MakeArgs>
-::testing::AssertionResult kernels_agree(Host&& host, Device&& device, MakeArgs&& make_args,
-                                         const AgreeOptions& options = {}) {
+requires(std::is_invocable_v<MakeArgs&, Backend, std::uint64_t>)::testing::AssertionResult
+    kernels_agree(Host&& host, Device&& device, MakeArgs&& make_args,
+                  const AgreeOptions& options = {}) {
   if (options.n_calls < 1)
     return ::testing::AssertionFailure()
            << "kernels_agree: n_calls must be at least 1, got " << options.n_calls;
@@ -273,11 +279,67 @@ template <typename Host, typename Device, typename MakeArgs>
 
 // kernels_agree as a non-fatal GoogleTest failure (the Python assert_kernels_agree).
 template <typename Host, typename Device, typename MakeArgs>
-void assert_kernels_agree(Host&& host, Device&& device, MakeArgs&& make_args,
-                          const AgreeOptions& options = {}) {
+requires(std::is_invocable_v<MakeArgs&, Backend, std::uint64_t>) void assert_kernels_agree(
+    Host&& host, Device&& device, MakeArgs&& make_args, const AgreeOptions& options = {}) {
   EXPECT_TRUE(kernels_agree(std::forward<Host>(host), std::forward<Device>(device),
                             std::forward<MakeArgs>(make_args), options));
 }
+
+// kernels_agree over a Kernel's two sides: its host kernel (host forms of argument objects
+// resolved) against its CUDA kernel.  A failure when the Kernel has no CUDA kernel.
+template <typename H, typename D, typename MakeArgs>
+requires(std::is_invocable_v<MakeArgs&, Backend, std::uint64_t>)::testing::AssertionResult
+    kernels_agree(Kernel<H, D>& kernel, MakeArgs&& make_args, const AgreeOptions& options = {}) {
+  if (!kernel.has_cuda())
+    return ::testing::AssertionFailure()
+           << "kernels_agree: Kernel '" << kernel.name() << "' has no CUDA kernel"
+           << (kernel.cuda_path().empty() ? std::string()
+                                          : " (expected at " + kernel.cuda_path() + ")");
+  return kernels_agree(kernel.host(), *kernel.cuda(), std::forward<MakeArgs>(make_args), options);
+}
+
+// One parity test of a catalog's kernel: its name and the check (empty: the kernel has no
+// parity check yet; the test skips, naming it).
+struct ParityCase {
+  std::string name;
+  std::function<::testing::AssertionResult()> check;
+};
+inline void PrintTo(const ParityCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+// The check of kernel `name` of `catalog` (typed as Kernel<H, D>) with `make_args`.
+template <typename H, typename D = CudaKernel, typename MakeArgs>
+std::function<::testing::AssertionResult()> parity_check(KernelCatalog& catalog,
+                                                         const std::string& name,
+                                                         MakeArgs make_args,
+                                                         AgreeOptions options = {}) {
+  return [&catalog, name, make_args, options]() mutable {
+    return kernels_agree(catalog.get<H, D>(name), make_args, options);
+  };
+}
+
+// One case per kernel of the catalog that has a CUDA kernel (KernelCatalog::parity_cases),
+// with its check from `checks` (by name), for INSTANTIATE_TEST_SUITE_P:
+//   INSTANTIATE_TEST_SUITE_P(Port, Parity, ::testing::ValuesIn(parity_cases(catalog, checks)),
+//                            parity_case_name);
+std::vector<ParityCase> parity_cases(
+    const KernelCatalog& catalog,
+    const std::map<std::string, std::function<::testing::AssertionResult()>>& checks);
+inline std::string parity_case_name(const ::testing::TestParamInfo<ParityCase>& info) {
+  return info.param.name;
+}
+
+// The body of a parity test: skips a case without a check (saying so), else expects it.
+#define CUNUMPY_EXPECT_PARITY(parity_case)                                                   \
+  do {                                                                                       \
+    const ::cunumpy::testing::ParityCase& cunumpy_case_ = (parity_case);                     \
+    if (!cunumpy_case_.check)                                                                \
+      GTEST_SKIP() << "kernel '" << cunumpy_case_.name                                       \
+                   << "' has a CUDA kernel but no parity check: add one (make_args) to the " \
+                      "checks given to parity_cases";                                        \
+    EXPECT_TRUE(cunumpy_case_.check());                                                      \
+  } while (false)
 
 }  // namespace cunumpy::testing
 

@@ -38,14 +38,21 @@ class CudaError : public Error {
   int code_;
 };
 
-// An MPI call failed, or a communication was used where it cannot work (after MPI_Finalize);
-// the message names the call and MPI's error string.
 // A run-time compiled kernel that does not compile: the message holds the compiler's log.
 class CompileError : public Error {
  public:
   using Error::Error;
 };
 
+// A name that is not there: a kernel of a catalog, a host implementation (Python's
+// LookupError / KeyError).
+class LookupError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An MPI call failed, or a communication was used where it cannot work (after MPI_Finalize);
+// the message names the call and MPI's error string.
 class MpiError : public Error {
  public:
   using Error::Error;

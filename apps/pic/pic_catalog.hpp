@@ -1,0 +1,40 @@
+// apps/pic/pic_catalog.hpp: the mini-app's particle kernels as Kernel pairs in a catalog: a
+// host version here (OpenMP) and a CUDA source compiled at run time from
+// kernels/<name>/<name>_cuda.cu (NVRTC on cuda, the kernel emulator on emulated).  `pic
+// --kernels rtc` runs them; `--kernels builtin` (the default) the parallel_for loops of pic.cpp,
+// compiled by nvcc.  Both give the same physics.
+#pragma once
+
+#include <filesystem>
+
+#include <cunumpy/cunumpy.hpp>
+#include <cunumpy/kernel_catalog.hpp>
+
+namespace pic {
+
+using Vec = cunumpy::Array<double>;
+
+// ne = the density at the nodes (each particle adds q * w to its stencil's nodes); in 1D y is
+// not read (pass x).  Per-thread private grids summed in thread order (no atomics on CPUs).
+void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long nx, long long ny, int order,
+                  bool two, double inv_dx, double inv_dy, double q, long long n);
+// The field at the particles; in 1D y, ey and ey_p are not used (pass x, ex and ex_p).
+void gather_host(const Vec& x, const Vec& y, const Vec& ex, const Vec& ey, const Vec& ex_p,
+                 const Vec& ey_p, long long nx, long long ny, int order, bool two, double inv_dx,
+                 double inv_dy, long long n);
+// v += dv E, then x += dt v when `move`; energy[i] = mass / 2 * v_old . v_new.  In 1D y, vy and
+// ey_p are not used (pass x, vx and ex_p).
+void push_host(const Vec& x, const Vec& y, const Vec& vx, const Vec& vy, const Vec& ex_p,
+               const Vec& ey_p, const Vec& energy, double dv, double dt, double lx, double ly,
+               double mass, bool move, bool two, long long n);
+
+using DepositKernel = cunumpy::Kernel<decltype(&deposit_host)>;
+using GatherKernel = cunumpy::Kernel<decltype(&gather_host)>;
+using PushKernel = cunumpy::Kernel<decltype(&push_host)>;
+
+// The folder of the CUDA sources: CUNUMPY_PIC_KERNELS when set, else the source tree's.
+std::filesystem::path kernel_folder();
+// deposit, gather and push (built at first use; the CUDA sources are read then).
+cunumpy::KernelCatalog& kernel_catalog();
+
+}  // namespace pic

@@ -1,0 +1,264 @@
+// KernelCatalog (a folder of CUDA sources found at run time, summary, with/without CUDA,
+// compile_all with a failing kernel, check_signatures, typed access), HostImplementations
+// and the process-wide implementation choice, host functions from a shared library.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <cunumpy/cunumpy.hpp>
+#include <cunumpy/kernel_catalog.hpp>
+
+#include "kernel_sources.hpp"
+
+namespace cn = cunumpy;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("cunumpy-catalog-" + std::to_string(getpid()) + "-" +
+                                        std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  void write(const fs::path& rel, const std::string& text) const {
+    fs::create_directories((path / rel).parent_path());
+    std::ofstream(path / rel) << text;
+  }
+};
+
+void scale_host(const cn::Array<double>& x, double a, long long n) {
+  for (long long i = 0; i < n; ++i) x(i) *= a;
+}
+void shift_host(const cn::Array<double>& x, double b, long long n) {
+  for (long long i = 0; i < n; ++i) x(i) += b;
+}
+void wrong_host(const cn::Array<int>& x, long long n) {
+  (void)x, (void)n;
+}
+
+const char* kScaleSource = R"(
+extern "C" __global__ void scale(double* x, double a, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+})";
+const char* kBrokenSource = R"(
+extern "C" __global__ void broken(double* x, long long n) { x[0] = undefined_name; }
+)";
+const char* kWrongSource = R"(
+extern "C" __global__ void wrong(double* x, long long n) {}
+)";
+
+bool nvrtc_available() {
+  try {
+    cn::CudaKernel probe("extern \"C\" __global__ void probe() {}", "probe");
+    probe.compile();
+    return true;
+  } catch (const cn::BackendError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST(KernelCatalog, FindsCudaSourcesInItsFolderAndSummarisesThePort) {
+  TempDir dir;
+  dir.write("scale/scale_cuda.cu", kScaleSource);
+  cn::KernelCatalog catalog({.cuda_folder = dir.path});
+  auto& scale = catalog.add("scale", scale_host);
+  catalog.add("shift", shift_host);
+  EXPECT_TRUE(scale.has_cuda());
+  EXPECT_FALSE(catalog["shift"].has_cuda());
+  EXPECT_EQ(catalog["shift"].cuda_path(), (dir.path / "shift" / "shift_cuda.cu").string());
+  EXPECT_EQ(catalog.summary(), "CUDA kernels: 1 of 2 (missing: shift)");
+  EXPECT_EQ(catalog.with_cuda(), std::vector<std::string>{"scale"});
+  EXPECT_EQ(catalog.without_cuda(), std::vector<std::string>{"shift"});
+  EXPECT_EQ(catalog.parity_cases(), std::vector<std::string>{"scale"});
+  EXPECT_NO_THROW(catalog.check_signatures());
+  // Typed access to call it; wrong types and unknown names are errors.
+  auto& typed = catalog.get<decltype(&scale_host)>("scale");
+  EXPECT_EQ(&typed, &scale);
+  EXPECT_THROW((void)catalog.get<decltype(&wrong_host)>("scale"), cn::TypeError);
+  try {
+    (void)catalog["push"];
+    FAIL();
+  } catch (const cn::LookupError& e) {
+    EXPECT_NE(std::string(e.what()).find("no kernel named 'push'; the catalog has scale, shift"),
+              std::string::npos);
+  }
+  EXPECT_THROW(catalog.add("scale", scale_host), cn::ValueError);
+  // The call runs the emulator's CUDA kernel on the emulated backend, the host one on host.
+  if (std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0) {
+    auto on = cn::use_backend(cn::Backend::emulated);
+    auto x = cn::full<double>({10}, 2.0);
+    typed(cn::threads(10), x, 3.0, 10LL);
+    EXPECT_EQ(cn::to_host(x)(9), 6.0);
+  }
+  auto hx = cn::full<double>({3}, 1.0, cn::Backend::host);
+  catalog.get<decltype(&shift_host)>("shift")(cn::threads(3), hx, 0.5, 3LL);
+  EXPECT_EQ(hx(2), 1.5);
+}
+
+TEST(KernelCatalog, SummaryListsAtMostTenMissing) {
+  cn::KernelCatalog catalog;
+  for (int i = 0; i < 12; ++i) {
+    char name[8];
+    std::snprintf(name, sizeof name, "k%02d", i);
+    catalog.add(name, shift_host);
+  }
+  EXPECT_EQ(
+      catalog.summary(),
+      "CUDA kernels: 0 of 12 (missing: k00, k01, k02, k03, k04, k05, k06, k07, k08, k09, ...)");
+  EXPECT_EQ(catalog.summary(2), "CUDA kernels: 0 of 12 (missing: k00, k01, ...)");
+  EXPECT_EQ(catalog.compile_all(), std::vector<std::string>{}) << "nothing to compile";
+}
+
+TEST(KernelCatalog, CompileAllCompilesEveryKernelThenRaisesTheFirstFailure) {
+  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available";
+  TempDir dir;
+  dir.write("scale/scale_cuda.cu", kScaleSource);
+  dir.write("broken/broken_cuda.cu", kBrokenSource);
+  cn::KernelCatalog catalog({.cuda_folder = dir.path});
+  auto& scale = catalog.add("scale", scale_host);
+  catalog.add("broken", [](const cn::Array<double>&, long long) {});
+  try {
+    catalog.compile_all(2);
+    FAIL() << "a kernel that does not compile must raise";
+  } catch (const cn::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("undefined_name"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(scale.cuda()->is_compiled()) << "the others are compiled all the same";
+  TempDir good;
+  good.write("scale/scale_cuda.cu", kScaleSource);
+  cn::KernelCatalog ok({.cuda_folder = good.path});
+  ok.add("scale", scale_host);
+  EXPECT_EQ(ok.compile_all(0), std::vector<std::string>{"scale"});
+}
+
+TEST(KernelCatalog, CheckSignaturesListsEveryKernelThatDiffers) {
+  TempDir dir;
+  dir.write("scale/scale_cuda.cu", kScaleSource);
+  dir.write("wrong/wrong_cuda.cu", kWrongSource);
+  dir.write("shift/shift_cuda.cu",
+            R"(extern "C" __global__ void shift(float* x, double b, long long n) {})");
+  cn::KernelCatalog catalog({.cuda_folder = dir.path});
+  catalog.add("scale", scale_host);
+  catalog.add("wrong", wrong_host);
+  catalog.add("shift", shift_host);
+  try {
+    catalog.check_signatures();
+    FAIL();
+  } catch (const cn::ValueError& e) {
+    const std::string m = e.what();
+    std::printf("%s\n", m.c_str());
+    EXPECT_NE(m.find("KernelCatalog: 2 kernel(s) whose host and CUDA parameters differ"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("Kernel 'wrong'"), std::string::npos) << m;
+    EXPECT_NE(m.find("Kernel 'shift'"), std::string::npos) << m;
+    EXPECT_EQ(m.find("Kernel 'scale'"), std::string::npos) << m;
+  }
+}
+
+// ---- host implementations ------------------------------------------------------------------
+
+namespace {
+int twice_fast(int x) {
+  return 2 * x + 1000;
+}  // "fast": marked so the test sees which ran
+int twice_reference(int x) {
+  return 2 * x;
+}
+using Twice = int (*)(int);
+}  // namespace
+
+TEST(HostImplementations, DefaultOrderSelectionAndErrors) {
+  cn::set_kernel_implementation(std::nullopt);
+  cn::HostImplementations<Twice> twice(
+      "twice", {{"openmp", [] { return &twice_fast; }},
+                {"ispc", []() -> Twice { throw cn::Error("libtwice_ispc.so not built"); }},
+                {"reference", [] { return &twice_reference; }}});
+  EXPECT_EQ(twice.names(), (std::vector<std::string>{"openmp", "ispc", "reference"}));
+  EXPECT_EQ(twice.selected(), "openmp") << "the first that loads, in the order given";
+  EXPECT_EQ(twice(3), 1006);
+  EXPECT_FALSE(twice.available("ispc"));
+  EXPECT_EQ(twice.errors().at("ispc"), "libtwice_ispc.so not built");
+  try {
+    (void)twice.get("ispc");
+    FAIL();
+  } catch (const cn::LookupError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "implementation 'ispc' failed to load: libtwice_ispc.so not built"),
+              std::string::npos);
+  }
+  {
+    auto scope = cn::use_kernel_implementation("reference");
+    EXPECT_EQ(twice.selected(), "reference");
+    EXPECT_EQ(twice(3), 6);
+  }
+  EXPECT_EQ(twice(3), 1006) << "the scope ended";
+  cn::set_kernel_implementation("numba");
+  try {
+    (void)twice(3);
+    FAIL() << "a chosen implementation the kernel lacks is an error";
+  } catch (const cn::LookupError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("has no implementation 'numba'; it has openmp, ispc, reference"),
+        std::string::npos)
+        << e.what();
+  }
+  cn::set_kernel_implementation(std::nullopt);
+  EXPECT_THROW(cn::HostImplementations<Twice>("x", {{"openmp", [] { return &twice_fast; }}}),
+               cn::ValueError)
+      << "reference is required";
+  // Only the reference loads: it runs, with a warning once.
+  cn::HostImplementations<Twice> only("only",
+                                      {{"openmp", []() -> Twice { throw cn::Error("missing"); }},
+                                       {"reference", [] { return &twice_reference; }}});
+  EXPECT_EQ(only.selected(), "reference");
+  // A Kernel's host side may be a HostImplementations (its parameters come from F).
+  using Shift = void (*)(const cn::Array<double>&, double, long long);
+  cn::HostImplementations<Shift> shifts("shift", {{"reference", [] { return &shift_host; }}});
+  cn::Kernel<cn::HostImplementations<Shift>> k("shift", shifts);
+  EXPECT_EQ(k.host_parameters().value(),
+            (std::vector<std::string>{"Array<float64>", "double", "long long"}));
+  auto x = cn::zeros<double>({2}, cn::Backend::host);
+  k(cn::threads(2), x, 1.0, 2LL);
+  EXPECT_EQ(x(1), 1.0);
+}
+
+TEST(HostImplementations, TheEnvironmentChoosesForEveryKernel) {
+  if (const char* expect = std::getenv("CUNUMPY_TEST_EXPECT_IMPLEMENTATION")) {
+    EXPECT_EQ(cn::get_kernel_implementation().value_or(""), expect);
+  } else {
+    GTEST_SKIP() << "run by the ctest registration that sets CUNUMPY_KERNEL_IMPLEMENTATION";
+  }
+}
+
+TEST(HostImplementations, ALoaderOpensASharedLibraryOnFirstUse) {
+  if (std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no host compiler to build the library";
+  TempDir dir;
+  dir.write("twice.c", "int twice(int x) { return 2 * x + 7; }\n");
+  const fs::path lib = dir.path / "libtwice.so";
+  const std::string cmd = cn::emulation_compiler() + " -x c -shared -fPIC " +
+                          (dir.path / "twice.c").string() + " -o " + lib.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  cn::HostImplementations<Twice> twice(
+      "twice", {{"library", [&] { return cn::load_host_function<Twice>(lib, "twice"); }},
+                {"reference", [] { return &twice_reference; }}});
+  EXPECT_EQ(twice(5), 17);
+  EXPECT_THROW((void)cn::load_host_function<Twice>(lib, "thrice"), cn::Error);
+  EXPECT_THROW((void)cn::load_host_function<Twice>(dir.path / "missing.so", "twice"), cn::Error);
+}
