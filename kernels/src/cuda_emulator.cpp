@@ -7,6 +7,7 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
@@ -482,6 +483,11 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
 void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void** args,
                     std::size_t shared_mem) {
   const long long blocks = grid.product();
+  int host_threads = 1;
+#if defined(_OPENMP)
+  host_threads = omp_get_max_threads();
+#endif
+  const long long chunk = std::clamp<long long>(blocks / (8LL * host_threads), 1, 64);
   std::exception_ptr failure;
   std::atomic<bool> failed{false};
 #pragma omp parallel
@@ -498,7 +504,9 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
     // extra 448 bytes stagger the stacks' tops across cache sets: with a stride of exactly
     // 64 KiB every switch to the next thread would miss in the same few sets.
     static thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024 + 448);
-#pragma omp for schedule(dynamic, 1)
+    // Runs of consecutive blocks per host thread (each thread then streams through memory, which
+    // the prefetchers follow), small enough that uneven blocks still balance.
+#pragma omp for schedule(dynamic, chunk)
     for (long long b = 0; b < blocks; ++b) {
       if (failed.load(std::memory_order_relaxed)) continue;
       index.block = {static_cast<unsigned>(b % grid.x),

@@ -10,6 +10,7 @@
 #include <cunumpy/cuda_check.hpp>
 #include <cunumpy/cunumpy.hpp>
 #include <cunumpy/index.cuh>
+#include <cunumpy/kernel.hpp>
 #include <cunumpy/reduce.cuh>
 
 #ifndef CUNUMPY_BOUNDS_CHECK
@@ -238,6 +239,37 @@ TEST_F(OnGpu, HandWrittenKernelsWithTheDeviceHeaders) {
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
   auto ha = cn::to_host(a);
   EXPECT_EQ(ha(36, 10), 36.0f * 11 + 10);
+}
+
+// A Kernel whose CUDA side is an nvcc-compiled __global__ function: its launcher takes the
+// Launch and the arguments; the compiler checks the call (this file does not build otherwise).
+__global__ void scale_kernel(double* x, double a, long long n) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+void scale_on_host(const cn::Array<double>& x, double a, long long n) {
+  for (long long i = 0; i < n; ++i) x(i) *= a;
+}
+auto scale_launcher = [](const cn::Launch& launch, const cn::Array<double>& x, double a, long long n) {
+  const long long threads = launch.n_threads ? launch.n_threads->x : n;
+  scale_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256>>>(x.data(), a, n);
+  CUNUMPY_CUDA_CHECK(cudaGetLastError());
+};
+
+TEST(NvccKernel, TheHostSideRunsEverywhere) {
+  cn::Kernel scale("scale", scale_on_host, scale_launcher);
+  EXPECT_TRUE(scale.has_cuda());
+  EXPECT_EQ(scale.signature_difference(), "") << "checked by the compiler";
+  auto x = cn::full<double>({4}, 2.0, cn::Backend::host);
+  scale(cn::threads(4), x, 3.0, 4LL);
+  EXPECT_EQ(x(3), 6.0);
+}
+
+TEST_F(OnGpu, ANvccCompiledKernelBehindAKernel) {
+  cn::Kernel scale("scale", scale_on_host, scale_launcher);
+  auto x = cn::full<double>({1000}, 2.0);
+  scale(cn::threads(1000), x, 3.0, 1000LL);
+  EXPECT_EQ(cn::to_host(x)(999), 6.0);
 }
 
 TEST_F(OnGpu, DeviceBoundsCheckTraps) {

@@ -290,6 +290,13 @@ TEST_F(KernelTest, AsKernelArrayAndKernelOutput) {
   EXPECT_TRUE(converted.is_device());
   EXPECT_EQ(counter.to_device(), 1);
   EXPECT_EQ(cn::to_host(converted)(2), 3.0);
+  // On the host's side: a device array comes back (counted), a host one is itself.
+  auto host_like = cn::zeros<double>({4}, cn::Backend::host);
+  auto back = cn::as_kernel_array<double>(on_device, host_like);
+  EXPECT_TRUE(back.is_host());
+  EXPECT_EQ(counter.to_host(), 2) << "the check's to_host above, and this one";
+  EXPECT_EQ(back(0), 2.0);
+  EXPECT_EQ(cn::as_kernel_array<double>(host_like, host_like).data(), host_like.data());
   // kernel_output: a float output written through a double buffer on the device.
   auto result = cn::zeros<float>({4}, cn::Backend::host);
   {

@@ -15,6 +15,7 @@
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/emulated_stream.hpp>
+#include <cunumpy/internal/page_map.hpp>
 
 namespace cunumpy::detail {
 namespace {
@@ -44,8 +45,13 @@ std::size_t page_round(std::size_t bytes) {
 namespace emulated_arena {
 
 void* allocate(std::size_t bytes) {
-  const std::size_t mapped = page_round(bytes);
-  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Large blocks on transparent huge pages, as host arrays are (so the emulated device's
+  // kernels see the host's TLB behaviour).
+  const bool huge = bytes >= kHugePage;
+  const std::size_t mapped = huge ? huge_length(bytes) : page_round(bytes);
+  void* p = huge ? map_huge(bytes)
+                 : mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (huge && p == nullptr) p = MAP_FAILED;
   if (p == MAP_FAILED)
     throw BackendError("emulated device: cannot allocate " + std::to_string(bytes) +
                        " bytes (" + std::strerror(errno) +

@@ -16,23 +16,20 @@
 #include <cunumpy/internal/core_context.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
 #include <cunumpy/internal/emulated_arena.hpp>
+#include <cunumpy/internal/page_map.hpp>
 #include <cunumpy/stream.hpp>
 
 namespace cunumpy {
 namespace detail {
-namespace {
-
-constexpr std::size_t kHostAlignment = 64;
-
-// Blocks from this size on get a mapping of their own, backed by transparent huge pages where
-// the kernel allows them (THP in "madvise" mode, Debian's default): a sort or a gather over
-// arrays of many megabytes then takes one TLB entry per 2 MiB instead of per 4 KiB.  They are
-// mapped rather than taken from malloc so that the huge-page advice never reaches the malloc
-// heap, whose top is trimmed and regrown as small blocks come and go.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+// Large blocks are mapped rather than taken from malloc so that the huge-page advice never
+// reaches the malloc heap, whose top is trimmed and regrown as small blocks come and go; a
+// sort or a gather over arrays of many megabytes then takes one TLB entry per 2 MiB.
+std::size_t huge_length(std::size_t bytes) noexcept {
+  return round_up(bytes, kHugePage);
+}
 
 void* map_huge(std::size_t bytes) {
-  const std::size_t length = round_up(bytes, kHugePage);
+  const std::size_t length = huge_length(bytes);
   // One extra huge page of address space, so that a 2 MiB-aligned start can be cut out of it.
   void* raw =
       mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -46,6 +43,10 @@ void* map_huge(std::size_t bytes) {
   (void)madvise(p, length, MADV_HUGEPAGE);  // advice only: without THP the block is plain pages
   return p;
 }
+
+namespace {
+
+constexpr std::size_t kHostAlignment = 64;
 
 class SystemHost final : public MemoryResource {
  public:
@@ -61,7 +62,7 @@ class SystemHost final : public MemoryResource {
   }
   void deallocate(void* p, std::size_t bytes) noexcept override {
     if (bytes >= kHugePage)
-      munmap(p, round_up(bytes, kHugePage));
+      munmap(p, huge_length(bytes));
     else
       std::free(p);
   }
