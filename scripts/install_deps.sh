@@ -10,7 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev libfftw3-dev libcli11-dev libssl-dev libboost-context-dev
   slurm-wlm munge
-  python3-numpy python3-h5py python3-matplotlib
+  python3-numpy python3-h5py python3-matplotlib python3-venv python3-pip
 )
 
 missing=()

@@ -54,6 +54,13 @@ CUNUMPY_HD_INLINE double bits_to_uniform(unsigned int lo, unsigned int hi) {
   return (high * 2097152.0 + low) * kTwoPowMinus53;
 }
 
+// Uniform `pair` (0: words 0 and 1, 1: words 2 and 3) of a Philox output: the first word of
+// the pair gives the high 32 bits, the second the low ones (as the Python library does; every
+// uniform of cunumpy comes from here or from host_fast's vector form of the same rule).
+CUNUMPY_HD_INLINE double words_to_uniform(const cunumpy_u32x4& w, int pair) {
+  return bits_to_uniform(/*lo=*/w.v[2 * pair + 1], /*hi=*/w.v[2 * pair]);
+}
+
 // a + s * u with two roundings (never a fused multiply-add, which nvcc would otherwise use on
 // the device), so scaled uniforms are the same bits on host and device.
 CUNUMPY_HD_INLINE double scale_shift(double a, double s, double u) {
@@ -89,19 +96,19 @@ CUNUMPY_HD_INLINE cunumpy_u32x4 cunumpy_philox_words(unsigned long long seed, un
   return cunumpy_philox4x32_10(c, static_cast<unsigned int>(seed), static_cast<unsigned int>(seed >> 32));
 }
 
-// One uniform in [0, 1) (words 0 and 1).
+// One uniform in [0, 1) (words 0 and 1: word 0 the high bits).
 CUNUMPY_HD_INLINE double cunumpy_uniform(unsigned long long seed, unsigned long long stream,
                                          unsigned long long counter) {
   const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, counter);
-  return cunumpy::detail::bits_to_uniform(w.v[0], w.v[1]);
+  return cunumpy::detail::words_to_uniform(w, 0);
 }
 
 // Two uniforms from one call (words 0,1 and 2,3); u0 equals cunumpy_uniform's value.
 CUNUMPY_HD_INLINE void cunumpy_uniform2(unsigned long long seed, unsigned long long stream,
                                         unsigned long long counter, double* u0, double* u1) {
   const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, counter);
-  *u0 = cunumpy::detail::bits_to_uniform(w.v[0], w.v[1]);
-  *u1 = cunumpy::detail::bits_to_uniform(w.v[2], w.v[3]);
+  *u0 = cunumpy::detail::words_to_uniform(w, 0);
+  *u1 = cunumpy::detail::words_to_uniform(w, 1);
 }
 
 // Two standard normals from one call (Box-Muller on uniform2; 1 - u0 keeps the log finite).

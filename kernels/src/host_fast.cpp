@@ -107,7 +107,8 @@ struct Philox8 {
   }
 };
 
-// bits_to_uniform(lo, hi) of eight word pairs: the 53-bit integer (hi << 21 | lo >> 11), exact
+// bits_to_uniform(lo, hi) of eight word pairs (words_to_uniform's rule: the pair's first word
+// is hi): the 53-bit integer (hi << 21 | lo >> 11), exact
 // as a double, times 2^-53.
 CUNUMPY_AVX512_TARGET inline __m512d uniform8(__m512i lo, __m512i hi) {
   const __m512i low21 = _mm512_and_si512(_mm512_srli_epi64(lo, 11), _mm512_set1_epi64((1 << 21) - 1));
@@ -134,8 +135,8 @@ CUNUMPY_AVX512_TARGET long long uniform_ids_avx512(double* __restrict out0, doub
     __m512i c[4] = {_mm512_xor_si512(_mm512_srli_epi64(q1, 32), c1k0), q1,
                     _mm512_ternarylogic_epi64(hi0, _mm512_srli_epi64(s, 32), philox.k1[0], 0x96), lo0};
     philox.rounds(c, 1);
-    _mm512_storeu_pd(out0 + i, uniform8(c[0], c[1]));
-    if (out1 != nullptr) _mm512_storeu_pd(out1 + i, uniform8(c[2], c[3]));
+    _mm512_storeu_pd(out0 + i, uniform8(/*lo=*/c[1], /*hi=*/c[0]));
+    if (out1 != nullptr) _mm512_storeu_pd(out1 + i, uniform8(/*lo=*/c[3], /*hi=*/c[2]));
   }
   return i;
 }
@@ -157,7 +158,7 @@ CUNUMPY_AVX512_TARGET long long uniform_pairs_avx512(double* __restrict out, std
     const __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(base + static_cast<std::uint64_t>(p))), lane);
     __m512i c[4] = {ctr, _mm512_srli_epi64(ctr, 32), c2, c3};
     philox.rounds(c, 0);
-    const __m512d u01 = uniform8(c[0], c[1]), u23 = uniform8(c[2], c[3]);
+    const __m512d u01 = uniform8(/*lo=*/c[1], /*hi=*/c[0]), u23 = uniform8(/*lo=*/c[3], /*hi=*/c[2]);
     const __m512d x01 = _mm512_add_pd(va, _mm512_mul_pd(vs, u01)), x23 = _mm512_add_pd(va, _mm512_mul_pd(vs, u23));
     _mm512_storeu_pd(out + 2 * p, _mm512_permutex2var_pd(x01, first_half, x23));
     _mm512_storeu_pd(out + 2 * p + 8, _mm512_permutex2var_pd(x01, second_half, x23));
@@ -228,8 +229,8 @@ void uniform_ids_range(double* __restrict out0, double* __restrict out1, std::ui
   } else {
     for (long long i = begin; i < end; ++i) {
       const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream[i], counter);
-      out0[i] = bits_to_uniform(w.v[0], w.v[1]);
-      out1[i] = bits_to_uniform(w.v[2], w.v[3]);
+      out0[i] = words_to_uniform(w, 0);
+      out1[i] = words_to_uniform(w, 1);
     }
   }
 }
@@ -243,12 +244,12 @@ void uniform_pairs_range(double* __restrict out, long long n, std::uint64_t seed
 #endif
   for (long long p = begin; p < full_end; ++p) {
     const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, base + static_cast<std::uint64_t>(p));
-    out[2 * p] = scale_shift(a, b - a, bits_to_uniform(w.v[0], w.v[1]));
-    out[2 * p + 1] = scale_shift(a, b - a, bits_to_uniform(w.v[2], w.v[3]));
+    out[2 * p] = scale_shift(a, b - a, words_to_uniform(w, 0));
+    out[2 * p + 1] = scale_shift(a, b - a, words_to_uniform(w, 1));
   }
   for (long long p = full_end > begin ? full_end : begin; p < end; ++p) {  // the odd last element
     const cunumpy_u32x4 w = cunumpy_philox_words(seed, stream, base + static_cast<std::uint64_t>(p));
-    out[2 * p] = scale_shift(a, b - a, bits_to_uniform(w.v[0], w.v[1]));
+    out[2 * p] = scale_shift(a, b - a, words_to_uniform(w, 0));
   }
 }
 CUNUMPY_HOST_CLONES
