@@ -103,7 +103,21 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
       break;
     }
   if (!have_local_size)
-    if (auto v = first_count(env("SLURM_STEP_TASKS_PER_NODE")); v && *v > 0) info.local_size = *v;
+    if (auto v = first_count(env("SLURM_STEP_TASKS_PER_NODE")); v && *v > 0) {
+      info.local_size = *v;
+      have_local_size = true;
+    }
+  // An inconsistent environment (a rank within the node outside the node's ranks) would bind
+  // two ranks to one GPU or none: say so, and fold the rank into range.
+  if (have_local_size && (info.local_rank < 0 || info.local_rank >= info.local_size)) {
+    const int folded = ((info.local_rank % info.local_size) + info.local_size) % info.local_size;
+    const std::string text = "the local rank " + std::to_string(info.local_rank) + " is not below the local size " +
+                             std::to_string(info.local_size) +
+                             " the launcher's variables give (an inconsistent environment); using local rank " +
+                             std::to_string(folded);
+    info.warning = info.warning.empty() ? text : info.warning + "; " + text;
+    info.local_rank = folded;
+  }
   return info;
 }
 

@@ -3,6 +3,14 @@
 // is what starts MPI here.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -40,6 +48,15 @@ TEST(RuntimeMpi, WorldMatchesTheLauncher) {
   const std::string s = rt.summary();
   EXPECT_NE(s.find("rank " + std::to_string(rt.world().rank()) + "/" + std::to_string(rt.world().size()) + " (MPI)"),
             std::string::npos) << s;
+  // Ranks sharing the node share its cores when OMP_NUM_THREADS is unset.
+  if (std::getenv("OMP_NUM_THREADS") == nullptr && rt.launcher().local_size > 1) {
+    EXPECT_NE(rt.host_threads().find("rank(s) on the node"), std::string::npos) << rt.host_threads();
+#if defined(_OPENMP)
+    EXPECT_LE(omp_get_max_threads() * rt.launcher().local_size,
+              std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)) + rt.launcher().local_size)
+        << "no more threads on the node than cores (rounding down, at least one per rank)";
+#endif
+  }
   for (int r = 0; r < rt.world().size(); ++r) {
     if (r == rt.world().rank()) std::printf("%s\n", s.c_str());
     std::fflush(stdout);

@@ -49,6 +49,23 @@ def main(path):
         emit(out, "sort_order", order)
         seg_keys = (np.arange(n, dtype=np.int64) * 7) % 50
         emit(out, "segment_sum", xp.algorithms.segment_sum(np.sin(i), seg_keys, 50))
+        out.write("report h 1 " + transfer_report().encode().hex() + "\n")
+
+
+def transfer_report():
+    """The layout of a transfer report (3 to_device from one line, 1 to_host), the call sites
+    replaced by WHERE and the first line (whose kinds differ between the libraries) dropped."""
+    import os
+    import re
+    if os.environ.get("CUNUMPY_FAKE_CUPY") != "1":
+        return ""
+    with xp.use_backend("cupy"):
+        with xp.profiling.count_transfers() as c:
+            for _ in range(3):
+                d = xp.to_cupy(np.zeros(4))
+            xp.to_numpy(d)
+    lines = c.report().splitlines()[1:]
+    return "\n".join(re.sub(r"\S+:\d+: ", "WHERE: ", line) for line in lines)
 
 
 if __name__ == "__main__":

@@ -153,4 +153,46 @@ TEST_P(Oracle, MortonSortAndSegmentSumEqualThePythonLibrarys) {
                                              cn::from_host<double>(values, {n}), 50));
 }
 
+namespace {
+// A report's layout: each line's indentation and, for kind lines, the kind and count; for
+// call-site lines only the repeat count (the call sites and the Python function names differ).
+std::vector<std::string> layout(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t indent = line.find_first_not_of(' ');
+    std::string rest = indent == std::string::npos ? "" : line.substr(indent);
+    std::string shape = std::to_string(indent) + "|";
+    if (rest.find(": ") != std::string::npos && rest.find("):") != rest.size() - 2) {
+      const std::size_t x = rest.rfind(" (x");
+      shape += "site" + (x == std::string::npos ? std::string() : rest.substr(x));
+    } else {
+      shape += rest;
+    }
+    out.push_back(shape);
+  }
+  return out;
+}
+std::string unhex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+}  // namespace
+
+TEST_P(Oracle, TheTransferReportIsLaidOutAsThePythonLibrarys) {
+  if (GetParam() != cn::Backend::emulated) GTEST_SKIP() << "transfers need a device: run on emulated";
+  const auto& r = reference().values;
+  ASSERT_TRUE(r.count("report") && !r.at("report").empty()) << "the reference has no report";
+  auto counter = cn::count_transfers();
+  auto h = cn::zeros<double>({4}, cn::Backend::host);
+  cn::Array<double> d;
+  for (int i = 0; i < 3; ++i) d = cn::to_device(h);
+  (void)cn::to_host(d);
+  std::string ours = counter.report();
+  ours = ours.substr(ours.find('\n') + 1);  // the first line's kinds differ between the libraries
+  EXPECT_EQ(layout(ours), layout(unhex(r.at("report")[0]))) << ours << "\n---\n" << unhex(r.at("report")[0]);
+}
+
 CUNUMPY_ON_HOST_AND_EMULATED(Oracle);

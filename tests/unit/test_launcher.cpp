@@ -116,3 +116,18 @@ TEST(Launcher, AnUnknownCunumpyMpiValueIsAWarning) {
       << info.warning;
   EXPECT_TRUE(detect({{"CUNUMPY_MPI", "1"}}).warning.empty());
 }
+
+TEST(Launcher, ALocalRankOutsideTheNodeIsAWarningAndFolded) {
+  const auto i = detect({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_RANK", "6"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "6"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  EXPECT_EQ(i.local_rank, 2);
+  EXPECT_NE(i.warning.find("the local rank 6 is not below the local size 4"), std::string::npos) << i.warning;
+  const auto slurm = detect({{"SLURM_LOCALID", "3"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}});
+  EXPECT_EQ(slurm.local_rank, 1);
+  EXPECT_FALSE(slurm.warning.empty());
+  EXPECT_EQ(detect({{"LOCAL_RANK", "3"}}).local_rank, 3) << "without a local size nothing is folded";
+  const auto fine = detect({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "3"},
+                            {"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  EXPECT_EQ(fine.local_rank, 3);
+  EXPECT_TRUE(fine.warning.empty()) << fine.warning;
+}

@@ -30,13 +30,15 @@ TEST(RuntimeSerial, StartsInOrderWithTheStandIn) {
     EXPECT_FALSE(rt.device().has_value());
     EXPECT_EQ(cn::get_backend(), cn::Backend::emulated);
     EXPECT_EQ(step_index(rt, "environment"), 0);
-    EXPECT_EQ(step_index(rt, "bind device: none (emulated backend)"), 1);
-    EXPECT_EQ(step_index(rt, "MPI not started"), 2);
-    EXPECT_GT(step_index(rt, "CUDA-aware MPI"), 2);
+    EXPECT_EQ(step_index(rt, "host threads"), 1);
+    EXPECT_EQ(step_index(rt, "bind device: none (emulated backend)"), 2);
+    EXPECT_EQ(step_index(rt, "MPI not started"), 3);
+    EXPECT_GT(step_index(rt, "CUDA-aware MPI"), 3);
     const std::string s = rt.summary();
     EXPECT_NE(s.find("backend emulated"), std::string::npos) << s;
     EXPECT_NE(s.find("rank 0/1 (serial stand-in)"), std::string::npos) << s;
     EXPECT_NE(s.find("CUDA-aware MPI:"), std::string::npos) << s;
+    EXPECT_NE(s.find("OpenMP thread(s)"), std::string::npos) << s;
     EXPECT_THROW(cn::Runtime second, cn::Error) << "one Runtime per process";
     EXPECT_FALSE(rt.is_default());
     EXPECT_EQ(rt.seed(), 1234u);
@@ -103,4 +105,12 @@ TEST(RuntimeSerial, SingletonsUnderALauncherAreCaught) {
   }
   l.world_size.reset();
   EXPECT_NO_THROW(cn::detail::check_world_size(l, 3)) << "no declared size: nothing to compare";
+}
+
+TEST(HostThreads, RanksShareTheNodesCores) {
+  EXPECT_EQ(cn::detail::threads_per_rank(2, 2, 4), 1) << "4 ranks on 2 cores: one thread each";
+  EXPECT_EQ(cn::detail::threads_per_rank(64, 64, 4), 16);
+  EXPECT_EQ(cn::detail::threads_per_rank(64, 8, 4), 8) << "bound by the launcher: its affinity";
+  EXPECT_EQ(cn::detail::threads_per_rank(8, 0, 1), 8);
+  EXPECT_EQ(cn::detail::threads_per_rank(0, 0, 0), 1);
 }

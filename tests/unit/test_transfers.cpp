@@ -122,10 +122,10 @@ TEST_F(Transfers, ReportGroupsByKindAndCallSite) {
   (void)cn::to_device(h);
   const std::string expected =
       "4 transfer(s) through cunumpy (3 to_host, 1 to_device, 0 kernel_conversion, 0 fallback)\n"
-      "to_host (3):\n"
-      "  " + here(l_loop) + ": to_host(shape=(100000,), dtype=float64) (x3)\n"
-      "to_device (1):\n"
-      "  " + here(l_dev) + ": to_device(shape=(100000,), dtype=float64)";
+      "  to_host (3):\n"
+      "    " + here(l_loop) + ": to_host(shape=(100000,), dtype=float64) (x3)\n"
+      "  to_device (1):\n"
+      "    " + here(l_dev) + ": to_device(shape=(100000,), dtype=float64)";
   EXPECT_EQ(counter.report(), expected);
 }
 
@@ -136,8 +136,8 @@ TEST_F(Transfers, ReportListsSynchronisationsAfterTransfers) {
   EXPECT_EQ(counter.report(),
             "0 transfer(s) through cunumpy (0 to_host, 0 to_device, 0 kernel_conversion, 0 fallback)\n"
             "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction)\n"
-            "device (1):\n"
-            "  " + here(l) + ": synchronize()");
+            "  device (1):\n"
+            "    " + here(l) + ": synchronize()");
 }
 
 TEST_F(Transfers, AssertNoTransfersFailsWithTheReport) {

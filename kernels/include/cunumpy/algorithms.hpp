@@ -139,8 +139,17 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
 
 // out[k] = sum of values[i] (rows of an (n, m) array) over keys[i] == k, for k < n_segments;
 // negative keys drop their values; a key >= n_segments is a ValueError naming it.
+// The value types segment_sum adds: float, double, their complex forms, int32 and int64.
+template <typename V>
+inline constexpr bool is_segment_value_v =
+    std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, std::complex<float>> ||
+    std::is_same_v<V, std::complex<double>> || std::is_same_v<V, std::int32_t> || std::is_same_v<V, std::int64_t>;
+
 template <SegmentKey K, Element V>
 Array<segment_sum_t<V>> segment_sum(const Array<K>& keys, const Array<V>& values, long long n_segments) {
+  static_assert(is_segment_value_v<V>,
+                "cunumpy::segment_sum: values must be float, double, complex<float>, complex<double>, "
+                "int32 or int64; convert bool and small integer types to int32 first");
   return detail::segment_sum_impl(keys, values, n_segments);
 }
 

@@ -27,7 +27,7 @@ namespace {
 using Registry = detail::Ledger;
 Registry& registry() { return detail::core_context().ledger; }
 
-// "  where: description (xN)" lines, grouped by call site and description in order of first
+// "    where: description (xN)" lines, grouped by call site and description in order of first
 // appearance.
 template <typename Event>
 void append_groups(std::string& out, const std::vector<const Event*>& events) {
@@ -42,7 +42,7 @@ void append_groups(std::string& out, const std::vector<const Event*>& events) {
       ++it->second;
   }
   for (const auto& [e, n] : groups) {
-    out += "  " + e->where + ": " + e->description;
+    out += "    " + e->where + ": " + e->description;
     if (n > 1) out += " (x" + std::to_string(n) + ")";
     out += "\n";
   }
@@ -62,8 +62,8 @@ void append_section(std::string& out, const std::vector<Event>& events,
     std::vector<const Event*> of_kind;
     for (const Event& e : events)
       if (static_cast<std::size_t>(e.kind) == k) of_kind.push_back(&e);
-    out += std::string(to_string(static_cast<Kind>(k))) + " (" + std::to_string(counts[k]) +
-           "):\n";
+    out += "  " + std::string(to_string(static_cast<Kind>(k))) + " (" + std::to_string(counts[k]) +
+           "):\n";  // indented as the Python library's report: kinds by 2, call sites by 4
     append_groups(out, of_kind);
   }
 }

@@ -1,6 +1,11 @@
 // Runtime start-up and shut-down, and the default runtime (runtime.hpp).
 #include <cunumpy/runtime.hpp>
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -15,6 +20,10 @@
 #include <cunumpy/internal/memory_context.hpp>
 #include <cunumpy/memory.hpp>
 #include <cunumpy/rng.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 // Referenced by the link option of the runtime target (CMakeLists.txt), so that this file,
 // and with it the default runtime's registration below, is in every program.
@@ -69,6 +78,9 @@ const bool g_registered = [] {
 
 }  // namespace
 
+// Sets this rank's OpenMP threads (runtime.cpp, below) and says how many and why.
+std::string configure_host_threads(const LauncherInfo& launcher);
+
 void check_world_size(const LauncherInfo& launcher, int mpi_size) {
   if (!launcher.world_size || *launcher.world_size == mpi_size) return;
   throw MpiError(
@@ -110,6 +122,11 @@ void Runtime::start(int* argc, char*** argv, const RuntimeOptions& options) {
   steps_.push_back("environment: backend " + std::string(to_string(get_backend())) + " (" +
                    backend_reason() + "), launcher " + launcher.launcher + ", local rank " +
                    std::to_string(launcher.local_rank));
+
+  // 1b. The host threads: ranks sharing a node share its cores (an OpenMP team per core per
+  // rank oversubscribes them), unless the user chose.
+  threads_ = detail::configure_host_threads(launcher);
+  steps_.push_back("host threads: " + threads_);
 
   // 2. The GPU, before MPI_Init.
   device_ = bind_local_device();
@@ -194,6 +211,38 @@ std::uint64_t Runtime::seed() const {
   return parts_->random->seed_value();
 }
 
+namespace detail {
+int threads_per_rank(int node_cores, int affinity_cores, int ranks_on_node) noexcept {
+  node_cores = std::max(node_cores, 1);
+  if (affinity_cores > 0 && affinity_cores < node_cores) return affinity_cores;  // bound by the launcher
+  return std::max(1, node_cores / std::max(ranks_on_node, 1));
+}
+}  // namespace detail
+
+namespace detail {
+std::string configure_host_threads(const LauncherInfo& launcher) {
+#if defined(_OPENMP)
+  if (const char* set = std::getenv("OMP_NUM_THREADS"); set != nullptr && *set != '\0')
+    return std::to_string(omp_get_max_threads()) + " OpenMP thread(s) (OMP_NUM_THREADS=" + set + ")";
+  const int node = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  int affinity = 0;
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) affinity = CPU_COUNT(&mask);
+  if (launcher.local_size <= 1 && (affinity == 0 || affinity >= node))
+    return std::to_string(omp_get_max_threads()) + " OpenMP thread(s) (one rank on the node)";
+  const int threads = detail::threads_per_rank(node, affinity, launcher.local_size);
+  omp_set_num_threads(threads);
+  return std::to_string(threads) + " OpenMP thread(s) (" + std::to_string(node) + " cores, " +
+         std::to_string(launcher.local_size) + " rank(s) on the node" +
+         (affinity > 0 && affinity < node ? ", " + std::to_string(affinity) + " in this rank's affinity" : "") +
+         "; set OMP_NUM_THREADS to choose)";
+#else
+  (void)launcher;
+  return "1 (built without OpenMP)";
+#endif
+}
+}  // namespace detail
+
 std::string Runtime::summary() const {
   const LauncherInfo& l = launcher();
   const Comm& w = world();
@@ -205,6 +254,7 @@ std::string Runtime::summary() const {
        (w.is_serial() ? " (serial stand-in)" : " (MPI)") + ", local " +
        std::to_string(l.local_rank) + "/" + std::to_string(l.local_size) + ", launcher " +
        l.launcher;
+  if (!threads_.empty()) s += " | " + threads_;
   s += " | CUDA-aware MPI: " + std::string(to_string(awareness_.state)) + " (" + awareness_.reason +
        ")";
   if (default_) s += " | default runtime";

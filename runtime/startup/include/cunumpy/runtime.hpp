@@ -80,8 +80,12 @@ class Runtime {
   // The seed of the random streams (set at start-up; drawn on first use by the default one).
   std::uint64_t seed() const;
 
-  // One line: version, backend and why, device, rank/size (local, launcher), CUDA-awareness.
+  // One line: version, backend and why, device, rank/size (local, launcher), host threads,
+  // CUDA-awareness.
   std::string summary() const;
+  // The OpenMP threads of this rank and why (OMP_NUM_THREADS, or the node's cores shared
+  // among its ranks when it is unset).
+  const std::string& host_threads() const noexcept { return threads_; }
 
  private:
   struct DefaultTag {};
@@ -96,7 +100,15 @@ class Runtime {
   CudaAwareness awareness_;
   bool initialized_mpi_ = false;
   std::vector<std::string> steps_;
+  std::string threads_;
 };
+
+namespace detail {
+// The OpenMP threads a rank takes when OMP_NUM_THREADS is unset: the cores it may run on (its
+// affinity mask) when the launcher bound it to fewer than the node has, else its share of the
+// node's cores among the node's ranks; at least 1.
+int threads_per_rank(int node_cores, int affinity_cores, int ranks_on_node) noexcept;
+}  // namespace detail
 
 // The process's Runtime: the constructed one, else the default runtime (started now if it
 // has not started yet).
