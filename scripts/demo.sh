@@ -11,5 +11,5 @@ bash "$here/build.sh" >/dev/null
 source "$here/env.sh"
 BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build}"
 OUT="${OUT:-$CUNUMPY_ROOT/out/landau}"
-mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --output "$OUT"
+mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --output "$OUT" --overwrite
 /usr/bin/python3 "$CUNUMPY_ROOT/scripts/plot_energy.py" "$OUT"

@@ -11,6 +11,7 @@
 // phase; writes energy.csv and summary.json to --output.  Bad input: a message and exit 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -43,7 +44,14 @@ int main(int argc, char** argv) {
   app.add_option("--amplitude", config.amplitude, "custom case: density perturbation");
   app.add_option("--vth", config.vth, "custom case: thermal velocity")->check(CLI::PositiveNumber);
   app.add_option("--beam-velocity", config.beam_velocity, "custom case: two streams at +-v (0: one Maxwellian)");
-  app.add_option("--output", output, "folder for energy.csv and summary.json");
+  app.add_option("--output", output, "folder for energy.csv and summary.json (checked before the first step)");
+  bool overwrite = false;
+  app.add_flag("--overwrite", overwrite, "replace the outputs of an earlier run in --output");
+  int flush_every = -1;
+  app.add_option("--flush-every", flush_every,
+                 "with --output: rewrite the outputs every N steps during the run (default: a tenth of "
+                 "the steps; 0: only at the end)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-progress", no_progress, "no progress lines");
   app.add_option("--kernels", config.kernels,
                  "builtin (parallel_for loops compiled with the program) | rtc (the kernel catalog: "
@@ -85,7 +93,34 @@ int main(int argc, char** argv) {
     cn::Runtime runtime(argc, argv, options);
     const cn::Comm& world = runtime.world();
     if (world.rank() == 0) std::printf("%s\n", runtime.summary().c_str());
+    // The output folder is checked before the first step (rank 0 writes; every rank stops on
+    // a bad one).
+    if (!output.empty()) {
+      int ok = 1;
+      std::string why;
+      if (world.rank() == 0) {
+        try {
+          pic::prepare_output(output, overwrite);
+        } catch (const std::exception& e) {
+          ok = 0;
+          why = e.what();
+        }
+      }
+      ok = world.bcast(ok, 0);
+      if (!ok) {
+        if (world.rank() == 0) std::fprintf(stderr, "%s\n", why.c_str());
+        return 2;
+      }
+      config.flush_every = flush_every >= 0 ? flush_every : std::max(1, config.steps / 10);
+      config.on_flush = [&](const pic::Results& partial) { pic::write_outputs(output, config, partial); };
+    }
     const pic::Results r = pic::run(config, world);
+    const pic::Health health = pic::health_of(r);
+    if (world.rank() == 0 && health.diverged)
+      std::fprintf(stderr,
+                   "pic: warning: the run diverged: the total energy changed by %g of its initial value "
+                   "(non-finite: NaN or inf); the physics is not resolved, reduce --dt\n",
+                   health.max_relative_energy_error);
     if (world.rank() == 0) {
       std::printf("\n%s, %dD, %lld particles, %d steps on %d rank(s), backend %s\n", config.case_name.c_str(), config.dim,
                   config.particles, config.steps, r.ranks, r.backend.c_str());
@@ -110,6 +145,12 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const cn::Error& e) {
     std::fprintf(stderr, "pic: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pic: error: %s\n", e.what());
+    return 2;
+  } catch (...) {
+    std::fprintf(stderr, "pic: error: an unknown exception ended the run\n");
     return 2;
   }
 }

@@ -8,7 +8,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fftw3.h>
 
@@ -53,9 +60,22 @@ void validate(const Config& c, int ranks) {
   if (c.cells_x < 4 || (c.dim == 2 && c.cells_y < 4)) fail("--cells needs at least 4 cells per dimension");
   if (c.steps < 1) fail("--steps must be positive, got " + std::to_string(c.steps));
   if (!(c.dt > 0.0)) fail("--dt must be positive, got " + std::to_string(c.dt));
+  if (c.flush_every < 0) fail("the flush period must be 0 (never) or positive");
   if (!(c.k > 0.0)) fail("--k must be positive");
   if (c.order != 1 && c.order != 2) fail("--shape must be cic or tsc");
-  if (c.vth <= 0.0) fail("--vth must be positive");
+  // Every physical option finite and in range (a NaN passes a "<= 0" test, and reaches
+  // float-to-int casts that are undefined behaviour).
+  auto finite = [&](double v, const char* name) {
+    if (!std::isfinite(v)) fail(std::string(name) + " must be a finite number, got " + std::to_string(v));
+  };
+  finite(c.dt, "--dt");
+  finite(c.k, "--k");
+  finite(c.amplitude, "--amplitude");
+  finite(c.vth, "--vth");
+  finite(c.beam_velocity, "--beam-velocity");
+  if (!(c.vth > 0.0)) fail("--vth must be positive");
+  if (!(std::abs(c.amplitude) < 1.0)) fail("--amplitude must be below 1 in size (the density 1 + a cos(kx) stays positive)");
+  if (c.beam_velocity < 0.0) fail("--beam-velocity must be 0 (one Maxwellian) or positive");
   if (c.sort_every < 0) fail("--sort-every must be 0 (never) or positive");
   if (c.kernels != "builtin" && c.kernels != "rtc") fail("--kernels must be builtin or rtc, got " + c.kernels);
 }
@@ -561,6 +581,10 @@ Results run(const Config& config, const cn::Comm& comm) {
       r.momentum.push_back(global[1]);
       r.total_charge.push_back(total_charge(*s));
     });
+    r.steps_done = step + 1;
+    if (config.flush_every > 0 && config.on_flush && comm.rank() == 0 && (step + 1) % config.flush_every == 0 &&
+        step + 1 < config.steps)
+      config.on_flush(r);
     if (config.progress && comm.rank() == 0 && ((step + 1) % report_every == 0 || step + 1 == config.steps)) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double rate = static_cast<double>(config.particles) * (step + 1) / elapsed;
@@ -583,6 +607,7 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.fit_points = fit.points;
   r.fit_t_begin = fit.t_begin;
   r.fit_t_end = fit.t_end;
+  r.complete = true;
   return r;
 }
 
@@ -610,59 +635,147 @@ cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) 
   return out;
 }
 
-void write_outputs(const std::string& folder, const Config& config, const Results& r) {
-  std::filesystem::create_directories(folder);
-  {
-    std::ofstream csv(folder + "/energy.csv");
-    csv << "step,time,field_energy,mode_energy,kinetic_energy,total_energy,momentum,total_charge\n";
-    csv.precision(17);
-    for (std::size_t i = 0; i < r.time.size(); ++i)
-      csv << i << ',' << r.time[i] << ',' << r.field_energy[i] << ',' << r.mode_energy[i] << ',' << r.kinetic_energy[i] << ','
-          << r.field_energy[i] + r.kinetic_energy[i] << ',' << r.momentum[i] << ',' << r.total_charge[i] << '\n';
-  }
-  std::ofstream json(folder + "/summary.json");
-  json.precision(10);
+Health health_of(const Results& r) {
+  Health h;
+  if (r.field_energy.empty()) return h;
   const double e0 = r.field_energy.front() + r.kinetic_energy.front();
-  double max_energy_error = 0.0, max_momentum = 0.0, max_charge = 0.0;
-  for (std::size_t i = 0; i < r.time.size(); ++i) {
-    max_energy_error = std::max(max_energy_error, std::abs(r.field_energy[i] + r.kinetic_energy[i] - e0) / e0);
-    max_momentum = std::max(max_momentum, std::abs(r.momentum[i]));
-    max_charge = std::max(max_charge, std::abs(r.total_charge[i]));
+  for (std::size_t i = 0; i < r.field_energy.size(); ++i) {
+    const double e = r.field_energy[i] + r.kinetic_energy[i];
+    const double change = std::abs(e - e0) / std::abs(e0);
+    // NaN-propagating: std::max would drop a NaN change.
+    if (!(change <= h.max_relative_energy_error)) h.max_relative_energy_error = change;
   }
+  h.diverged = !std::isfinite(h.max_relative_energy_error) || h.max_relative_energy_error > 0.5;
+  return h;
+}
+
+namespace {
+namespace fs = std::filesystem;
+
+// A JSON number, or null for NaN and infinities.
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s.precision(10);
+  s << v;
+  return s.str();
+}
+
+// Writes `text` to `path` through a temporary file of the same folder: written, flushed to
+// the disk (fsync), renamed into place.  A reader sees the old file or the new one, never a
+// part; a process killed meanwhile leaves the old file and a temporary one.
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw cn::Error("pic: cannot create " + tmp.string() + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw cn::Error("pic: writing " + path.string() + " failed: " + std::strerror(e) +
+                      "; the previous file (if any) is unchanged");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw cn::Error("pic: writing " + path.string() + " failed: " + std::strerror(e) +
+                    "; the previous file (if any) is unchanged");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw cn::Error("pic: cannot put " + path.string() + " in place: " + std::strerror(e));
+  }
+}
+}  // namespace
+
+void prepare_output(const std::string& folder, bool overwrite) {
+  const fs::path dir(folder);
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw cn::Error("pic: --output " + folder + " is a file, not a folder; give a folder to write into");
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw cn::Error("pic: cannot create the output folder " + folder + ": " + ec.message() +
+                    "; check the path and its permissions");
+  if (!overwrite && (fs::exists(dir / "summary.json", ec) || fs::exists(dir / "energy.csv", ec)))
+    throw cn::Error("pic: " + folder + " holds the outputs of an earlier run; choose another folder or pass "
+                    "--overwrite");
+  // A probe: the folder must take a file now, not only after the run.
+  const fs::path probe = dir / (".pic-probe." + std::to_string(getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw cn::Error("pic: cannot write into " + folder + ": " + std::strerror(errno) +
+                    "; check its permissions or choose another folder");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void write_outputs(const std::string& folder, const Config& config, const Results& r) {
+  const fs::path dir(folder);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw cn::Error("pic: cannot create the output folder " + folder + ": " + ec.message());
+  std::ostringstream csv;
+  csv << "step,time,field_energy,mode_energy,kinetic_energy,total_energy,momentum,total_charge\n";
+  csv.precision(17);
+  for (std::size_t i = 0; i < r.time.size(); ++i)
+    csv << i << ',' << r.time[i] << ',' << r.field_energy[i] << ',' << r.mode_energy[i] << ',' << r.kinetic_energy[i]
+        << ',' << r.field_energy[i] + r.kinetic_energy[i] << ',' << r.momentum[i] << ',' << r.total_charge[i] << '\n';
+  const Health health = health_of(r);
+  double max_momentum = 0.0, max_charge = 0.0;
+  for (std::size_t i = 0; i < r.time.size(); ++i) {
+    if (!(std::abs(r.momentum[i]) <= max_momentum)) max_momentum = std::abs(r.momentum[i]);
+    if (!(std::abs(r.total_charge[i]) <= max_charge)) max_charge = std::abs(r.total_charge[i]);
+  }
+  std::ostringstream json;
+  json.precision(10);
   json << "{\n"
        << "  \"case\": \"" << config.case_name << "\",\n"
+       << "  \"complete\": " << (r.complete ? "true" : "false") << ",\n"
+       << "  \"steps_done\": " << r.steps_done << ",\n"
+       << "  \"diverged\": " << (health.diverged ? "true" : "false") << ",\n"
        << "  \"backend\": \"" << r.backend << "\",\n"
        << "  \"ranks\": " << r.ranks << ",\n"
        << "  \"dim\": " << config.dim << ",\n"
        << "  \"particles\": " << config.particles << ",\n"
        << "  \"cells\": " << (config.dim == 2 ? static_cast<long long>(config.cells_x) * config.cells_y : config.cells_x) << ",\n"
        << "  \"steps\": " << config.steps << ",\n"
-       << "  \"dt\": " << config.dt << ",\n"
-       << "  \"k\": " << config.k << ",\n"
+       << "  \"dt\": " << json_number(config.dt) << ",\n"
+       << "  \"k\": " << json_number(config.k) << ",\n"
        << "  \"shape\": \"" << (config.order == 1 ? "cic" : "tsc") << "\",\n"
        << "  \"deposit\": \"" << (config.deterministic ? "deterministic" : r.backend == "host" ? "private grids" : "atomic") << "\",\n"
        << "  \"kernels\": \"" << config.kernels << "\",\n"
        << "  \"quiet_start\": " << (config.quiet ? "true" : "false") << ",\n"
-       << "  \"gamma_fit\": " << r.gamma_fit << ",\n"
-       << "  \"omega_fit\": " << r.omega_fit << ",\n"
-       << "  \"gamma_theory\": " << r.gamma_theory << ",\n"
-       << "  \"omega_theory\": " << r.omega_theory << ",\n"
-       << "  \"fit_window\": [" << r.fit_t_begin << ", " << r.fit_t_end << "],\n"
+       << "  \"gamma_fit\": " << json_number(r.gamma_fit) << ",\n"
+       << "  \"omega_fit\": " << json_number(r.omega_fit) << ",\n"
+       << "  \"gamma_theory\": " << json_number(r.gamma_theory) << ",\n"
+       << "  \"omega_theory\": " << json_number(r.omega_theory) << ",\n"
+       << "  \"fit_window\": [" << json_number(r.fit_t_begin) << ", " << json_number(r.fit_t_end) << "],\n"
        << "  \"fit_points\": " << r.fit_points << ",\n"
-       << "  \"max_relative_energy_error\": " << max_energy_error << ",\n"
-       << "  \"max_abs_momentum\": " << max_momentum << ",\n"
-       << "  \"max_abs_total_charge\": " << max_charge << ",\n"
-       << "  \"seconds\": " << r.seconds << ",\n"
-       << "  \"ns_per_particle_step\": " << r.ns_per_particle_step << ",\n"
-       << "  \"particle_steps_per_second\": " << r.particle_steps_per_second << ",\n"
+       << "  \"max_relative_energy_error\": " << json_number(health.max_relative_energy_error) << ",\n"
+       << "  \"max_abs_momentum\": " << json_number(max_momentum) << ",\n"
+       << "  \"max_abs_total_charge\": " << json_number(max_charge) << ",\n"
+       << "  \"seconds\": " << json_number(r.seconds) << ",\n"
+       << "  \"ns_per_particle_step\": " << json_number(r.ns_per_particle_step) << ",\n"
+       << "  \"particle_steps_per_second\": " << json_number(r.particle_steps_per_second) << ",\n"
        << "  \"transfers_in_loop\": " << r.transfers_in_loop << ",\n"
        << "  \"phase_seconds\": {";
   bool first = true;
   for (const auto& [name, seconds] : r.phase_seconds) {
-    json << (first ? "" : ", ") << '"' << name << "\": " << seconds;
+    json << (first ? "" : ", ") << '"' << name << "\": " << json_number(seconds);
     first = false;
   }
   json << "}\n}\n";
+  // energy.csv first, summary.json last: a summary in place describes the energy.csv beside it.
+  write_atomically(dir / "energy.csv", csv.str());
+  write_atomically(dir / "summary.json", json.str());
 }
 
 }  // namespace pic

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include <cunumpy/cunumpy.hpp>
 
 namespace pic {
+
+struct Results;
 
 struct Config {
   std::string case_name = "landau";  // landau | two_stream | custom
@@ -42,6 +45,10 @@ struct Config {
   // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
   // run time on cuda, the kernel emulator on emulated).  The deterministic deposit is builtin.
   std::string kernels = "builtin";
+  // Called on rank 0 with the results so far every `flush_every` steps (0: never), e.g. to
+  // write them, so that a run killed later keeps what it computed.
+  int flush_every = 0;
+  std::function<void(const Results&)> on_flush;
 };
 
 // The presets of the named cases (landau: k 0.5, amplitude 0.01; two_stream: k 0.2, beams
@@ -60,7 +67,18 @@ struct Results {
   std::map<std::string, double> phase_seconds;
   int ranks = 1;
   std::string backend;
+  int steps_done = 0;     // steps in the histories (all of them once the run completes)
+  bool complete = false;  // the run ended (not a flush during the run)
 };
+
+// What summary.json reports of a run's health: the largest relative change of the total energy
+// (NaN-propagating: non-finite when the run produced NaN or inf), and whether it diverged (a
+// non-finite energy or a change of more than half the initial energy).
+struct Health {
+  double max_relative_energy_error = 0.0;
+  bool diverged = false;
+};
+Health health_of(const Results& results);
 
 // Runs the simulation on the active backend over `comm`.
 Results run(const Config& config, const cunumpy::Comm& comm);
@@ -71,7 +89,14 @@ cunumpy::Array<double> initial_density(const Config& config, const cunumpy::Comm
 // This rank's initial particles (x[, y], vx[, vy] rows), as a host array (n_local, 2 * dim).
 cunumpy::Array<double> initial_particles(const Config& config, const cunumpy::Comm& comm);
 
-// Writes energy.csv and summary.json into `folder` (created if needed).
+// Creates `folder` (and its parents) and checks that files can be written there: before the
+// first step, so that a bad --output fails at once, not after the run.  An existing folder that
+// holds earlier outputs is refused unless `overwrite`.  cunumpy::Error naming the folder.
+void prepare_output(const std::string& folder, bool overwrite);
+
+// Writes energy.csv and summary.json into `folder`: each to a temporary file in the folder,
+// flushed to disk, then renamed into place (summary.json last), so a reader never sees a
+// partial file; a failed write is an Error naming the file.  Non-finite values are JSON null.
 void write_outputs(const std::string& folder, const Config& config, const Results& results);
 
 }  // namespace pic

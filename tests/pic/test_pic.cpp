@@ -2,8 +2,18 @@
 // against the dispersion relation, conservation, host == emulated, no transfers in the loop.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <vector>
 
 #include <cunumpy/cunumpy.hpp>
 
@@ -184,4 +194,139 @@ TEST(PicGpu, CudaRunsTheLoopWithoutTransfersAndMatchesTheHostDensity) {
   EXPECT_EQ(r.transfers_in_loop, 0);
   EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.05);
   EXPECT_NEAR(r.omega_fit / r.omega_theory, 1.0, 0.02);
+}
+
+// ---- outputs: checked before the run, written atomically, every failure an error --------------
+
+namespace {
+struct Scratch {
+  std::filesystem::path path;
+  Scratch() {
+    path = std::filesystem::temp_directory_path() / ("pic-out-" + std::to_string(getpid()) + "-" +
+                                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    std::filesystem::create_directories(path);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+pic::Results small_results(double energy_at_end) {
+  pic::Results r;
+  for (int i = 0; i < 3; ++i) {
+    r.time.push_back(0.1 * i);
+    r.field_energy.push_back(1.0);
+    r.mode_energy.push_back(0.5);
+    r.kinetic_energy.push_back(i == 2 ? energy_at_end : 1.0);
+    r.momentum.push_back(0.0);
+    r.total_charge.push_back(0.0);
+  }
+  r.steps_done = 3;
+  r.complete = true;
+  return r;
+}
+}  // namespace
+
+TEST(PicOutput, ABadFolderFailsBeforeTheRun) {
+  Scratch s;
+  const auto file = s.path / "a_file";
+  std::ofstream(file) << "x";
+  EXPECT_THROW(pic::prepare_output(file.string(), false), cn::Error) << "a file, not a folder";
+  try {
+    pic::prepare_output((file / "under").string(), false);
+    FAIL();
+  } catch (const cn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create the output folder"), std::string::npos) << e.what();
+  }
+  const auto out = s.path / "run";
+  EXPECT_NO_THROW(pic::prepare_output(out.string(), false));
+  pic::write_outputs(out.string(), landau(), small_results(1.0));
+  try {
+    pic::prepare_output(out.string(), false);
+    FAIL() << "earlier outputs are never overwritten silently";
+  } catch (const cn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--overwrite"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(pic::prepare_output(out.string(), true));
+}
+
+TEST(PicOutput, AFailedWriteIsAnErrorAndLeavesThePreviousFiles) {
+  Scratch s;
+  const auto out = s.path / "run";
+  pic::write_outputs(out.string(), landau(), small_results(1.0));
+  const std::string before = slurp(out / "summary.json");
+  ASSERT_NE(before.find("\"complete\": true"), std::string::npos);
+  // A full disk, as the kernel reports it: writes past the file-size limit fail (EFBIG).
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  rlimit tiny = old;
+  tiny.rlim_cur = 64;
+  setrlimit(RLIMIT_FSIZE, &tiny);
+  std::string what;
+  try {
+    pic::write_outputs(out.string(), landau(), small_results(2.0));
+  } catch (const cn::Error& e) {
+    what = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_NE(what.find("writing"), std::string::npos) << "a failed write must be an error: '" << what << "'";
+  EXPECT_EQ(slurp(out / "summary.json"), before) << "the previous summary is intact";
+  for (const auto& e : std::filesystem::directory_iterator(out))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "no temporary left: " << e.path();
+}
+
+TEST(PicOutput, ADivergedRunIsFlaggedAndNonFiniteValuesAreValidJson) {
+  const pic::Health fine = pic::health_of(small_results(1.0));
+  EXPECT_FALSE(fine.diverged);
+  EXPECT_EQ(fine.max_relative_energy_error, 0.0);
+  const pic::Health blown = pic::health_of(small_results(1e6));
+  EXPECT_TRUE(blown.diverged);
+  EXPECT_GT(blown.max_relative_energy_error, 1e5);
+  const pic::Health nan = pic::health_of(small_results(std::nan("")));
+  EXPECT_TRUE(nan.diverged);
+  EXPECT_TRUE(std::isnan(nan.max_relative_energy_error)) << "NaN is not dropped by a max";
+  Scratch s;
+  pic::Results r = small_results(std::nan(""));
+  r.gamma_fit = std::numeric_limits<double>::infinity();
+  pic::write_outputs(s.path.string(), landau(), r);
+  const std::string json = slurp(s.path / "summary.json");
+  EXPECT_EQ(json.find("nan"), std::string::npos) << json;
+  EXPECT_EQ(json.find("inf"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"gamma_fit\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"diverged\": true"), std::string::npos) << json;
+}
+
+TEST(PicOutput, BadPhysicalOptionsAreErrors) {
+  for (auto set : std::vector<std::function<void(pic::Config&)>>{
+           [](pic::Config& c) { c.vth = std::nan(""); }, [](pic::Config& c) { c.dt = INFINITY; },
+           [](pic::Config& c) { c.amplitude = 1.5; }, [](pic::Config& c) { c.k = std::nan(""); },
+           [](pic::Config& c) { c.beam_velocity = -1.0; }}) {
+    pic::Config c = landau();
+    c.steps = 2;
+    set(c);
+    EXPECT_THROW(pic::run(c, cn::Comm::serial()), cn::ValueError);
+  }
+}
+
+TEST(PicOutput, ALongRunFlushesWhatItComputed) {
+  pic::Config c = landau();
+  c.particles = 5000;
+  c.steps = 20;
+  c.flush_every = 5;
+  std::vector<int> flushed;
+  c.on_flush = [&](const pic::Results& partial) {
+    EXPECT_FALSE(partial.complete);
+    EXPECT_EQ(static_cast<int>(partial.field_energy.size()), partial.steps_done);
+    flushed.push_back(partial.steps_done);
+  };
+  const pic::Results r = pic::run(c, cn::Comm::serial());
+  EXPECT_EQ(flushed, (std::vector<int>{5, 10, 15})) << "the end writes the complete results";
+  EXPECT_TRUE(r.complete);
 }
