@@ -4,6 +4,10 @@
 
 #include <atomic>
 #include <climits>
+#include <exception>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -78,8 +82,93 @@ void set_mpi_count_limit(long long limit) noexcept {
   g_count_limit.store(limit > 0 && limit < INT_MAX ? limit : INT_MAX);
 }
 
+namespace {
+std::atomic<bool>& checks_flag() {
+  static std::atomic<bool> flag = [] {
+    const char* v = std::getenv("CUNUMPY_MPI_CHECK");
+    return v != nullptr && (std::string_view(v) == "1" || std::string_view(v) == "yes" ||
+                            std::string_view(v) == "true" || std::string_view(v) == "on");
+  }();
+  return flag;
+}
+
+// What a rank passes to a collective, as the checked mode compares it.
+struct CallShape {
+  long long count;  // -1: not compared (the v-collectives' own counts)
+  long long dtype;
+  long long op;     // -1: none
+  long long root;   // -1: none
+};
+
+std::string shape_text(const CallShape& c) {
+  std::string s = c.count >= 0 ? std::to_string(c.count) + " x " : std::string();
+  s += std::string(to_string(static_cast<DType>(c.dtype)));
+  if (c.op >= 0) s += ", op " + std::to_string(c.op);
+  if (c.root >= 0) s += ", root " + std::to_string(c.root);
+  return s;
+}
+
+// The local argument checks of a collective: thrown at once normally; in the checked mode
+// caught and returned (empty: fine), so that every rank still takes part in the comparison.
+template <typename F>
+std::exception_ptr local_checks(F&& checks) {
+  if (!checks_flag().load(std::memory_order_relaxed)) {
+    checks();
+    return nullptr;
+  }
+  try {
+    checks();
+  } catch (const Error&) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+// The checked mode: every rank's CallShape, gathered; MpiError on every rank when they differ.
+void check_collective(CommImpl& impl, const char* call, CallShape mine, const std::exception_ptr& local_error) {
+  if (!checks_flag().load(std::memory_order_relaxed) || impl.size() <= 1) {
+    if (local_error) std::rethrow_exception(local_error);
+    return;
+  }
+  const int size = impl.size();
+  constexpr int kFields = 5;
+  std::vector<long long> all(static_cast<std::size_t>(kFields * size));
+  long long own[kFields] = {mine.count, mine.dtype, mine.op, mine.root, local_error ? 1 : 0};
+  impl.allgather(RawBuffer{own, kFields, DType::int64}, RawBuffer{all.data(), kFields * size, DType::int64});
+  // A rank whose own arguments failed their checks: every rank raises (none enters the call).
+  std::string failed;
+  for (int r = 0; r < size; ++r)
+    if (all[kFields * r + 4] != 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  if (!failed.empty()) {
+    if (local_error) std::rethrow_exception(local_error);  // this rank's own error, as unchecked
+    throw MpiError(std::string("Comm::") + call + " (checked mode, CUNUMPY_MPI_CHECK): rank(s) " + failed +
+                   " failed the argument checks (see their messages); no rank entered the collective");
+  }
+  bool same = true;
+  for (int r = 1; r < size && same; ++r)
+    for (int k = 0; k < 4; ++k) same = same && all[kFields * r + k] == all[k];
+  if (same) return;
+  std::string m = std::string("Comm::") + call + " (checked mode, CUNUMPY_MPI_CHECK): the ranks disagree:";
+  for (int r = 0; r < size; ++r) {
+    const CallShape c{all[kFields * r], all[kFields * r + 1], all[kFields * r + 2], all[kFields * r + 3]};
+    m += (r == 0 ? " " : "; ") + std::string("rank ") + std::to_string(r) + ": " + shape_text(c);
+  }
+  throw MpiError(m + "; every rank must pass the same count, type" + (mine.op >= 0 ? ", operation" : "") +
+                 (mine.root >= 0 ? " and root" : "") + " to a collective");
+}
+}  // namespace
+
 }  // namespace detail
 
+void set_mpi_checks(bool enabled) noexcept {
+  detail::checks_flag().store(enabled);
+}
+bool mpi_checks() noexcept {
+  return detail::checks_flag().load();
+}
+
+using detail::CallShape;
+using detail::check_collective;
 using detail::Counts;
 using detail::RawBuffer;
 
@@ -149,102 +238,135 @@ void Comm::barrier() const {
 
 void Comm::bcast_raw(RawBuffer b, int root) const {
   impl_->check_usable("bcast");
-  detail::check_root("bcast", root, size());
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_root("bcast", root, size());
+  });
+  check_collective(*impl_, "bcast", {b.count, static_cast<long long>(b.dtype), -1, root}, local);
   impl_->bcast(b, root);
 }
 
 void Comm::allreduce_raw(RawBuffer send, RawBuffer recv, Op op, bool in_place) const {
   impl_->check_usable("allreduce");
-  if (!in_place && send.count != recv.count)
-    detail::count_error("allreduce", "the receive buffer", send.count, recv.count);
+  const std::exception_ptr local = detail::local_checks([&] {
+    if (!in_place && send.count != recv.count)
+      detail::count_error("allreduce", "the receive buffer", send.count, recv.count);
+  });
+  check_collective(*impl_, "allreduce", {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), -1}, local);
   impl_->allreduce(send, recv, op, in_place);
 }
 
 void Comm::reduce_raw(RawBuffer send, RawBuffer recv, Op op, int root) const {
   impl_->check_usable("reduce");
-  detail::check_root("reduce", root, size());
   const bool in_place = send.data == recv.data;
-  if (rank() == root && !in_place && recv.count != send.count)
-    detail::count_error("reduce", "the receive buffer on root", send.count, recv.count);
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_root("reduce", root, size());
+    if (rank() == root && !in_place && recv.count != send.count)
+      detail::count_error("reduce", "the receive buffer on root", send.count, recv.count);
+  });
+  check_collective(*impl_, "reduce", {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), root}, local);
   impl_->reduce(send, recv, op, root, in_place);
 }
 
 void Comm::scan_raw(RawBuffer send, RawBuffer recv, Op op) const {
   impl_->check_usable("scan");
-  if (send.count != recv.count)
-    detail::count_error("scan", "the receive buffer", send.count, recv.count);
+  const std::exception_ptr local = detail::local_checks([&] {
+    if (send.count != recv.count)
+      detail::count_error("scan", "the receive buffer", send.count, recv.count);
+  });
+  check_collective(*impl_, "scan", {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), -1}, local);
   impl_->scan(send, recv, op, send.data == recv.data);
 }
 
 void Comm::allgather_raw(RawBuffer send, RawBuffer recv) const {
   impl_->check_usable("allgather");
-  if (recv.count != send.count * size())
-    detail::count_error("allgather", "the receive buffer (size() * send count)",
-                        send.count * size(), recv.count);
+  const std::exception_ptr local = detail::local_checks([&] {
+    if (recv.count != send.count * size())
+      detail::count_error("allgather", "the receive buffer (size() * send count)",
+                          send.count * size(), recv.count);
+  });
+  check_collective(*impl_, "allgather", {send.count, static_cast<long long>(send.dtype), -1, -1}, local);
   impl_->allgather(send, recv);
 }
 
 void Comm::gather_raw(RawBuffer send, RawBuffer recv, int root) const {
   impl_->check_usable("gather");
-  detail::check_root("gather", root, size());
-  if (rank() == root && recv.count != send.count * size())
-    detail::count_error("gather", "the receive buffer on root (size() * send count)",
-                        send.count * size(), recv.count);
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_root("gather", root, size());
+    if (rank() == root && recv.count != send.count * size())
+      detail::count_error("gather", "the receive buffer on root (size() * send count)",
+                          send.count * size(), recv.count);
+  });
+  check_collective(*impl_, "gather", {send.count, static_cast<long long>(send.dtype), -1, root}, local);
   impl_->gather(send, recv, root);
 }
 
 void Comm::scatter_raw(RawBuffer send, RawBuffer recv, int root) const {
   impl_->check_usable("scatter");
-  detail::check_root("scatter", root, size());
-  if (rank() == root && send.count != recv.count * size())
-    detail::count_error("scatter", "the send buffer on root (size() * receive count)",
-                        recv.count * size(), send.count);
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_root("scatter", root, size());
+    if (rank() == root && send.count != recv.count * size())
+      detail::count_error("scatter", "the send buffer on root (size() * receive count)",
+                          recv.count * size(), send.count);
+  });
+  check_collective(*impl_, "scatter", {recv.count, static_cast<long long>(recv.dtype), -1, root}, local);
   impl_->scatter(send, recv, root);
 }
 
 void Comm::alltoall_raw(RawBuffer send, RawBuffer recv) const {
   impl_->check_usable("alltoall");
-  if (send.count != recv.count)
-    detail::count_error("alltoall", "the receive buffer", send.count, recv.count);
-  if (send.count % size() != 0)
-    throw ValueError("Comm::alltoall: the buffers hold " + std::to_string(send.count) +
-                     " elements, not a multiple of the communicator size " +
-                     std::to_string(size()) + "; give every rank a block of the same length");
+  const std::exception_ptr local = detail::local_checks([&] {
+    if (send.count != recv.count)
+      detail::count_error("alltoall", "the receive buffer", send.count, recv.count);
+    if (send.count % size() != 0)
+      throw ValueError("Comm::alltoall: the buffers hold " + std::to_string(send.count) +
+                       " elements, not a multiple of the communicator size " +
+                       std::to_string(size()) + "; give every rank a block of the same length");
+  });
+  check_collective(*impl_, "alltoall", {send.count, static_cast<long long>(send.dtype), -1, -1}, local);
   impl_->alltoall(send, recv);
 }
 
 void Comm::allgatherv_raw(RawBuffer send, RawBuffer recv, Counts counts, Counts displs) const {
   impl_->check_usable("allgatherv");
-  detail::check_layout("allgatherv", "receive", counts, displs, size(), recv.count);
-  const auto me = static_cast<std::size_t>(rank());
-  if (counts[me] != send.count)
-    detail::count_error("allgatherv", "this rank's count", send.count, counts[me]);
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_layout("allgatherv", "receive", counts, displs, size(), recv.count);
+    const auto me = static_cast<std::size_t>(rank());
+    if (counts[me] != send.count)
+      detail::count_error("allgatherv", "this rank's count", send.count, counts[me]);
+  });
+  check_collective(*impl_, "allgatherv", {-1, static_cast<long long>(send.dtype), -1, -1}, local);
   impl_->allgatherv(send, recv, counts, displs);
 }
 
 void Comm::gatherv_raw(RawBuffer send, RawBuffer recv, Counts counts, Counts displs,
                        int root) const {
   impl_->check_usable("gatherv");
-  detail::check_root("gatherv", root, size());
-  if (rank() == root) {
-    detail::check_layout("gatherv", "receive", counts, displs, size(), recv.count);
-    const auto me = static_cast<std::size_t>(rank());
-    if (counts[me] != send.count)
-      detail::count_error("gatherv", "root's count", send.count, counts[me]);
-  }
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_root("gatherv", root, size());
+    if (rank() == root) {
+      detail::check_layout("gatherv", "receive", counts, displs, size(), recv.count);
+      const auto me = static_cast<std::size_t>(rank());
+      if (counts[me] != send.count)
+        detail::count_error("gatherv", "root's count", send.count, counts[me]);
+    }
+  });
+  check_collective(*impl_, "gatherv", {-1, static_cast<long long>(send.dtype), -1, root}, local);
   impl_->gatherv(send, recv, counts, displs, root);
 }
 
 void Comm::scatterv_raw(RawBuffer send, Counts counts, Counts displs, RawBuffer recv,
                         int root) const {
   impl_->check_usable("scatterv");
-  detail::check_root("scatterv", root, size());
-  if (rank() == root) {
-    detail::check_layout("scatterv", "send", counts, displs, size(), send.count);
-    const auto me = static_cast<std::size_t>(rank());
-    if (counts[me] > recv.count)
-      detail::count_error("scatterv", "the receive buffer", counts[me], recv.count);
-  }
+  const std::exception_ptr local = detail::local_checks([&] {
+    detail::check_root("scatterv", root, size());
+    if (rank() == root) {
+      detail::check_layout("scatterv", "send", counts, displs, size(), send.count);
+      const auto me = static_cast<std::size_t>(rank());
+      if (counts[me] > recv.count)
+        detail::count_error("scatterv", "the receive buffer", counts[me], recv.count);
+    }
+  });
+  check_collective(*impl_, "scatterv", {-1, static_cast<long long>(recv.dtype), -1, root}, local);
   impl_->scatterv(send, counts, displs, recv, root);
 }
 

@@ -278,3 +278,45 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
   cn::detail::set_mpi_count_limit(0);  // back to INT_MAX
   EXPECT_EQ(cn::detail::mpi_count_limit(), 2147483647LL);
 }
+
+// The checked mode: collectives whose arguments differ between ranks raise on every rank,
+// naming each rank's count, instead of a wrong result on some ranks and a hang on others.
+TEST_F(Mpi, CheckedModeRaisesOnEveryRankWhenCountsDiffer) {
+  const bool was = cn::mpi_checks();
+  cn::set_mpi_checks(true);
+  // Matching calls pass unchanged.
+  std::vector<double> v(4, 1.0), sum(4);
+  world.allreduce<double>(v, std::span<double>(sum), cn::Op::sum);
+  EXPECT_EQ(sum[0], static_cast<double>(size));
+  if (size > 1) {
+    std::vector<double> mine(static_cast<std::size_t>(3 + rank)), out(mine.size());
+    try {
+      world.allreduce<double>(mine, std::span<double>(out), cn::Op::sum);
+      ADD_FAILURE() << "rank " << rank << ": mismatched counts must raise";
+    } catch (const cn::MpiError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("Comm::allreduce (checked mode, CUNUMPY_MPI_CHECK): the ranks disagree: rank 0: 3 x float64"),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find("rank 1: 4 x float64"), std::string::npos) << m;
+    }
+    // Another root on one rank.
+    std::vector<int> b(2, rank);
+    EXPECT_THROW(world.bcast<int>(std::span<int>(b), rank == size - 1 ? 1 : 0), cn::MpiError);
+    // A rank whose own buffers are wrong: every rank raises, none enters the call.
+    std::vector<double> send(4, 1.0), recv(rank == 0 ? 3 : 4);
+    try {
+      world.allreduce<double>(send, std::span<double>(recv), cn::Op::sum);
+      ADD_FAILURE() << "rank " << rank << ": a bad buffer on rank 0 must raise everywhere";
+    } catch (const cn::MpiError& e) {
+      EXPECT_NE(rank, 0) << "rank 0 raises its own error";
+      EXPECT_NE(std::string(e.what()).find("rank(s) 0 failed the argument checks"), std::string::npos) << e.what();
+    } catch (const cn::ValueError& e) {
+      EXPECT_EQ(rank, 0) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the receive buffer must hold 4 elements, got 3"), std::string::npos)
+          << e.what();
+    }
+  }
+  world.barrier();  // every rank is still in step
+  cn::set_mpi_checks(was);
+}

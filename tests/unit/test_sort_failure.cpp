@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -21,13 +22,76 @@ std::atomic<bool> g_armed{false};
 constexpr std::size_t kRefused = std::size_t{1} << 20;
 }  // namespace
 
-void* operator new(std::size_t bytes) {
+// The whole family is replaced (plain, array, sized, aligned, nothrow), so that every new
+// and delete pairs with its own kind: a sanitizer sees no alloc-dealloc mismatch.
+namespace {
+void* allocate(std::size_t bytes, std::size_t alignment) {
   if (g_armed.load() && bytes >= kRefused) throw std::bad_alloc();
-  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
-  throw std::bad_alloc();
+  if (bytes == 0) bytes = 1;
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(bytes)
+                : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  return allocate(bytes, 0);
+}
+void* operator new[](std::size_t bytes) {
+  return allocate(bytes, 0);
+}
+void* operator new(std::size_t bytes, std::align_val_t a) {
+  return allocate(bytes, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t bytes, std::align_val_t a) {
+  return allocate(bytes, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  try {
+    return allocate(bytes, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept {
+  try {
+    return allocate(bytes, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace cn = cunumpy;
 
@@ -48,12 +112,14 @@ TEST(SortFailure, OutOfMemoryInsideTheHostSortIsAnExceptionAndTheNextSortWorks) 
   const auto [sorted, order, moved] = cn::sort_by_key(keys, payload);
   std::vector<std::int64_t> expected(static_cast<std::size_t>(n));
   std::iota(expected.begin(), expected.end(), 0);
-  std::stable_sort(expected.begin(), expected.end(),
-                   [&](auto a, auto b) { return host[static_cast<std::size_t>(a)] < host[static_cast<std::size_t>(b)]; });
+  std::stable_sort(expected.begin(), expected.end(), [&](auto a, auto b) {
+    return host[static_cast<std::size_t>(a)] < host[static_cast<std::size_t>(b)];
+  });
   const auto o = cn::to_host(order);
   const auto m = cn::to_host(moved);
   long long wrong = 0;
   for (long long i = 0; i < n; ++i)
-    wrong += o(i) != expected[static_cast<std::size_t>(i)] || m(i) != expected[static_cast<std::size_t>(i)];
+    wrong += o(i) != expected[static_cast<std::size_t>(i)] ||
+             m(i) != expected[static_cast<std::size_t>(i)];
   EXPECT_EQ(wrong, 0);
 }

@@ -51,6 +51,14 @@ enum class Op {
   bit_xor
 };
 
+// The checked mode of the collectives: before each one, the ranks compare what they pass (the
+// count, the element type, the operation, the root) with one small allgather, and when they
+// disagree every rank raises MpiError naming each rank's arguments, instead of a wrong result
+// on some ranks and a hang on others.  Costs one extra collective per call: for debugging and
+// CI.  From CUNUMPY_MPI_CHECK=1 (read once), or set here (every rank alike).
+void set_mpi_checks(bool enabled) noexcept;
+bool mpi_checks() noexcept;
+
 inline constexpr int proc_null = -2;  // as MPI_PROC_NULL: a send or receive that does nothing
 inline constexpr int any_source = -1;
 inline constexpr int any_tag = -1;
