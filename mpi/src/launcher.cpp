@@ -107,6 +107,8 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
       info.local_size = *v;
       have_local_size = true;
     }
+  // Without a variable for it, the local size is at least what the local rank implies.
+  if (!have_local_size && info.local_rank >= info.local_size) info.local_size = info.local_rank + 1;
   // An inconsistent environment (a rank within the node outside the node's ranks) would bind
   // two ranks to one GPU or none: say so, and fold the rank into range.
   if (have_local_size && (info.local_rank < 0 || info.local_rank >= info.local_size)) {

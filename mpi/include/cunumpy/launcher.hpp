@@ -25,7 +25,7 @@ struct LauncherInfo {
   std::string launcher;  // "Open MPI", "MPICH/Hydra", "Slurm srun", ... or "none"
   std::string evidence;  // the variable(s) that decided, e.g. "OMPI_COMM_WORLD_SIZE=4"
   int local_rank = 0;    // rank within the node (0 when no variable says)
-  int local_size = 1;    // ranks on this node (1 when no variable says)
+  int local_size = 1;    // ranks on this node (when no variable says: 1, or local_rank + 1)
   std::optional<int> world_size;  // the size the launcher declared, when it declares one
   std::optional<int> world_rank;
   std::string warning;  // a variable that was set but not understood (printed once at start-up)
