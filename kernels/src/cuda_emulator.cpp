@@ -4,8 +4,14 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -55,8 +61,45 @@ namespace {
 
 // ---- one block on one host thread ---------------------------------------------------------
 
+// Stack bounds, for AddressSanitizer's fiber annotations (it must know which stack runs, or it
+// takes a switch for an overflow).  Without ASan the annotations compile to nothing.
+struct StackBounds {
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+};
+#if defined(__SANITIZE_ADDRESS__)
+inline void asan_start_switch(void** fake, const StackBounds& to) {
+  __sanitizer_start_switch_fiber(fake, to.bottom, to.size);
+}
+inline void asan_finish_switch(void* fake) {
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+}
+#else
+inline void asan_start_switch(void**, const StackBounds&) {}
+inline void asan_finish_switch(void*) {}
+#endif
+
+// The calling host thread's own stack.
+StackBounds host_thread_stack() {
+  StackBounds b;
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) b = {addr, size};
+    pthread_attr_destroy(&attr);
+  }
+  return b;
+}
+
+// Thrown into suspended threads when their block fails, so that they unwind through the
+// emulator's own code (annotated switches) instead of Boost's forced unwinding.
+struct LaneAborted {};
+
 struct Lane {
   ctx::fiber fiber;  // the thread's context while it is suspended
+  StackBounds stack;
+  void* fake_stack = nullptr;  // ASan's, while suspended
   uint3 thread{};
   bool waiting = false;  // at __syncthreads
   bool done = false;
@@ -78,6 +121,21 @@ struct BlockRun {
   cunumpy_emulator::Index* index = nullptr;  // the kernel library's threadIdx & co.
   ctx::fiber scheduler;                      // the scheduler's context while a round runs
   Lane* resumer = nullptr;                   // who switched last (nullptr: the scheduler)
+  bool aborting = false;                     // the block failed: suspended threads unwind
+  StackBounds host_stack;                    // the scheduler's stack
+  void* host_fake_stack = nullptr;
+};
+
+// A fiber stack allocator that records where each lane's stack lies.
+struct RecordingStack {
+  ctx::pooled_fixedsize_stack* pool;  // the host thread's pool (outlives every lane)
+  Lane* lane;
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = pool->allocate();
+    lane->stack = {static_cast<const char*>(sc.sp) - sc.size, sc.size};
+    return sc;
+  }
+  void deallocate(ctx::stack_context& sc) noexcept { pool->deallocate(sc); }
 };
 thread_local BlockRun* t_run = nullptr;
 
@@ -100,19 +158,29 @@ void park(BlockRun& run, ctx::fiber&& from) {
 
 // Where `me` hands over: the next runnable thread of the round (its index made current), else
 // the scheduler (also after a failure).
-ctx::fiber hand_over(BlockRun& run, Lane* me) {
+// `to` receives the bounds of the stack it goes to.
+ctx::fiber hand_over(BlockRun& run, Lane* me, StackBounds& to) {
   Lane* next = run.failure ? nullptr : next_runnable(run, me + 1);
   run.resumer = me;
   run.current = next;
-  if (next == nullptr) return std::move(run.scheduler);
+  if (next == nullptr) {
+    to = run.host_stack;
+    return std::move(run.scheduler);
+  }
   run.index->thread = next->thread;
+  to = next->stack;
   return std::move(next->fiber);
 }
 
 // Suspends `me` (at a barrier or a warp operation) until the scheduler's next round.
 void suspend(BlockRun& run, Lane* me) {
-  ctx::fiber from = hand_over(run, me).resume();
+  StackBounds to;
+  ctx::fiber target = hand_over(run, me, to);
+  asan_start_switch(&me->fake_stack, to);
+  ctx::fiber from = std::move(target).resume();
+  asan_finish_switch(me->fake_stack);
   park(run, std::move(from));
+  if (run.aborting) throw LaneAborted{};
 }
 
 void hook_syncthreads() {
@@ -278,34 +346,62 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
   std::vector<Lane> lanes(static_cast<std::size_t>(n));
   run.lanes = &lanes;
   run.index = &index;
+  run.aborting = false;
+  // Read once per host thread (for the main thread glibc reads /proc/self/maps to find it).
+  static thread_local const StackBounds host_stack = host_thread_stack();
+  run.host_stack = host_stack;
   for (long long t = 0; t < n; ++t) {
     Lane& lane = lanes[static_cast<std::size_t>(t)];
     lane.thread = thread_of(t, block);
-    lane.fiber = ctx::fiber(std::allocator_arg, stacks, [&lane, &k, args, &run](ctx::fiber&& from) {
+    lane.fiber = ctx::fiber(std::allocator_arg, RecordingStack{&stacks, &lane}, [&lane, &k, args, &run](ctx::fiber&& from) {
+      asan_finish_switch(nullptr);
       park(run, std::move(from));
-      try {
-        k.entry(args);
-      } catch (const ctx::detail::forced_unwind&) {
-        throw;
-      } catch (...) {
-        if (!run.failure) run.failure = std::current_exception();
+      if (!run.aborting) {
+        try {
+          k.entry(args);
+        } catch (const LaneAborted&) {
+        } catch (const ctx::detail::forced_unwind&) {
+          throw;
+        } catch (...) {
+          if (!run.failure) run.failure = std::current_exception();
+        }
       }
       lane.done = true;
-      return hand_over(run, &lane);
+      StackBounds to;
+      ctx::fiber target = hand_over(run, &lane, to);
+      asan_start_switch(nullptr, to);  // this stack ends here
+      return target;
     });
   }
+  // One thread from the scheduler; it runs the round on (or returns at once).
+  auto resume_from_scheduler = [&](Lane* first) {
+    run.resumer = nullptr;
+    run.current = first;
+    index.thread = first->thread;
+    asan_start_switch(&run.host_fake_stack, first->stack);
+    ctx::fiber from = std::move(first->fiber).resume();
+    asan_finish_switch(run.host_fake_stack);
+    park(run, std::move(from));
+  };
+  // After a failure every thread not done yet finishes: a suspended one unwinds from its
+  // barrier, one that never ran skips the kernel.  No fiber is left for Boost to unwind.
+  auto abort_lanes = [&] {
+    run.aborting = true;
+    for (Lane& lane : lanes)
+      if (!lane.done) resume_from_scheduler(&lane);
+  };
   for (;;) {
-    if (Lane* first = next_runnable(run, lanes.data())) {  // one round
-      run.resumer = nullptr;
-      run.current = first;
-      index.thread = first->thread;
-      ctx::fiber from = std::move(first->fiber).resume();
-      park(run, std::move(from));
-    }
+    if (Lane* first = next_runnable(run, lanes.data())) resume_from_scheduler(first);  // one round
     run.current = nullptr;
-    if (run.failure) break;  // the lanes' stacks unwind as `lanes` goes
+    if (run.failure) {
+      abort_lanes();
+      break;
+    }
     if (resolve_warps(lanes, k.name, index.block, run.failure)) continue;
-    if (run.failure) break;
+    if (run.failure) {
+      abort_lanes();
+      break;
+    }
     std::size_t n_done = 0, n_waiting = 0;
     for (const Lane& lane : lanes) {
       n_done += lane.done ? 1 : 0;
@@ -331,6 +427,7 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
                 (waiting.empty() ? "they returned"
                                  : "threads " + ranges(waiting) + " wait at __syncthreads()") +
                 "); make every lane in the mask reach the same warp operations"));
+      abort_lanes();
       break;
     }
     if (!done.empty()) {
@@ -341,6 +438,7 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
                 " returned without reaching it (on a GPU this hangs or corrupts shared memory); "
                 "make every thread of the "
                 "block reach each __syncthreads()"));
+      abort_lanes();
       break;
     }
     for (Lane& lane : lanes) lane.waiting = false;  // all arrived: the barrier opens
