@@ -13,8 +13,8 @@ int main() {
   std::printf("cunumpy %s\n", cn::version().data());
   std::printf("backend: %s\n", cn::to_string(cn::get_backend()).data());
   std::printf("reason:  %s\n", cn::backend_reason().c_str());
-  std::printf("cuda:    %s\n", cn::cuda_available() ? "available"
-                                                    : cn::cuda_unavailable_reason().c_str());
+  std::printf("cuda:    %s\n",
+              cn::cuda_available() ? "available" : cn::cuda_unavailable_reason().c_str());
   std::printf("devices: %d\n", cn::device_count());
   std::printf("host vector loops: %s\n\n", cn::host_simd().c_str());
 
@@ -24,9 +24,10 @@ int main() {
   auto counter = cn::count_transfers();
   auto x = cn::from_host<double>(initial);  // to the active backend: counted on a device
   auto v = x.view<1>();
-  cn::parallel_for("scale", n, CUNUMPY_LAMBDA(long long i) { v(i) = 2.0 * v(i) + static_cast<double>(i); });
-  const double sum = cn::parallel_reduce("sum", n, cn::ReduceOp::sum,
-                                         CUNUMPY_LAMBDA(long long i) { return v(i); });
+  cn::parallel_for(
+      "scale", n, CUNUMPY_LAMBDA(long long i) { v(i) = 2.0 * v(i) + static_cast<double>(i); });
+  const double sum = cn::parallel_reduce(
+      "sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
   for (int step = 0; step < 3; ++step) {
     auto snapshot = cn::to_host(x);  // a diagnostic copy each step: three to_host events
     (void)snapshot;

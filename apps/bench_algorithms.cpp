@@ -43,7 +43,8 @@ cn::Array<std::uint64_t> morton_of(const cn::Array<double>& points) {
 void time_sort_by_key(benchmark::State& state, const cn::Array<std::uint64_t>& keys) {
   const long long n = keys.shape(0);
   const auto payload = cn::arange<std::int64_t>(0, n, 1, keys.backend());
-  for (int warm = 0; warm < 2; ++warm) (void)cn::sort_by_key(keys, payload);  // scratch and outputs cached
+  for (int warm = 0; warm < 2; ++warm)
+    (void)cn::sort_by_key(keys, payload);  // scratch and outputs cached
   for (auto _ : state) {
     auto result = cn::sort_by_key(keys, payload);
     cn::synchronize();
@@ -52,14 +53,17 @@ void time_sort_by_key(benchmark::State& state, const cn::Array<std::uint64_t>& k
   state.SetItemsProcessed(state.iterations() * n);
 }
 
-void sort_by_key(benchmark::State& state) { time_sort_by_key(state, morton_of(uniform_points(state.range(0)))); }
+void sort_by_key(benchmark::State& state) {
+  time_sort_by_key(state, morton_of(uniform_points(state.range(0))));
+}
 
 void sort_by_key_cells(benchmark::State& state) {
   const long long n = state.range(0), cells = state.range(1);
   const auto points = cn::to_host(uniform_points(n));
   std::vector<std::uint64_t> cell(static_cast<std::size_t>(n));
   for (long long i = 0; i < n; ++i)
-    cell[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(points(i, 0) * static_cast<double>(cells));
+    cell[static_cast<std::size_t>(i)] =
+        static_cast<std::uint64_t>(points(i, 0) * static_cast<double>(cells));
   time_sort_by_key(state, cn::from_host<std::uint64_t>(cell));
 }
 
@@ -71,7 +75,8 @@ void std_stable_sort(benchmark::State& state) {
     state.PauseTiming();
     for (long long i = 0; i < n; ++i) pairs[static_cast<std::size_t>(i)] = {keys(i), i};
     state.ResumeTiming();
-    std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     benchmark::DoNotOptimize(pairs.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
@@ -105,13 +110,14 @@ void morton_keys_3d(benchmark::State& state) {
 
 void segment_sum(benchmark::State& state) {
   const long long n = state.range(0), segments = state.range(1);
-  const auto u = cn::philox_uniform(std::uint64_t{3}, cn::arange<std::uint64_t>(0, n, 1, cn::get_backend()),
-                                    std::uint64_t{0});
+  const auto u = cn::philox_uniform(
+      std::uint64_t{3}, cn::arange<std::uint64_t>(0, n, 1, cn::get_backend()), std::uint64_t{0});
   // Keys: the cells of Morton-sorted particles, as in a deposit (mostly increasing).
   auto keys = cn::Array<std::int64_t>(cn::Shape{n}, cn::get_backend());
   {
     auto h = cn::Array<std::int64_t>(cn::Shape{n}, cn::Backend::host);
-    for (long long i = 0; i < n; ++i) h.host_span()[static_cast<std::size_t>(i)] = (i * segments) / n;
+    for (long long i = 0; i < n; ++i)
+      h.host_span()[static_cast<std::size_t>(i)] = (i * segments) / n;
     cn::copy(keys, h);
   }
   for (int warm = 0; warm < 2; ++warm) (void)cn::segment_sum(keys, u, segments);
@@ -131,10 +137,18 @@ BENCHMARK(sort_by_key_cells)
     ->Args({1 << 24, 65536})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(std_stable_sort)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(std_stable_sort)
+    ->Arg(1 << 20)
+    ->Arg(1 << 24)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(philox_uniform)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(morton_keys_3d)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(segment_sum)->Args({1 << 20, 65536})->Args({1 << 24, 65536})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(segment_sum)
+    ->Args({1 << 20, 65536})
+    ->Args({1 << 24, 65536})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 int main(int argc, char** argv) {
   cn::Runtime runtime(argc, argv);

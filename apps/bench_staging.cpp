@@ -24,15 +24,18 @@ namespace {
 
 constexpr int kComputePasses = 8;
 
-long long elements_for(const benchmark::State& state) { return state.range(0) * (1 << 20) / 8; }
+long long elements_for(const benchmark::State& state) {
+  return state.range(0) * (1 << 20) / 8;
+}
 
 void compute_step(const cn::Array<double>& a) {
   auto v = a.view<1>();
-  cn::parallel_for("compute", a.size(), CUNUMPY_LAMBDA(long long i) {
-    double x = v(i);
-    for (int k = 0; k < kComputePasses; ++k) x = x * 0.999999 + 1e-6;
-    v(i) = x;
-  });
+  cn::parallel_for(
+      "compute", a.size(), CUNUMPY_LAMBDA(long long i) {
+        double x = v(i);
+        for (int k = 0; k < kComputePasses; ++k) x = x * 0.999999 + 1e-6;
+        v(i) = x;
+      });
 }
 
 void pinned_peak(benchmark::State& state) {
@@ -88,32 +91,40 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       std::string name = r.benchmark_name();
-      if (const auto suffix = name.find("/real_time"); suffix != std::string::npos) name.erase(suffix);
+      if (const auto suffix = name.find("/real_time"); suffix != std::string::npos)
+        name.erase(suffix);
       if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
       const double seconds = r.GetAdjustedRealTime() / 1e9;  // default unit: ns
-      results_[name] = {seconds, r.counters.count("bytes_per_second") ? static_cast<double>(r.counters.at("bytes_per_second")) : 0.0};
+      results_[name] = {seconds, r.counters.count("bytes_per_second")
+                                     ? static_cast<double>(r.counters.at("bytes_per_second"))
+                                     : 0.0};
     }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nbackend: %s (%s)\n", cn::to_string(cn::get_backend()).data(), cn::backend_reason().c_str());
+    std::printf("\nbackend: %s (%s)\n", cn::to_string(cn::get_backend()).data(),
+                cn::backend_reason().c_str());
     for (const auto& [name, value] : results_) {
       if (name.rfind("staging_copy/", 0) == 0) {
         const std::string size = name.substr(std::string("staging_copy/").size());
         auto peak = results_.find("pinned_peak/" + size);
         if (peak != results_.end() && peak->second.bytes_per_second > 0)
-          std::printf("staging bandwidth %s MiB: %.2f GB/s = %.1f%% of the pinned peak (%.2f GB/s)\n", size.c_str(),
-                      value.bytes_per_second / 1e9, 100.0 * value.bytes_per_second / peak->second.bytes_per_second,
-                      peak->second.bytes_per_second / 1e9);
+          std::printf(
+              "staging bandwidth %s MiB: %.2f GB/s = %.1f%% of the pinned peak (%.2f GB/s)\n",
+              size.c_str(), value.bytes_per_second / 1e9,
+              100.0 * value.bytes_per_second / peak->second.bytes_per_second,
+              peak->second.bytes_per_second / 1e9);
       }
       if (name.rfind("loop_staged/", 0) == 0) {
         const std::string size = name.substr(std::string("loop_staged/").size());
         auto plain = results_.find("loop_no_output/" + size);
         if (plain != results_.end())
-          std::printf("overlap %s MiB: a step takes %.3f ms staged vs %.3f ms without output: %+.1f%% slowdown\n",
-                      size.c_str(), 1e3 * value.seconds, 1e3 * plain->second.seconds,
-                      100.0 * (value.seconds / plain->second.seconds - 1.0));
+          std::printf(
+              "overlap %s MiB: a step takes %.3f ms staged vs %.3f ms without output: %+.1f%% "
+              "slowdown\n",
+              size.c_str(), 1e3 * value.seconds, 1e3 * plain->second.seconds,
+              100.0 * (value.seconds / plain->second.seconds - 1.0));
       }
     }
   }

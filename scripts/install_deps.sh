@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ccache pkg-config
+  build-essential cmake ccache pkg-config clang-format git
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev libfftw3-dev libcli11-dev libssl-dev libboost-context-dev

@@ -23,7 +23,8 @@ std::complex<double> plasma_z(std::complex<double> z) {
   return std::complex<double>(0.0, std::sqrt(M_PI)) * faddeeva(z);
 }
 
-std::complex<double> dielectric(std::complex<double> omega, double k, const std::vector<Species>& species) {
+std::complex<double> dielectric(std::complex<double> omega, double k,
+                                const std::vector<Species>& species) {
   std::complex<double> eps(1.0, 0.0);
   for (const Species& s : species) {
     const std::complex<double> zeta = (omega - k * s.drift) / (std::sqrt(2.0) * k * s.thermal);
@@ -41,8 +42,10 @@ bool newton(double k, const std::vector<Species>& species, std::complex<double>&
     if (std::abs(df) == 0.0) return false;
     const std::complex<double> step = f / df;
     omega -= step;
-    if (std::abs(omega) > 1e3 || !std::isfinite(omega.real()) || !std::isfinite(omega.imag())) return false;
-    if (std::abs(step) < 1e-13 * std::max(1.0, std::abs(omega))) return std::abs(dielectric(omega, k, species)) < 1e-8;
+    if (std::abs(omega) > 1e3 || !std::isfinite(omega.real()) || !std::isfinite(omega.imag()))
+      return false;
+    if (std::abs(step) < 1e-13 * std::max(1.0, std::abs(omega)))
+      return std::abs(dielectric(omega, k, species)) < 1e-8;
   }
   return false;
 }
@@ -52,7 +55,8 @@ std::complex<double> solve_dispersion(double k, const std::vector<Species>& spec
   double vth2 = 0.0;
   for (const Species& s : species) vth2 += s.density * s.thermal * s.thermal;
   const double bohm_gross = std::sqrt(1.0 + 3.0 * k * k * vth2);
-  const std::complex<double> guesses[] = {{bohm_gross, -0.1}, {0.0, 0.3}, {0.0, 0.1}, {0.5, 0.2}, {1.0, 0.0}};
+  const std::complex<double> guesses[] = {
+      {bohm_gross, -0.1}, {0.0, 0.3}, {0.0, 0.1}, {0.5, 0.2}, {1.0, 0.0}};
   bool found = false;
   std::complex<double> best;
   for (std::complex<double> g : guesses) {

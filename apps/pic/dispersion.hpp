@@ -14,9 +14,9 @@
 namespace pic {
 
 struct Species {
-  double density;   // fraction of the total density (sum 1)
-  double drift;     // u_s
-  double thermal;   // v_s
+  double density;  // fraction of the total density (sum 1)
+  double drift;    // u_s
+  double thermal;  // v_s
 };
 
 // The Faddeeva function w(z) = exp(-z^2) erfc(-i z), by its Taylor series (|z| up to ~5).
@@ -24,7 +24,8 @@ std::complex<double> faddeeva(std::complex<double> z);
 // The plasma dispersion function Z(z) = i sqrt(pi) w(z).
 std::complex<double> plasma_z(std::complex<double> z);
 
-std::complex<double> dielectric(std::complex<double> omega, double k, const std::vector<Species>& species);
+std::complex<double> dielectric(std::complex<double> omega, double k,
+                                const std::vector<Species>& species);
 
 // The root of eps(omega, k) = 0 with the largest growth rate (imaginary part) among those
 // reached from a few starting points; omega = real + i gamma.

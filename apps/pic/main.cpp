@@ -28,8 +28,10 @@ int main(int argc, char** argv) {
   app.add_option("--case", config.case_name, "landau | two_stream | custom")
       ->check(CLI::IsMember({"landau", "two_stream", "custom"}));
   app.add_option("--dim", config.dim, "1 or 2")->check(CLI::IsMember({1, 2}));
-  app.add_option("--particles", config.particles, "particles over all ranks")->check(CLI::PositiveNumber);
-  app.add_option("--cells", cells, "cells along x (and y in 2D unless --cells-y)")->check(CLI::Range(4, 1 << 24));
+  app.add_option("--particles", config.particles, "particles over all ranks")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cells", cells, "cells along x (and y in 2D unless --cells-y)")
+      ->check(CLI::Range(4, 1 << 24));
   app.add_option("--cells-y", cells_y, "cells along y (2D)")->check(CLI::Range(4, 1 << 24));
   app.add_option("--steps", config.steps, "time steps")->check(CLI::PositiveNumber);
   app.add_option("--dt", config.dt, "time step (1/omega_p)")->check(CLI::PositiveNumber);
@@ -38,24 +40,30 @@ int main(int argc, char** argv) {
   app.add_option("--seed", config.seed, "random seed (random start)");
   app.add_option("--start", start, "quiet | random")->check(CLI::IsMember({"quiet", "random"}));
   app.add_option("--shape", shape, "cic | tsc")->check(CLI::IsMember({"cic", "tsc"}));
-  app.add_flag("--deterministic", config.deterministic, "deposit by sort + segment_sum: bit-identical results");
-  app.add_option("--sort-every", config.sort_every, "Morton re-sort period in steps (0: never)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--deterministic", config.deterministic,
+               "deposit by sort + segment_sum: bit-identical results");
+  app.add_option("--sort-every", config.sort_every, "Morton re-sort period in steps (0: never)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--k", config.k, "custom case: wave number")->check(CLI::PositiveNumber);
   app.add_option("--amplitude", config.amplitude, "custom case: density perturbation");
   app.add_option("--vth", config.vth, "custom case: thermal velocity")->check(CLI::PositiveNumber);
-  app.add_option("--beam-velocity", config.beam_velocity, "custom case: two streams at +-v (0: one Maxwellian)");
-  app.add_option("--output", output, "folder for energy.csv and summary.json (checked before the first step)");
+  app.add_option("--beam-velocity", config.beam_velocity,
+                 "custom case: two streams at +-v (0: one Maxwellian)");
+  app.add_option("--output", output,
+                 "folder for energy.csv and summary.json (checked before the first step)");
   bool overwrite = false;
   app.add_flag("--overwrite", overwrite, "replace the outputs of an earlier run in --output");
   int flush_every = -1;
-  app.add_option("--flush-every", flush_every,
-                 "with --output: rewrite the outputs every N steps during the run (default: a tenth of "
-                 "the steps; 0: only at the end)")
+  app.add_option(
+         "--flush-every", flush_every,
+         "with --output: rewrite the outputs every N steps during the run (default: a tenth of "
+         "the steps; 0: only at the end)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-progress", no_progress, "no progress lines");
-  app.add_option("--kernels", config.kernels,
-                 "builtin (parallel_for loops compiled with the program) | rtc (the kernel catalog: "
-                 "host versions, CUDA sources compiled at run time)")
+  app.add_option(
+         "--kernels", config.kernels,
+         "builtin (parallel_for loops compiled with the program) | rtc (the kernel catalog: "
+         "host versions, CUDA sources compiled at run time)")
       ->check(CLI::IsMember({"builtin", "rtc"}));
   bool status = false;
   app.add_flag("--status", status, "print the kernel catalog's porting status and exit");
@@ -71,7 +79,8 @@ int main(int argc, char** argv) {
       std::printf("%s\n", catalog.summary().c_str());
       for (const std::string& name : catalog.names()) {
         const cn::KernelBase& k = catalog[name];
-        std::printf("  %-8s %-4s %s\n", name.c_str(), k.has_cuda() ? "cuda" : "host", k.cuda_path().c_str());
+        std::printf("  %-8s %-4s %s\n", name.c_str(), k.has_cuda() ? "cuda" : "host",
+                    k.cuda_path().c_str());
       }
       catalog.check_signatures();
       std::printf("signatures: host and CUDA parameters agree\n");
@@ -112,26 +121,32 @@ int main(int argc, char** argv) {
         return 2;
       }
       config.flush_every = flush_every >= 0 ? flush_every : std::max(1, config.steps / 10);
-      config.on_flush = [&](const pic::Results& partial) { pic::write_outputs(output, config, partial); };
+      config.on_flush = [&](const pic::Results& partial) {
+        pic::write_outputs(output, config, partial);
+      };
     }
     const pic::Results r = pic::run(config, world);
     const pic::Health health = pic::health_of(r);
     if (world.rank() == 0 && health.diverged)
-      std::fprintf(stderr,
-                   "pic: warning: the run diverged: the total energy changed by %g of its initial value "
-                   "(non-finite: NaN or inf); the physics is not resolved, reduce --dt\n",
-                   health.max_relative_energy_error);
+      std::fprintf(
+          stderr,
+          "pic: warning: the run diverged: the total energy changed by %g of its initial value "
+          "(non-finite: NaN or inf); the physics is not resolved, reduce --dt\n",
+          health.max_relative_energy_error);
     if (world.rank() == 0) {
-      std::printf("\n%s, %dD, %lld particles, %d steps on %d rank(s), backend %s\n", config.case_name.c_str(), config.dim,
-                  config.particles, config.steps, r.ranks, r.backend.c_str());
+      std::printf("\n%s, %dD, %lld particles, %d steps on %d rank(s), backend %s\n",
+                  config.case_name.c_str(), config.dim, config.particles, config.steps, r.ranks,
+                  r.backend.c_str());
       std::printf("  gamma: fit %+.4f, theory %+.4f (%+.1f%%)\n", r.gamma_fit, r.gamma_theory,
                   100.0 * (r.gamma_fit / r.gamma_theory - 1.0));
       if (r.omega_theory > 1e-9)
         std::printf("  omega: fit %.4f, theory %.4f (%+.1f%%)\n", r.omega_fit, r.omega_theory,
                     100.0 * (r.omega_fit / r.omega_theory - 1.0));
-      std::printf("  fit over t = %.1f .. %.1f (%d samples)\n", r.fit_t_begin, r.fit_t_end, r.fit_points);
-      std::printf("  %.3g particle-steps/s, %.2f ns per particle-step, transfers in the loop: %lld\n",
-                  r.particle_steps_per_second, r.ns_per_particle_step, r.transfers_in_loop);
+      std::printf("  fit over t = %.1f .. %.1f (%d samples)\n", r.fit_t_begin, r.fit_t_end,
+                  r.fit_points);
+      std::printf(
+          "  %.3g particle-steps/s, %.2f ns per particle-step, transfers in the loop: %lld\n",
+          r.particle_steps_per_second, r.ns_per_particle_step, r.transfers_in_loop);
       std::printf("\n  %-12s %10s %8s\n", "phase", "seconds", "share");
       double total = 0.0;
       for (const auto& [name, seconds] : r.phase_seconds) total += seconds;
@@ -139,7 +154,8 @@ int main(int argc, char** argv) {
         std::printf("  %-12s %10.3f %7.1f%%\n", name.c_str(), seconds, 100.0 * seconds / total);
       if (!output.empty()) {
         pic::write_outputs(output, config, r);
-        std::printf("\n  wrote %s/energy.csv and %s/summary.json\n", output.c_str(), output.c_str());
+        std::printf("\n  wrote %s/energy.csv and %s/summary.json\n", output.c_str(),
+                    output.c_str());
       }
     }
     return 0;

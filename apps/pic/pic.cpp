@@ -47,7 +47,8 @@ void apply_case(Config& c) {
     c.vth = 1.0;
     c.beam_velocity = 2.4;
   } else if (c.case_name != "custom") {
-    throw cn::ValueError("unknown case '" + c.case_name + "'; expected landau, two_stream or custom");
+    throw cn::ValueError("unknown case '" + c.case_name +
+                         "'; expected landau, two_stream or custom");
   }
 }
 
@@ -56,8 +57,10 @@ namespace {
 void validate(const Config& c, int ranks) {
   auto fail = [](const std::string& m) { throw cn::ValueError(m); };
   if (c.dim != 1 && c.dim != 2) fail("--dim must be 1 or 2, got " + std::to_string(c.dim));
-  if (c.particles < ranks) fail("--particles must be at least the number of ranks (" + std::to_string(ranks) + ")");
-  if (c.cells_x < 4 || (c.dim == 2 && c.cells_y < 4)) fail("--cells needs at least 4 cells per dimension");
+  if (c.particles < ranks)
+    fail("--particles must be at least the number of ranks (" + std::to_string(ranks) + ")");
+  if (c.cells_x < 4 || (c.dim == 2 && c.cells_y < 4))
+    fail("--cells needs at least 4 cells per dimension");
   if (c.steps < 1) fail("--steps must be positive, got " + std::to_string(c.steps));
   if (!(c.dt > 0.0)) fail("--dt must be positive, got " + std::to_string(c.dt));
   if (c.flush_every < 0) fail("the flush period must be 0 (never) or positive");
@@ -66,7 +69,8 @@ void validate(const Config& c, int ranks) {
   // Every physical option finite and in range (a NaN passes a "<= 0" test, and reaches
   // float-to-int casts that are undefined behaviour).
   auto finite = [&](double v, const char* name) {
-    if (!std::isfinite(v)) fail(std::string(name) + " must be a finite number, got " + std::to_string(v));
+    if (!std::isfinite(v))
+      fail(std::string(name) + " must be a finite number, got " + std::to_string(v));
   };
   finite(c.dt, "--dt");
   finite(c.k, "--k");
@@ -74,10 +78,12 @@ void validate(const Config& c, int ranks) {
   finite(c.vth, "--vth");
   finite(c.beam_velocity, "--beam-velocity");
   if (!(c.vth > 0.0)) fail("--vth must be positive");
-  if (!(std::abs(c.amplitude) < 1.0)) fail("--amplitude must be below 1 in size (the density 1 + a cos(kx) stays positive)");
+  if (!(std::abs(c.amplitude) < 1.0))
+    fail("--amplitude must be below 1 in size (the density 1 + a cos(kx) stays positive)");
   if (c.beam_velocity < 0.0) fail("--beam-velocity must be 0 (one Maxwellian) or positive");
   if (c.sort_every < 0) fail("--sort-every must be 0 (never) or positive");
-  if (c.kernels != "builtin" && c.kernels != "rtc") fail("--kernels must be builtin or rtc, got " + c.kernels);
+  if (c.kernels != "builtin" && c.kernels != "rtc")
+    fail("--kernels must be builtin or rtc, got " + c.kernels);
 }
 
 std::vector<Species> species_of(const Config& c) {
@@ -90,7 +96,8 @@ std::vector<Species> species_of(const Config& c) {
 // (same layout and alignment as the planned ones), so one object serves E_x and E_y.
 class Fft {
  public:
-  Fft(int dim, int nx, int ny, double* real, double* complex_in, double* real_out, double* complex_out, cn::Backend b)
+  Fft(int dim, int nx, int ny, double* real, double* complex_in, double* real_out,
+      double* complex_out, cn::Backend b)
       : backend_(b) {
     if (b == cn::Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
@@ -132,8 +139,11 @@ class Fft {
   void forward(double* real, double* complex) {
 #if CUNUMPY_CUDA_COMPILATION()
     if (backend_ == cn::Backend::cuda) {
-      check(cufftSetStream(forward_, static_cast<cudaStream_t>(cn::current_stream().native_handle())), "cufftSetStream");
-      check(cufftExecD2Z(forward_, real, reinterpret_cast<cufftDoubleComplex*>(complex)), "cufftExecD2Z");
+      check(
+          cufftSetStream(forward_, static_cast<cudaStream_t>(cn::current_stream().native_handle())),
+          "cufftSetStream");
+      check(cufftExecD2Z(forward_, real, reinterpret_cast<cufftDoubleComplex*>(complex)),
+            "cufftExecD2Z");
       return;
     }
 #endif
@@ -142,8 +152,11 @@ class Fft {
   void inverse(double* complex, double* real) {
 #if CUNUMPY_CUDA_COMPILATION()
     if (backend_ == cn::Backend::cuda) {
-      check(cufftSetStream(inverse_, static_cast<cudaStream_t>(cn::current_stream().native_handle())), "cufftSetStream");
-      check(cufftExecZ2D(inverse_, reinterpret_cast<cufftDoubleComplex*>(complex), real), "cufftExecZ2D");
+      check(
+          cufftSetStream(inverse_, static_cast<cudaStream_t>(cn::current_stream().native_handle())),
+          "cufftSetStream");
+      check(cufftExecZ2D(inverse_, reinterpret_cast<cufftDoubleComplex*>(complex), real),
+            "cufftExecZ2D");
       return;
     }
 #endif
@@ -153,7 +166,8 @@ class Fft {
  private:
 #if CUNUMPY_CUDA_COMPILATION()
   static void check(cufftResult r, const char* what) {
-    if (r != CUFFT_SUCCESS) throw cn::CudaError(std::string(what) + " failed with cuFFT error " + std::to_string(r), r);
+    if (r != CUFFT_SUCCESS)
+      throw cn::CudaError(std::string(what) + " failed with cuFFT error " + std::to_string(r), r);
   }
   cufftHandle forward_ = 0, inverse_ = 0;
 #endif
@@ -173,17 +187,16 @@ struct State {
   long long nx, ny, cells, nk;  // ny = 1 in 1D; nk complex modes
   double lx, ly, dx, dy;
   long long n_global, n_local, first_id;
-  double density_per_particle;  // cells / N: a particle's contribution to n_e in cell units
-  double particle_mass;         // volume / N
-  double ne_scale = 1.0;        // n_e = ne * ne_scale (the deterministic deposit sums integers)
-  cn::Array<double> x, y, vx, vy;      // particles (y, vy empty in 1D)
-  cn::Array<double> ex_p, ey_p;        // field at the particles
-  cn::Array<double> energy;            // per-particle kinetic energy (the rtc push)
-  cn::Array<double> ne, rho, ex, ey;   // grid (nodes)
-  cn::Array<double> rho_k, ex_k, ey_k; // Fourier space, interleaved complex
+  double density_per_particle;     // cells / N: a particle's contribution to n_e in cell units
+  double particle_mass;            // volume / N
+  double ne_scale = 1.0;           // n_e = ne * ne_scale (the deterministic deposit sums integers)
+  cn::Array<double> x, y, vx, vy;  // particles (y, vy empty in 1D)
+  cn::Array<double> ex_p, ey_p;    // field at the particles
+  cn::Array<double> energy;        // per-particle kinetic energy (the rtc push)
+  cn::Array<double> ne, rho, ex, ey;    // grid (nodes)
+  cn::Array<double> rho_k, ex_k, ey_k;  // Fourier space, interleaved complex
   std::unique_ptr<Fft> fft;  // plans run on any arrays of their layout: one for E_x and E_y
   std::map<std::string, double> phase;
-  std::vector<std::vector<double>> thread_grids;  // host deposit: one private grid per thread
 };
 
 void initialise(State& s);
@@ -215,8 +228,8 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   const cn::Shape grid = config.dim == 2 ? cn::Shape{s->nx, s->ny} : cn::Shape{s->nx};
   for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(grid);
   for (cn::Array<double>* a : {&s->rho_k, &s->ex_k, &s->ey_k}) *a = cn::zeros<double>({2 * s->nk});
-  s->fft = std::make_unique<Fft>(config.dim, s->nx, s->ny, s->rho.data(), s->rho_k.data(), s->ex.data(),
-                                 s->ex_k.data(), s->backend);
+  s->fft = std::make_unique<Fft>(config.dim, s->nx, s->ny, s->rho.data(), s->rho_k.data(),
+                                 s->ex.data(), s->ex_k.data(), s->backend);
   s->x = cn::empty<double>({s->n_local});
   s->vx = cn::empty<double>({s->n_local});
   s->ex_p = cn::empty<double>({s->n_local});
@@ -253,28 +266,26 @@ void initialise(State& s) {
   double* vy = two ? s.vy.data() : nullptr;
   // Every particle is a function of its global id only: the same particles for any number of
   // ranks.  Two beams alternate by id; each beam takes the velocity samples of id / 2.
-  CUNUMPY_FOR("initialise", s.n_local, i,
-    const long long id = first + i;
-    const unsigned long long vid = beams ? static_cast<unsigned long long>(id / 2) : static_cast<unsigned long long>(id);
-    double ux, uy, gx, gy;
-    if (quiet) {
-      ux = (static_cast<double>(beams ? id / 2 : id) + 0.5) / static_cast<double>(beams ? (n_global + 1) / 2 : n_global);
-      uy = kernels::van_der_corput(static_cast<unsigned long long>(id), 2);
-      gx = vth * kernels::inverse_normal(kernels::van_der_corput(vid, two ? 3 : 2));
-      gy = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 5));
-    } else {
-      cunumpy_uniform2(seed, static_cast<unsigned long long>(id), 0, &ux, &uy);
-      cunumpy_normal2(seed, vid, 1, &gx, &gy);
-      gx *= vth;
-      gy *= vth;
-    }
-    x[i] = kernels::periodic(kernels::perturbed_position(ux, lx, amp, k), lx);
-    vx[i] = gx + (beams ? (id % 2 == 0 ? v0 : -v0) : 0.0);
-    if (two) {
-      y[i] = kernels::periodic(uy * ly, ly);
-      vy[i] = gy;
-    }
-  );
+  CUNUMPY_FOR(
+      "initialise", s.n_local, i, const long long id = first + i;
+      const unsigned long long vid =
+          beams ? static_cast<unsigned long long>(id / 2) : static_cast<unsigned long long>(id);
+      double ux, uy, gx, gy; if (quiet) {
+        ux = (static_cast<double>(beams ? id / 2 : id) + 0.5) /
+             static_cast<double>(beams ? (n_global + 1) / 2 : n_global);
+        uy = kernels::van_der_corput(static_cast<unsigned long long>(id), 2);
+        gx = vth * kernels::inverse_normal(kernels::van_der_corput(vid, two ? 3 : 2));
+        gy = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 5));
+      } else {
+        cunumpy_uniform2(seed, static_cast<unsigned long long>(id), 0, &ux, &uy);
+        cunumpy_normal2(seed, vid, 1, &gx, &gy);
+        gx *= vth;
+        gy *= vth;
+      } x[i] = kernels::periodic(kernels::perturbed_position(ux, lx, amp, k), lx);
+      vx[i] = gx + (beams ? (id % 2 == 0 ? v0 : -v0) : 0.0); if (two) {
+        y[i] = kernels::periodic(uy * ly, ly);
+        vy[i] = gy;
+      });
 }
 
 kernels::Grid grid_of(const State& s) {
@@ -287,37 +298,9 @@ kernels::Grid grid_of(const State& s) {
 // more than they save.  The emulated device runs the device path (atomics).
 void deposit_private_grids(State& s) {
   const kernels::Grid grid = grid_of(s);
-  const long long n = s.n_local, cells = s.cells;
-  const double q = s.density_per_particle;
-  const double* x = s.x.data();
-  const double* y = grid.two ? s.y.data() : x;  // y unused in 1D
-  double* ne = s.ne.data();
-  int threads = 1;
-#if defined(_OPENMP)
-  threads = omp_get_max_threads();
-#endif
-  s.thread_grids.resize(static_cast<std::size_t>(threads));
-  for (auto& g : s.thread_grids) g.assign(static_cast<std::size_t>(cells), 0.0);
-  auto& grids = s.thread_grids;
-#pragma omp parallel num_threads(threads)
-  {
-    int t = 0, team = 1;  // the team may be smaller than asked for: its threads share the particles
-#if defined(_OPENMP)
-    t = omp_get_thread_num();
-    team = omp_get_num_threads();
-#endif
-    double* g = grids[static_cast<std::size_t>(t)].data();
-    const auto [begin, end] = cn::split_range(n, t, team);
-    for (long long i = begin; i < end; ++i)
-      kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { g[c] += q * w; });
-#pragma omp barrier
-#pragma omp for schedule(static)
-    for (long long c = 0; c < cells; ++c) {
-      double acc = 0.0;
-      for (int tt = 0; tt < threads; ++tt) acc += grids[static_cast<std::size_t>(tt)][static_cast<std::size_t>(c)];
-      ne[c] = acc;
-    }
-  }
+  // The kernel catalog's host deposit: one implementation for both kernel modes.
+  deposit_host(s.x, grid.two ? s.y : s.x, s.ne, grid.nx, grid.ny, grid.order, grid.two, grid.inv_dx,
+               grid.inv_dy, s.density_per_particle, s.n_local);
 }
 
 void deposit(State& s) {
@@ -332,8 +315,9 @@ void deposit(State& s) {
   s.ne_scale = 1.0;
   if (!s.config.deterministic && s.config.kernels == "rtc") {
     s.ne.fill(0.0);
-    kernel_catalog().get<decltype(&deposit_host)>("deposit")(cn::threads(n), s.x, two ? s.y : s.x, s.ne, nx, ny, order,
-                                                             two, grid.inv_dx, grid.inv_dy, q, n);
+    kernel_catalog().get<decltype(&deposit_host)>("deposit")(cn::threads(n), s.x, two ? s.y : s.x,
+                                                             s.ne, nx, ny, order, two, grid.inv_dx,
+                                                             grid.inv_dy, q, n);
     return;
   }
   if (!s.config.deterministic && s.backend == cn::Backend::host) {
@@ -343,8 +327,9 @@ void deposit(State& s) {
   s.ne.fill(0.0);
   if (!s.config.deterministic) {
     CUNUMPY_FOR("deposit", n, i,
-      kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { cunumpy_atomic_add(&ne[c], q * w); });
-    );
+                kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
+                  cunumpy_atomic_add(&ne[c], q * w);
+                }););
     return;
   }
   // Deterministic: each particle's stencil weights, quantised to multiples of 2^-24, summed
@@ -359,33 +344,31 @@ void deposit(State& s) {
   std::int64_t* value = values.data();
   const double quantum = 16777216.0;  // 2^24
   CUNUMPY_FOR("deposit weights", n, i,
-    kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int point) {
-      if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
-      value[i * points + point] = llround(w * quantum);
-    });
-  );
+              kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int point) {
+                if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
+                value[i * points + point] = llround(w * quantum);
+              }););
   const cn::Array<double> sums = cn::segment_sum(keys, values, s.cells);
   const double* sum = sums.data();
   s.ne_scale = q / quantum;
-  CUNUMPY_FOR("deposit spread", s.cells, c,
-    const long long ci = c / ny, cj = c % ny;
-    double acc = 0.0;
-    for (int a = 0; a <= order; ++a) {
-      if (!two) {
-        acc += sum[kernels::wrap(ci - a, nx) * points + a];
-        continue;
-      }
-      for (int b = 0; b <= order; ++b)
-        acc += sum[(kernels::wrap(ci - a, nx) * ny + kernels::wrap(cj - b, ny)) * points + a * (order + 1) + b];
-    }
-    ne[c] = acc;
-  );
+  CUNUMPY_FOR(
+      "deposit spread", s.cells, c, const long long ci = c / ny, cj = c % ny; double acc = 0.0;
+      for (int a = 0; a <= order; ++a) {
+        if (!two) {
+          acc += sum[kernels::wrap(ci - a, nx) * points + a];
+          continue;
+        }
+        for (int b = 0; b <= order; ++b)
+          acc += sum[(kernels::wrap(ci - a, nx) * ny + kernels::wrap(cj - b, ny)) * points +
+                     a * (order + 1) + b];
+      } ne[c] = acc;);
 }
 
 void solve(State& s) {
   const long long nx = s.nx, nyh = s.dim == 2 ? s.ny / 2 + 1 : 1;
   const bool two = s.dim == 2;
-  const double kx0 = 2.0 * M_PI / s.lx, ky0 = 2.0 * M_PI / s.ly, norm = 1.0 / static_cast<double>(s.cells);
+  const double kx0 = 2.0 * M_PI / s.lx, ky0 = 2.0 * M_PI / s.ly,
+               norm = 1.0 / static_cast<double>(s.cells);
   const double* ne = s.ne.data();
   double* rho = s.rho.data();
   const double ne_scale = s.ne_scale;
@@ -395,20 +378,16 @@ void solve(State& s) {
   double* exk = s.ex_k.data();
   double* eyk = two ? s.ey_k.data() : nullptr;
   // E_k = -i k rho_k / |k|^2, with the inverse transform's 1 / cells folded in.
-  CUNUMPY_FOR("poisson", s.nk, m,
-    const long long i = m / nyh, j = m % nyh;
-    const double kx = kx0 * static_cast<double>(i <= nx / 2 ? i : i - nx);
-    const double ky = two ? ky0 * static_cast<double>(j) : 0.0;
-    const double k2 = kx * kx + ky * ky;
-    const double f = k2 > 0.0 ? norm / k2 : 0.0;
-    const double re = rk[2 * m], im = rk[2 * m + 1];
-    exk[2 * m] = kx * im * f;
-    exk[2 * m + 1] = -kx * re * f;
-    if (two) {
-      eyk[2 * m] = ky * im * f;
-      eyk[2 * m + 1] = -ky * re * f;
-    }
-  );
+  CUNUMPY_FOR(
+      "poisson", s.nk, m, const long long i = m / nyh, j = m % nyh;
+      const double kx = kx0 * static_cast<double>(i <= nx / 2 ? i : i - nx);
+      const double ky = two ? ky0 * static_cast<double>(j) : 0.0;
+      const double k2 = kx * kx + ky * ky; const double f = k2 > 0.0 ? norm / k2 : 0.0;
+      const double re = rk[2 * m], im = rk[2 * m + 1]; exk[2 * m] = kx * im * f;
+      exk[2 * m + 1] = -kx * re * f; if (two) {
+        eyk[2 * m] = ky * im * f;
+        eyk[2 * m + 1] = -ky * re * f;
+      });
   s.fft->inverse(s.ex_k.data(), s.ex.data());
   if (two) s.fft->inverse(s.ey_k.data(), s.ey.data());
 }
@@ -423,28 +402,27 @@ void gather(State& s) {
   double* exp_ = s.ex_p.data();
   double* eyp = two ? s.ey_p.data() : nullptr;
   if (s.config.kernels == "rtc") {
-    kernel_catalog().get<decltype(&gather_host)>("gather")(cn::threads(s.n_local), s.x, two ? s.y : s.x, s.ex,
-                                                           two ? s.ey : s.ex, s.ex_p, two ? s.ey_p : s.ex_p, s.nx,
-                                                           s.ny, s.config.order, two, grid.inv_dx, grid.inv_dy,
-                                                           s.n_local);
+    kernel_catalog().get<decltype(&gather_host)>("gather")(
+        cn::threads(s.n_local), s.x, two ? s.y : s.x, s.ex, two ? s.ey : s.ex, s.ex_p,
+        two ? s.ey_p : s.ex_p, s.nx, s.ny, s.config.order, two, grid.inv_dx, grid.inv_dy,
+        s.n_local);
     return;
   }
-  CUNUMPY_FOR("gather", s.n_local, i,
-    double e0 = 0.0, e1 = 0.0;
-    kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
-      e0 += w * ex[c];
-      if (two) e1 += w * ey[c];
-    });
-    exp_[i] = e0;
-    if (two) eyp[i] = e1;
-  );
+  CUNUMPY_FOR("gather", s.n_local, i, double e0 = 0.0, e1 = 0.0;
+              kernels::for_each_node(grid, x[i], y[i],
+                                     [&](long long c, double w, int) {
+                                       e0 += w * ex[c];
+                                       if (two) e1 += w * ey[c];
+                                     });
+              exp_[i] = e0; if (two) eyp[i] = e1;);
 }
 
 // v += factor * dt * (q/m) E (q/m = -1); then, if `move`, x += dt v.  Returns this rank's
 // kinetic energy with time-centred velocities (v_old . v_new).
 double push(State& s, double velocity_factor, bool move) {
   const bool two = s.dim == 2;
-  const double dv = -velocity_factor * s.config.dt, dt = s.config.dt, lx = s.lx, ly = s.ly, mass = s.particle_mass;
+  const double dv = -velocity_factor * s.config.dt, dt = s.config.dt, lx = s.lx, ly = s.ly,
+               mass = s.particle_mass;
   double* x = s.x.data();
   double* y = two ? s.y.data() : nullptr;
   double* vx = s.vx.data();
@@ -452,27 +430,22 @@ double push(State& s, double velocity_factor, bool move) {
   const double* exp_ = s.ex_p.data();
   const double* eyp = two ? s.ey_p.data() : nullptr;
   if (s.config.kernels == "rtc") {
-    kernel_catalog().get<decltype(&push_host)>("push")(cn::threads(s.n_local), s.x, two ? s.y : s.x, s.vx,
-                                                       two ? s.vy : s.vx, s.ex_p, two ? s.ey_p : s.ex_p, s.energy,
-                                                       dv, dt, lx, ly, mass, move, two, s.n_local);
+    kernel_catalog().get<decltype(&push_host)>("push")(
+        cn::threads(s.n_local), s.x, two ? s.y : s.x, s.vx, two ? s.vy : s.vx, s.ex_p,
+        two ? s.ey_p : s.ex_p, s.energy, dv, dt, lx, ly, mass, move, two, s.n_local);
     const double* e = s.energy.data();
     return CUNUMPY_REDUCE("kinetic energy", s.n_local, cn::ReduceOp::sum, i, return e[i];);
   }
-  return CUNUMPY_REDUCE("push", s.n_local, cn::ReduceOp::sum, i,
-    const double old_x = vx[i];
-    const double new_x = old_x + dv * exp_[i];
-    vx[i] = new_x;
-    double energy = old_x * new_x;
-    if (move) x[i] = kernels::periodic(x[i] + dt * new_x, lx);
-    if (two) {
-      const double old_y = vy[i];
-      const double new_y = old_y + dv * eyp[i];
-      vy[i] = new_y;
-      energy += old_y * new_y;
-      if (move) y[i] = kernels::periodic(y[i] + dt * new_y, ly);
-    }
-    return 0.5 * mass * energy;
-  );
+  return CUNUMPY_REDUCE(
+      "push", s.n_local, cn::ReduceOp::sum, i, const double old_x = vx[i];
+      const double new_x = old_x + dv * exp_[i]; vx[i] = new_x; double energy = old_x * new_x;
+      if (move) x[i] = kernels::periodic(x[i] + dt * new_x, lx); if (two) {
+        const double old_y = vy[i];
+        const double new_y = old_y + dv * eyp[i];
+        vy[i] = new_y;
+        energy += old_y * new_y;
+        if (move) y[i] = kernels::periodic(y[i] + dt * new_y, ly);
+      } return 0.5 * mass * energy;);
 }
 
 double momentum(State& s) {
@@ -490,10 +463,12 @@ void resort(State& s) {
   auto keys = cn::empty<std::uint64_t>({s.n_local});
   std::uint64_t* k = keys.data();
   CUNUMPY_FOR("morton keys", s.n_local, i,
-    const unsigned long long cx = static_cast<unsigned long long>(kernels::wrap(static_cast<long long>(x[i] * inv_dx), nx));
-    const unsigned long long cy = two ? static_cast<unsigned long long>(kernels::wrap(static_cast<long long>(y[i] * inv_dy), ny)) : 0ull;
-    k[i] = cunumpy_morton_encode2(cx, cy);
-  );
+              const unsigned long long cx = static_cast<unsigned long long>(
+                  kernels::wrap(static_cast<long long>(x[i] * inv_dx), nx));
+              const unsigned long long cy = two ? static_cast<unsigned long long>(kernels::wrap(
+                                                      static_cast<long long>(y[i] * inv_dy), ny))
+                                                : 0ull;
+              k[i] = cunumpy_morton_encode2(cx, cy););
   if (two) {
     auto [sk, order, x2, y2, vx2, vy2] = cn::sort_by_key(keys, s.x, s.y, s.vx, s.vy);
     s.x = x2;
@@ -513,19 +488,20 @@ double field_energy(State& s) {
   const double* ey = s.dim == 2 ? s.ey.data() : nullptr;
   const double cell = s.dx * s.dy;
   return CUNUMPY_REDUCE("field energy", s.cells, cn::ReduceOp::sum, c,
-    const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0);
-    return 0.5 * e2 * cell;
-  );
+                        const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0);
+                        return 0.5 * e2 * cell;);
 }
 // The field energy of mode (k, 0): |E_k|^2 / cells^2 * volume, from rho_k (E_k = -i k rho_k / k^2).
 double mode_energy(State& s) {
   const long long m = s.dim == 2 ? (s.ny / 2 + 1) : 1;  // index of (i = 1, j = 0)
   const double* rk = s.rho_k.data();
   const double k = 2.0 * M_PI / s.lx;
-  const double scale = s.lx * s.ly / (static_cast<double>(s.cells) * static_cast<double>(s.cells) * k * k);
-  return cn::parallel_reduce("mode energy", 1, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long) {
-    return (rk[2 * m] * rk[2 * m] + rk[2 * m + 1] * rk[2 * m + 1]) * scale;
-  });
+  const double scale =
+      s.lx * s.ly / (static_cast<double>(s.cells) * static_cast<double>(s.cells) * k * k);
+  return cn::parallel_reduce(
+      "mode energy", 1, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long) {
+        return (rk[2 * m] * rk[2 * m] + rk[2 * m + 1] * rk[2 * m + 1]) * scale;
+      });
 }
 
 double total_charge(State& s) {
@@ -562,7 +538,8 @@ Results run(const Config& config, const cn::Comm& comm) {
   const auto start = std::chrono::steady_clock::now();
   auto counter = cn::count_transfers();
   for (int step = 0; step < config.steps; ++step) {
-    if (config.sort_every > 0 && step > 0 && step % config.sort_every == 0) phase(*s, "sort", [&] { resort(*s); });
+    if (config.sort_every > 0 && step > 0 && step % config.sort_every == 0)
+      phase(*s, "sort", [&] { resort(*s); });
     // Fields at t_n from x_n.
     deposit_and_sum(*s);
     phase(*s, "solve", [&] { solve(*s); });
@@ -582,14 +559,17 @@ Results run(const Config& config, const cn::Comm& comm) {
       r.total_charge.push_back(total_charge(*s));
     });
     r.steps_done = step + 1;
-    if (config.flush_every > 0 && config.on_flush && comm.rank() == 0 && (step + 1) % config.flush_every == 0 &&
-        step + 1 < config.steps)
+    if (config.flush_every > 0 && config.on_flush && comm.rank() == 0 &&
+        (step + 1) % config.flush_every == 0 && step + 1 < config.steps)
       config.on_flush(r);
-    if (config.progress && comm.rank() == 0 && ((step + 1) % report_every == 0 || step + 1 == config.steps)) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (config.progress && comm.rank() == 0 &&
+        ((step + 1) % report_every == 0 || step + 1 == config.steps)) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double rate = static_cast<double>(config.particles) * (step + 1) / elapsed;
-      std::printf("step %d/%d (%3.0f%%)  %.3g particle-steps/s  ETA %.1f s\n", step + 1, config.steps,
-                  100.0 * (step + 1) / config.steps, rate, elapsed / (step + 1) * (config.steps - step - 1));
+      std::printf("step %d/%d (%3.0f%%)  %.3g particle-steps/s  ETA %.1f s\n", step + 1,
+                  config.steps, 100.0 * (step + 1) / config.steps, rate,
+                  elapsed / (step + 1) * (config.steps - step - 1));
       std::fflush(stdout);
     }
   }
@@ -601,7 +581,8 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
   r.phase_seconds = s->phase;
 
-  const Fit fit = r.gamma_theory < 0.0 ? fit_damped(r.time, r.mode_energy) : fit_growing(r.time, r.mode_energy);
+  const Fit fit =
+      r.gamma_theory < 0.0 ? fit_damped(r.time, r.mode_energy) : fit_growing(r.time, r.mode_energy);
   r.gamma_fit = fit.gamma;
   r.omega_fit = fit.omega;
   r.fit_points = fit.points;
@@ -618,7 +599,8 @@ cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   cn::allreduce(comm, s->ne, cn::Op::sum);
   auto host = cn::to_host(s->ne);
   auto out = cn::empty<double>(host.shape(), cn::Backend::host);
-  for (long long c = 0; c < host.size(); ++c) out.host_span()[c] = host.host_span()[c] * s->ne_scale;
+  for (long long c = 0; c < host.size(); ++c)
+    out.host_span()[c] = host.host_span()[c] * s->ne_scale;
   return out;
 }
 
@@ -665,7 +647,8 @@ std::string json_number(double v) {
 // the disk (fsync), renamed into place.  A reader sees the old file or the new one, never a
 // part; a process killed meanwhile leaves the old file and a temporary one.
 void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(getpid()));
+  const fs::path tmp =
+      path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(getpid()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw cn::Error("pic: cannot create " + tmp.string() + ": " + std::strerror(errno));
   std::size_t done = 0;
@@ -699,13 +682,15 @@ void prepare_output(const std::string& folder, bool overwrite) {
   const fs::path dir(folder);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw cn::Error("pic: --output " + folder + " is a file, not a folder; give a folder to write into");
+    throw cn::Error("pic: --output " + folder +
+                    " is a file, not a folder; give a folder to write into");
   fs::create_directories(dir, ec);
   if (ec)
     throw cn::Error("pic: cannot create the output folder " + folder + ": " + ec.message() +
                     "; check the path and its permissions");
   if (!overwrite && (fs::exists(dir / "summary.json", ec) || fs::exists(dir / "energy.csv", ec)))
-    throw cn::Error("pic: " + folder + " holds the outputs of an earlier run; choose another folder or pass "
+    throw cn::Error("pic: " + folder +
+                    " holds the outputs of an earlier run; choose another folder or pass "
                     "--overwrite");
   // A probe: the folder must take a file now, not only after the run.
   const fs::path probe = dir / (".pic-probe." + std::to_string(getpid()));
@@ -726,8 +711,9 @@ void write_outputs(const std::string& folder, const Config& config, const Result
   csv << "step,time,field_energy,mode_energy,kinetic_energy,total_energy,momentum,total_charge\n";
   csv.precision(17);
   for (std::size_t i = 0; i < r.time.size(); ++i)
-    csv << i << ',' << r.time[i] << ',' << r.field_energy[i] << ',' << r.mode_energy[i] << ',' << r.kinetic_energy[i]
-        << ',' << r.field_energy[i] + r.kinetic_energy[i] << ',' << r.momentum[i] << ',' << r.total_charge[i] << '\n';
+    csv << i << ',' << r.time[i] << ',' << r.field_energy[i] << ',' << r.mode_energy[i] << ','
+        << r.kinetic_energy[i] << ',' << r.field_energy[i] + r.kinetic_energy[i] << ','
+        << r.momentum[i] << ',' << r.total_charge[i] << '\n';
   const Health health = health_of(r);
   double max_momentum = 0.0, max_charge = 0.0;
   for (std::size_t i = 0; i < r.time.size(); ++i) {
@@ -745,21 +731,30 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"ranks\": " << r.ranks << ",\n"
        << "  \"dim\": " << config.dim << ",\n"
        << "  \"particles\": " << config.particles << ",\n"
-       << "  \"cells\": " << (config.dim == 2 ? static_cast<long long>(config.cells_x) * config.cells_y : config.cells_x) << ",\n"
+       << "  \"cells\": "
+       << (config.dim == 2 ? static_cast<long long>(config.cells_x) * config.cells_y
+                           : config.cells_x)
+       << ",\n"
        << "  \"steps\": " << config.steps << ",\n"
        << "  \"dt\": " << json_number(config.dt) << ",\n"
        << "  \"k\": " << json_number(config.k) << ",\n"
        << "  \"shape\": \"" << (config.order == 1 ? "cic" : "tsc") << "\",\n"
-       << "  \"deposit\": \"" << (config.deterministic ? "deterministic" : r.backend == "host" ? "private grids" : "atomic") << "\",\n"
+       << "  \"deposit\": \""
+       << (config.deterministic  ? "deterministic"
+           : r.backend == "host" ? "private grids"
+                                 : "atomic")
+       << "\",\n"
        << "  \"kernels\": \"" << config.kernels << "\",\n"
        << "  \"quiet_start\": " << (config.quiet ? "true" : "false") << ",\n"
        << "  \"gamma_fit\": " << json_number(r.gamma_fit) << ",\n"
        << "  \"omega_fit\": " << json_number(r.omega_fit) << ",\n"
        << "  \"gamma_theory\": " << json_number(r.gamma_theory) << ",\n"
        << "  \"omega_theory\": " << json_number(r.omega_theory) << ",\n"
-       << "  \"fit_window\": [" << json_number(r.fit_t_begin) << ", " << json_number(r.fit_t_end) << "],\n"
+       << "  \"fit_window\": [" << json_number(r.fit_t_begin) << ", " << json_number(r.fit_t_end)
+       << "],\n"
        << "  \"fit_points\": " << r.fit_points << ",\n"
-       << "  \"max_relative_energy_error\": " << json_number(health.max_relative_energy_error) << ",\n"
+       << "  \"max_relative_energy_error\": " << json_number(health.max_relative_energy_error)
+       << ",\n"
        << "  \"max_abs_momentum\": " << json_number(max_momentum) << ",\n"
        << "  \"max_abs_total_charge\": " << json_number(max_charge) << ",\n"
        << "  \"seconds\": " << json_number(r.seconds) << ",\n"

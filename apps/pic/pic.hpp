@@ -28,19 +28,20 @@ struct Config {
   int dim = 1;                       // 1 or 2
   long long particles = 200000;      // over all ranks
   int cells_x = 64;
-  int cells_y = 1;                   // 2D only
+  int cells_y = 1;  // 2D only
   int steps = 300;
   double dt = 0.1;
-  double k = 0.5;                    // wave number of the perturbation along x; box 2 pi / k
-  double amplitude = 0.01;           // density perturbation
+  double k = 0.5;           // wave number of the perturbation along x; box 2 pi / k
+  double amplitude = 0.01;  // density perturbation
   double vth = 1.0;
-  double beam_velocity = 0.0;        // two streams at +-beam_velocity when > 0
+  double beam_velocity = 0.0;  // two streams at +-beam_velocity when > 0
   std::uint64_t seed = 1;
-  bool quiet = true;                 // quiet start (regular positions, van der Corput velocities)
-  int order = 1;                     // 1: CIC, 2: TSC
-  bool deterministic = false;        // deposit by sort + segment_sum, bit-identical over runs, backends and ranks
-  int sort_every = 20;               // Morton re-sort period (0: never)
-  bool progress = true;              // rank 0 prints progress
+  bool quiet = true;  // quiet start (regular positions, van der Corput velocities)
+  int order = 1;      // 1: CIC, 2: TSC
+  bool deterministic =
+      false;  // deposit by sort + segment_sum, bit-identical over runs, backends and ranks
+  int sort_every = 20;   // Morton re-sort period (0: never)
+  bool progress = true;  // rank 0 prints progress
   // builtin: the parallel_for loops compiled with the program (nvcc on cuda); rtc: the kernel
   // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
   // run time on cuda, the kernel emulator on emulated).  The deterministic deposit is builtin.

@@ -53,7 +53,7 @@ CUNUMPY_HD_INLINE long long wrap(long long j, long long n) {
 struct Grid {
   long long nx, ny;  // ny = 1 in 1D
   int order;
-  bool two;          // 2D
+  bool two;  // 2D
   double inv_dx, inv_dy;
 };
 
@@ -71,7 +71,8 @@ CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
   const Stencil sy = stencil(y * g.inv_dy, g.order);
   for (int a = 0; a <= g.order; ++a) {
     const long long row = wrap(sx.first + a, g.nx) * g.ny;
-    for (int b = 0; b <= g.order; ++b) f(row + wrap(sy.first + b, g.ny), sx.w[a] * sy.w[b], a * (g.order + 1) + b);
+    for (int b = 0; b <= g.order; ++b)
+      f(row + wrap(sy.first + b, g.ny), sx.w[a] * sy.w[b], a * (g.order + 1) + b);
   }
 }
 
@@ -95,13 +96,14 @@ CUNUMPY_HD_INLINE double van_der_corput(unsigned long long i, unsigned base) {
 // The inverse of the standard normal CDF (Acklam's rational approximation, relative error
 // below 1.2e-9), for quiet-start velocities.
 CUNUMPY_HD_INLINE double inverse_normal(double p) {
-  const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                      1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                      1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
                       6.680131188771972e+01, -1.328068155288572e+01};
   const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                      -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
-  const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00};
+                      -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                      3.754408661907416e+00};
   const double low = 0.02425;
   if (p <= 0.0) return -8.0;
   if (p >= 1.0) return 8.0;

@@ -30,8 +30,7 @@ CUNUMPY_HD_INLINE void view_index_failure(int ndim, int axis, long long index, l
 #else
   throw IndexError("Array" + std::to_string(ndim) + "D: index " + std::to_string(index) +
                    " is out of bounds for axis " + std::to_string(axis) + " with size " +
-                   std::to_string(extent) + "; valid indices are 0.." +
-                   std::to_string(extent - 1));
+                   std::to_string(extent) + "; valid indices are 0.." + std::to_string(extent - 1));
 #endif
 }
 #endif

@@ -25,8 +25,7 @@ CUNUMPY_HD_INLINE T atomic_add(T* p, T v) {
     unsigned long long assumed;
     do {
       assumed = old;
-      old = atomicCAS(address, assumed,
-                      __double_as_longlong(v + __longlong_as_double(assumed)));
+      old = atomicCAS(address, assumed, __double_as_longlong(v + __longlong_as_double(assumed)));
     } while (assumed != old);
     return __longlong_as_double(old);
   } else {
@@ -49,8 +48,8 @@ CUNUMPY_HD_INLINE float cunumpy_atomic_add(float* p, float v) {
   return cunumpy::detail::atomic_add(p, v);
 }
 
-CUNUMPY_HD_INLINE double cunumpy_atomic_add_2d(double* data, long long n1, long long i,
-                                               long long j, double v) {
+CUNUMPY_HD_INLINE double cunumpy_atomic_add_2d(double* data, long long n1, long long i, long long j,
+                                               double v) {
   return cunumpy::detail::atomic_add(data + i * n1 + j, v);
 }
 CUNUMPY_HD_INLINE float cunumpy_atomic_add_2d(float* data, long long n1, long long i, long long j,
@@ -62,7 +61,7 @@ CUNUMPY_HD_INLINE double cunumpy_atomic_add_3d(double* data, long long n1, long 
                                                long long i, long long j, long long k, double v) {
   return cunumpy::detail::atomic_add(data + (i * n1 + j) * n2 + k, v);
 }
-CUNUMPY_HD_INLINE float cunumpy_atomic_add_3d(float* data, long long n1, long long n2,
-                                              long long i, long long j, long long k, float v) {
+CUNUMPY_HD_INLINE float cunumpy_atomic_add_3d(float* data, long long n1, long long n2, long long i,
+                                              long long j, long long k, float v) {
   return cunumpy::detail::atomic_add(data + (i * n1 + j) * n2 + k, v);
 }

@@ -41,7 +41,8 @@ struct uint3 {
 };
 struct dim3 {
   unsigned int x = 1, y = 1, z = 1;
-  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1)
+      : x(x_), y(y_), z(z_) {}
 };
 
 template <typename T>
@@ -49,7 +50,16 @@ using complex = std::complex<T>;
 
 namespace cunumpy_emulator {
 // What the emulator's engine provides, set once when the kernel's library is loaded.
-enum WarpOp : int { warp_sync, warp_shfl, warp_shfl_up, warp_shfl_down, warp_shfl_xor, warp_ballot, warp_any, warp_all };
+enum WarpOp : int {
+  warp_sync,
+  warp_shfl,
+  warp_shfl_up,
+  warp_shfl_down,
+  warp_shfl_xor,
+  warp_ballot,
+  warp_any,
+  warp_all
+};
 struct Hooks {
   void (*syncthreads)();
   void* (*dynamic_shared)();
@@ -85,11 +95,21 @@ inline thread_local Index index{};
 #define gridDim (::cunumpy_emulator::index.grid_dim)
 constexpr int warpSize = 32;
 
-inline void __syncthreads() { cunumpy_emulator::hooks->syncthreads(); }
-inline void* cunumpy_emulator_dynamic_shared() { return cunumpy_emulator::hooks->dynamic_shared(); }
-[[noreturn]] inline void __trap() { cunumpy_emulator::hooks->trap("__trap() called"); }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __syncthreads() {
+  cunumpy_emulator::hooks->syncthreads();
+}
+inline void* cunumpy_emulator_dynamic_shared() {
+  return cunumpy_emulator::hooks->dynamic_shared();
+}
+[[noreturn]] inline void __trap() {
+  cunumpy_emulator::hooks->trap("__trap() called");
+}
+inline void __threadfence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+inline void __threadfence_block() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 template <typename T>
 inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
@@ -104,7 +124,8 @@ inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
 template <typename T>
 inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   using namespace cunumpy_emulator;
-  return from_bits<T>(hooks->warp(warp_shfl_down, mask, bits_of(v), static_cast<int>(delta), width));
+  return from_bits<T>(
+      hooks->warp(warp_shfl_down, mask, bits_of(v), static_cast<int>(delta), width));
 }
 template <typename T>
 inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
@@ -112,30 +133,49 @@ inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
   return from_bits<T>(hooks->warp(warp_shfl_xor, mask, bits_of(v), lane_mask, width));
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
-  return static_cast<unsigned>(cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_ballot, mask, predicate != 0, 0, 32));
+  return static_cast<unsigned>(
+      cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_ballot, mask, predicate != 0, 0, 32));
 }
 inline int __any_sync(unsigned mask, int predicate) {
-  return static_cast<int>(cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_any, mask, predicate != 0, 0, 32));
+  return static_cast<int>(
+      cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_any, mask, predicate != 0, 0, 32));
 }
 inline int __all_sync(unsigned mask, int predicate) {
-  return static_cast<int>(cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_all, mask, predicate != 0, 0, 32));
+  return static_cast<int>(
+      cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_all, mask, predicate != 0, 0, 32));
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   (void)cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_sync, mask, 0, 0, 32);
 }
-inline unsigned __activemask() { return cunumpy_emulator::hooks->active_mask(); }
+inline unsigned __activemask() {
+  return cunumpy_emulator::hooks->active_mask();
+}
 
 template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
-inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-inline float __fdividef(float a, float b) { return a / b; }
-inline float __expf(float x) { return std::exp(x); }
-inline float __logf(float x) { return std::log(x); }
-inline float __sinf(float x) { return std::sin(x); }
-inline float __cosf(float x) { return std::cos(x); }
+inline double rsqrt(double x) {
+  return 1.0 / std::sqrt(x);
+}
+inline float rsqrtf(float x) {
+  return 1.0f / std::sqrt(x);
+}
+inline float __fdividef(float a, float b) {
+  return a / b;
+}
+inline float __expf(float x) {
+  return std::exp(x);
+}
+inline float __logf(float x) {
+  return std::log(x);
+}
+inline float __sinf(float x) {
+  return std::sin(x);
+}
+inline float __cosf(float x) {
+  return std::cos(x);
+}
 inline void sincos(double x, double* s, double* c) {
   *s = std::sin(x);
   *c = std::cos(x);
@@ -145,8 +185,6 @@ inline void sincosf(float x, float* s, float* c) {
   *c = std::cos(x);
 }
 using std::ceil;
-using std::max;
-using std::min;
 using std::cos;
 using std::exp;
 using std::fabs;
@@ -155,6 +193,8 @@ using std::fma;
 using std::fmax;
 using std::fmin;
 using std::log;
+using std::max;
+using std::min;
 using std::pow;
 using std::sin;
 using std::sqrt;

@@ -9,23 +9,23 @@
 
 #include "cunumpy/config.cuh"
 
-#define CUNUMPY_THREAD_1D(i, n)                                                \
+#define CUNUMPY_THREAD_1D(i, n)                                                      \
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; \
   if (i >= static_cast<long long>(n)) return
 
-#define CUNUMPY_THREAD_2D(i, j, ni, nj)                                        \
+#define CUNUMPY_THREAD_2D(i, j, ni, nj)                                              \
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; \
   const long long j = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y; \
   if (i >= static_cast<long long>(ni) || j >= static_cast<long long>(nj)) return
 
-#define CUNUMPY_THREAD_3D(i, j, k, ni, nj, nk)                                 \
+#define CUNUMPY_THREAD_3D(i, j, k, ni, nj, nk)                                       \
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; \
   const long long j = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y; \
   const long long k = static_cast<long long>(blockIdx.z) * blockDim.z + threadIdx.z; \
-  if (i >= static_cast<long long>(ni) || j >= static_cast<long long>(nj) ||    \
-      k >= static_cast<long long>(nk))                                         \
+  if (i >= static_cast<long long>(ni) || j >= static_cast<long long>(nj) ||          \
+      k >= static_cast<long long>(nk))                                               \
   return
 
-#define CUNUMPY_GRID_STRIDE_1D(i, n)                                                   \
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;   \
+#define CUNUMPY_GRID_STRIDE_1D(i, n)                                                \
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; \
        i < static_cast<long long>(n); i += static_cast<long long>(blockDim.x) * gridDim.x)

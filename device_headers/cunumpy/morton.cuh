@@ -57,35 +57,43 @@ CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_compact3(unsigned long long 
   return v;
 }
 
-CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode2(unsigned long long ix, unsigned long long iy) {
+CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode2(unsigned long long ix,
+                                                            unsigned long long iy) {
   return cunumpy_morton_spread2(ix) | (cunumpy_morton_spread2(iy) << 1);
 }
 
-CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode3(unsigned long long ix, unsigned long long iy,
+CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode3(unsigned long long ix,
+                                                            unsigned long long iy,
                                                             unsigned long long iz) {
-  return cunumpy_morton_spread3(ix) | (cunumpy_morton_spread3(iy) << 1) | (cunumpy_morton_spread3(iz) << 2);
+  return cunumpy_morton_spread3(ix) | (cunumpy_morton_spread3(iy) << 1) |
+         (cunumpy_morton_spread3(iz) << 2);
 }
 
 // The cell of x along one axis: floor((x - lower) * scale) clipped to [0, 2^levels - 1].
-CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_cell(double x, double lower, double scale, int levels) {
+CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_cell(double x, double lower, double scale,
+                                                         int levels) {
   const double top = static_cast<double>((1ull << levels) - 1ull);
   double c = (x - lower) * scale;
   c = c > 0.0 ? c : 0.0;  // below the box (and NaN) go to cell 0
   c = c < top ? c : top;  // above it, to the last cell
   // c is now in [0, top]: truncation is floor, and the conversion needs no floor() call, so
   // host compilers vectorise the loop.  Up to 31 levels the cell fits an int.
-  return levels <= 31 ? static_cast<unsigned long long>(static_cast<int>(c)) : static_cast<unsigned long long>(c);
+  return levels <= 31 ? static_cast<unsigned long long>(static_cast<int>(c))
+                      : static_cast<unsigned long long>(c);
 }
 
-CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_key2(double x, double y, double lower_x, double lower_y,
-                                                         double scale_x, double scale_y, int levels) {
+CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_key2(double x, double y, double lower_x,
+                                                         double lower_y, double scale_x,
+                                                         double scale_y, int levels) {
   return cunumpy_morton_encode2(cunumpy_morton_cell(x, lower_x, scale_x, levels),
                                 cunumpy_morton_cell(y, lower_y, scale_y, levels));
 }
 
-CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_key3(double x, double y, double z, double lower_x,
-                                                         double lower_y, double lower_z, double scale_x,
-                                                         double scale_y, double scale_z, int levels) {
+CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_key3(double x, double y, double z,
+                                                         double lower_x, double lower_y,
+                                                         double lower_z, double scale_x,
+                                                         double scale_y, double scale_z,
+                                                         int levels) {
   return cunumpy_morton_encode3(cunumpy_morton_cell(x, lower_x, scale_x, levels),
                                 cunumpy_morton_cell(y, lower_y, scale_y, levels),
                                 cunumpy_morton_cell(z, lower_z, scale_z, levels));

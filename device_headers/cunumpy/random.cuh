@@ -22,7 +22,8 @@ struct cunumpy_u32x4 {
 
 namespace cunumpy::detail {
 
-CUNUMPY_HD_INLINE void philox_mulhilo(unsigned int a, unsigned int b, unsigned int& hi, unsigned int& lo) {
+CUNUMPY_HD_INLINE void philox_mulhilo(unsigned int a, unsigned int b, unsigned int& hi,
+                                      unsigned int& lo) {
   const unsigned long long p = static_cast<unsigned long long>(a) * b;
   hi = static_cast<unsigned int>(p >> 32);
   lo = static_cast<unsigned int>(p);
@@ -74,7 +75,8 @@ CUNUMPY_HD_INLINE double scale_shift(double a, double s, double u) {
 }  // namespace cunumpy::detail
 
 // The raw generator: 10 rounds of Philox4x32 on `ctr` with key (key0, key1).
-CUNUMPY_HD_INLINE cunumpy_u32x4 cunumpy_philox4x32_10(cunumpy_u32x4 ctr, unsigned int key0, unsigned int key1) {
+CUNUMPY_HD_INLINE cunumpy_u32x4 cunumpy_philox4x32_10(cunumpy_u32x4 ctr, unsigned int key0,
+                                                      unsigned int key1) {
   for (int r = 0; r < 10; ++r) {
     if (r > 0) {
       key0 += 0x9E3779B9u;
@@ -86,14 +88,16 @@ CUNUMPY_HD_INLINE cunumpy_u32x4 cunumpy_philox4x32_10(cunumpy_u32x4 ctr, unsigne
 }
 
 // The four words of (seed, stream, counter).
-CUNUMPY_HD_INLINE cunumpy_u32x4 cunumpy_philox_words(unsigned long long seed, unsigned long long stream,
+CUNUMPY_HD_INLINE cunumpy_u32x4 cunumpy_philox_words(unsigned long long seed,
+                                                     unsigned long long stream,
                                                      unsigned long long counter) {
   cunumpy_u32x4 c;
   c.v[0] = static_cast<unsigned int>(counter);
   c.v[1] = static_cast<unsigned int>(counter >> 32);
   c.v[2] = static_cast<unsigned int>(stream);
   c.v[3] = static_cast<unsigned int>(stream >> 32);
-  return cunumpy_philox4x32_10(c, static_cast<unsigned int>(seed), static_cast<unsigned int>(seed >> 32));
+  return cunumpy_philox4x32_10(c, static_cast<unsigned int>(seed),
+                               static_cast<unsigned int>(seed >> 32));
 }
 
 // One uniform in [0, 1) (words 0 and 1: word 0 the high bits).

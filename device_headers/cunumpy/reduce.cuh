@@ -24,20 +24,27 @@ namespace cunumpy::detail {
 
 struct ReduceSum {
   template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct ReduceMin {
   template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; }
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
 };
 struct ReduceMax {
   template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? b : a; }
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
 };
 
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {
-  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
 
@@ -58,9 +65,12 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
 template <typename T>
 __device__ __forceinline__ T lowest() {
   if constexpr (static_cast<T>(-1) < static_cast<T>(0)) {
-    if constexpr (sizeof(T) == 4 && static_cast<T>(0.5) != 0) return -3.402823466e+38f;
-    else if constexpr (sizeof(T) == 8 && static_cast<T>(0.5) != 0) return -1.7976931348623157e+308;
-    else return static_cast<T>(1ull << (8 * sizeof(T) - 1));
+    if constexpr (sizeof(T) == 4 && static_cast<T>(0.5) != 0)
+      return -3.402823466e+38f;
+    else if constexpr (sizeof(T) == 8 && static_cast<T>(0.5) != 0)
+      return -1.7976931348623157e+308;
+    else
+      return static_cast<T>(1ull << (8 * sizeof(T) - 1));
   } else {
     return static_cast<T>(0);
   }
@@ -68,8 +78,10 @@ __device__ __forceinline__ T lowest() {
 template <typename T>
 __device__ __forceinline__ T highest() {
   if constexpr (static_cast<T>(0.5) != 0) {
-    if constexpr (sizeof(T) == 4) return 3.402823466e+38f;
-    else return 1.7976931348623157e+308;
+    if constexpr (sizeof(T) == 4)
+      return 3.402823466e+38f;
+    else
+      return 1.7976931348623157e+308;
   } else if constexpr (static_cast<T>(-1) < static_cast<T>(0)) {
     return static_cast<T>(~(1ull << (8 * sizeof(T) - 1)));
   } else {
@@ -105,11 +117,13 @@ __device__ __forceinline__ T cunumpy_block_sum(T v) {
 }
 template <typename T>
 __device__ __forceinline__ T cunumpy_block_min(T v) {
-  return cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMin{}, cunumpy::detail::highest<T>());
+  return cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMin{},
+                                       cunumpy::detail::highest<T>());
 }
 template <typename T>
 __device__ __forceinline__ T cunumpy_block_max(T v) {
-  return cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMax{}, cunumpy::detail::lowest<T>());
+  return cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMax{},
+                                       cunumpy::detail::lowest<T>());
 }
 
 template <typename T>

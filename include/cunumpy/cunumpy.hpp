@@ -15,9 +15,9 @@
 #include <cunumpy/launcher.hpp>
 #include <cunumpy/memory.hpp>
 #include <cunumpy/memory_block.hpp>
+#include <cunumpy/morton.cuh>
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
-#include <cunumpy/morton.cuh>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/random.cuh>
 #include <cunumpy/rng.hpp>

@@ -20,7 +20,9 @@
 
 namespace cunumpy {
 
-std::string host_simd() { return detail::host_fast::simd_report(); }
+std::string host_simd() {
+  return detail::host_fast::simd_report();
+}
 
 int max_morton_levels(int ndim) {
   if (ndim == 2) return MAX_MORTON_LEVELS_2D;
@@ -31,24 +33,27 @@ int max_morton_levels(int ndim) {
 namespace {
 void check_levels(int ndim, int levels) {
   if (levels < 1 || levels > max_morton_levels(ndim))
-    throw ValueError("Morton keys in " + std::to_string(ndim) + "D take 1.." + std::to_string(max_morton_levels(ndim)) +
-                     " levels (bits per axis), got " + std::to_string(levels));
+    throw ValueError("Morton keys in " + std::to_string(ndim) + "D take 1.." +
+                     std::to_string(max_morton_levels(ndim)) + " levels (bits per axis), got " +
+                     std::to_string(levels));
 }
 }  // namespace
 
-std::vector<double> morton_scales(std::span<const double> lower, std::span<const double> upper, int levels) {
+std::vector<double> morton_scales(std::span<const double> lower, std::span<const double> upper,
+                                  int levels) {
   if (lower.size() != upper.size() || (lower.size() != 2 && lower.size() != 3))
-    throw ValueError("morton_scales: lower and upper need 2 or 3 values each, got " + std::to_string(lower.size()) +
-                     " and " + std::to_string(upper.size()));
+    throw ValueError("morton_scales: lower and upper need 2 or 3 values each, got " +
+                     std::to_string(lower.size()) + " and " + std::to_string(upper.size()));
   check_levels(static_cast<int>(lower.size()), levels);
   std::vector<double> scales(lower.size());
   for (std::size_t d = 0; d < lower.size(); ++d) {
     if (!std::isfinite(lower[d]) || !std::isfinite(upper[d]))
-      throw ValueError("morton_scales: the box must be finite, got lower " + std::to_string(lower[d]) + " and upper " +
-                       std::to_string(upper[d]) + " along axis " + std::to_string(d));
+      throw ValueError("morton_scales: the box must be finite, got lower " +
+                       std::to_string(lower[d]) + " and upper " + std::to_string(upper[d]) +
+                       " along axis " + std::to_string(d));
     if (!(upper[d] != lower[d]))
-      throw ValueError("morton_scales: the box is empty along axis " + std::to_string(d) + " (lower == upper == " +
-                       std::to_string(lower[d]) + ")");
+      throw ValueError("morton_scales: the box is empty along axis " + std::to_string(d) +
+                       " (lower == upper == " + std::to_string(lower[d]) + ")");
     scales[d] = std::ldexp(1.0, levels) / (upper[d] - lower[d]);
   }
   return scales;
@@ -57,11 +62,12 @@ std::vector<double> morton_scales(std::span<const double> lower, std::span<const
 Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const double> lower,
                                  std::span<const double> upper, int levels) {
   if (positions.ndim() != 2 || (positions.shape(1) != 2 && positions.shape(1) != 3))
-    throw ValueError("morton_keys: positions of shape (n, 2) or (n, 3) are required, got " + positions.shape().str());
+    throw ValueError("morton_keys: positions of shape (n, 2) or (n, 3) are required, got " +
+                     positions.shape().str());
   const int ndim = static_cast<int>(positions.shape(1));
   if (static_cast<int>(lower.size()) != ndim)
-    throw ValueError("morton_keys: positions have " + std::to_string(ndim) + " coordinates but lower has " +
-                     std::to_string(lower.size()));
+    throw ValueError("morton_keys: positions have " + std::to_string(ndim) +
+                     " coordinates but lower has " + std::to_string(lower.size()));
   const std::vector<double> s = morton_scales(lower, upper, levels);
   const double l0 = lower[0], l1 = lower[1], l2 = ndim == 3 ? lower[2] : 0.0;
   const double s0 = s[0], s1 = s[1], s2 = ndim == 3 ? s[2] : 0.0;
@@ -76,60 +82,67 @@ Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const
     return keys;
   }
   if (ndim == 2) {
-    parallel_for("morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
-      k[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
-    });
+    parallel_for(
+        "morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
+          k[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
+        });
   } else {
-    parallel_for("morton_keys_3d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
-      k[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2, levels);
-    });
+    parallel_for(
+        "morton_keys_3d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
+          k[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2,
+                                     levels);
+        });
   }
   return keys;
 }
 
 Array<std::uint64_t> morton_encode(const Array<std::uint64_t>& cells) {
   if (cells.ndim() != 2 || (cells.shape(1) != 2 && cells.shape(1) != 3))
-    throw ValueError("morton_encode: cells of shape (n, 2) or (n, 3) are required, got " + cells.shape().str());
+    throw ValueError("morton_encode: cells of shape (n, 2) or (n, 3) are required, got " +
+                     cells.shape().str());
   const bool three = cells.shape(1) == 3;
   auto guard = use_backend(cells.backend());
   Array<std::uint64_t> keys(Shape{cells.shape(0)}, cells.backend());
   const std::uint64_t* c = cells.data();
   std::uint64_t* k = keys.data();
   CUNUMPY_FOR("morton_encode", cells.shape(0), i,
-    k[i] = three ? cunumpy_morton_encode3(c[3 * i], c[3 * i + 1], c[3 * i + 2]) : cunumpy_morton_encode2(c[2 * i], c[2 * i + 1]);
-  );
+              k[i] = three ? cunumpy_morton_encode3(c[3 * i], c[3 * i + 1], c[3 * i + 2])
+                           : cunumpy_morton_encode2(c[2 * i], c[2 * i + 1]););
   return keys;
 }
 
 Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
   max_morton_levels(ndim);  // validates ndim
-  if (keys.ndim() != 1) throw ValueError("morton_decode: 1D keys are required, got shape " + keys.shape().str());
+  if (keys.ndim() != 1)
+    throw ValueError("morton_decode: 1D keys are required, got shape " + keys.shape().str());
   auto guard = use_backend(keys.backend());
   Array<std::uint64_t> cells(Shape{keys.shape(0), ndim}, keys.backend());
   const std::uint64_t* k = keys.data();
   std::uint64_t* c = cells.data();
-  CUNUMPY_FOR("morton_decode", keys.shape(0), i,
-    if (ndim == 2) {
-      c[2 * i] = cunumpy_morton_compact2(k[i]);
-      c[2 * i + 1] = cunumpy_morton_compact2(k[i] >> 1);
-    } else {
-      c[3 * i] = cunumpy_morton_compact3(k[i]);
-      c[3 * i + 1] = cunumpy_morton_compact3(k[i] >> 1);
-      c[3 * i + 2] = cunumpy_morton_compact3(k[i] >> 2);
-    }
-  );
+  CUNUMPY_FOR(
+      "morton_decode", keys.shape(0), i,
+      if (ndim == 2) {
+        c[2 * i] = cunumpy_morton_compact2(k[i]);
+        c[2 * i + 1] = cunumpy_morton_compact2(k[i] >> 1);
+      } else {
+        c[3 * i] = cunumpy_morton_compact3(k[i]);
+        c[3 * i + 1] = cunumpy_morton_compact3(k[i] >> 1);
+        c[3 * i + 2] = cunumpy_morton_compact3(k[i] >> 2);
+      });
   return cells;
 }
 
 namespace detail {
 
-void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend) {
+void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend,
+                Backend backend) {
   if (shape.rank() < 1 || shape[0] != n)
     throw ValueError(std::string(what) + ": every array needs " + std::to_string(n) +
                      " rows (one per key) along axis 0, got shape " + shape.str());
   if (backend != keys_backend)
-    throw TypeError(std::string(what) + ": the keys are on " + std::string(to_string(keys_backend)) +
-                    " and an array on " + std::string(to_string(backend)) + "; move them to one side first");
+    throw TypeError(std::string(what) + ": the keys are on " +
+                    std::string(to_string(keys_backend)) + " and an array on " +
+                    std::string(to_string(backend)) + "; move them to one side first");
 }
 
 namespace {
@@ -148,18 +161,21 @@ Array<std::uint64_t> to_words(const Array<K>& keys) {
 
 #if CUNUMPY_CUDA_COMPILATION()
 template <typename W>
-void gather_words(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes) {
+void gather_words(void* out, const void* in, const std::int64_t* order, long long n,
+                  std::size_t row_bytes) {
   const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
   W* o = static_cast<W*>(out);
   const W* src = static_cast<const W*>(in);
-  parallel_for("sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
-    const long long row = k / per_row, col = k % per_row;
-    o[k] = src[order[row] * per_row + col];
-  });
+  parallel_for(
+      "sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
+        const long long row = k / per_row, col = k % per_row;
+        o[k] = src[order[row] * per_row + col];
+      });
 }
 
 // out row i = in row order[i], rows of row_bytes bytes, on the current backend (the device).
-void gather_rows(void* out, const void* in, const std::int64_t* order, long long n, std::size_t row_bytes) {
+void gather_rows(void* out, const void* in, const std::int64_t* order, long long n,
+                 std::size_t row_bytes) {
   if (n == 0 || row_bytes == 0) return;
   if (row_bytes % 8 == 0)
     gather_words<std::uint64_t>(out, in, order, n, row_bytes);
@@ -177,39 +193,52 @@ SortedWords cuda_sort_words(const Array<std::uint64_t>& words) {
   Array<std::uint64_t> sorted(Shape{n}, Backend::cuda);
   if (n == 0) return {sorted, order};
   const std::uint64_t* w = words.data();
-  const std::uint64_t top = parallel_reduce("sort_by_key max", n, ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return w[i]; });
+  const std::uint64_t top = parallel_reduce(
+      "sort_by_key max", n, ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return w[i]; });
   const int end_bit = top == 0 ? 1 : 64 - std::countl_zero(top);
   Array<std::int64_t> index(Shape{n}, Backend::cuda);
   std::int64_t* idx = index.data();
-  parallel_for("sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
+  parallel_for(
+      "sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
   auto stream = static_cast<cudaStream_t>(current_stream().native_handle());
   std::size_t temp_bytes = 0;
-  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
-                                                     end_bit, stream));
+  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, w, sorted.data(), idx,
+                                                     order.data(), n, 0, end_bit, stream));
   auto temp = allocate_block(MemoryKind::cuda, temp_bytes);
-  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->data(), temp_bytes, w, sorted.data(), idx, order.data(), n, 0,
-                                                     end_bit, stream));
+  CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp->data(), temp_bytes, w, sorted.data(),
+                                                     idx, order.data(), n, 0, end_bit, stream));
   return {sorted, order};
 }
 #endif
 }  // namespace
 
-Array<std::uint64_t> radix_words(const Array<std::uint64_t>& keys) { return keys; }
-Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys) { return to_words(keys); }
-Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys) { return to_words(keys); }
-Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys) { return to_words(keys); }
-
-void check_sort_keys(const Shape& shape) {
-  if (shape.rank() != 1) throw ValueError("sort_by_key: 1D keys are required, got shape " + shape.str());
+Array<std::uint64_t> radix_words(const Array<std::uint64_t>& keys) {
+  return keys;
+}
+Array<std::uint64_t> radix_words(const Array<std::int64_t>& keys) {
+  return to_words(keys);
+}
+Array<std::uint64_t> radix_words(const Array<std::uint32_t>& keys) {
+  return to_words(keys);
+}
+Array<std::uint64_t> radix_words(const Array<std::int32_t>& keys) {
+  return to_words(keys);
 }
 
-SortedWords stable_sort_words(const Array<std::uint64_t>& words, std::span<const CarriedRows> rows) {
+void check_sort_keys(const Shape& shape) {
+  if (shape.rank() != 1)
+    throw ValueError("sort_by_key: 1D keys are required, got shape " + shape.str());
+}
+
+SortedWords stable_sort_words(const Array<std::uint64_t>& words,
+                              std::span<const CarriedRows> rows) {
   check_sort_keys(words.shape());
   if (words.backend() == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
     auto guard = use_backend(Backend::cuda);
     SortedWords out = cuda_sort_words(words);
-    for (const CarriedRows& r : rows) gather_rows(r.out, r.in, out.order.data(), words.size(), r.row_bytes);
+    for (const CarriedRows& r : rows)
+      gather_rows(r.out, r.in, out.order.data(), words.size(), r.row_bytes);
     return out;
 #else
     throw BackendError("sort_by_key on cuda needs cunumpy built with CUDA");
@@ -217,7 +246,8 @@ SortedWords stable_sort_words(const Array<std::uint64_t>& words, std::span<const
   }
   // Host memory (host, or the emulated device's arena, sorted in place there).
   detail::emulated_order(words.backend());
-  SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()), Array<std::int64_t>(words.shape(), words.backend())};
+  SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()),
+                  Array<std::int64_t>(words.shape(), words.backend())};
   host_sort_words(words.data(), words.size(), out.words.data(), out.order.data(), rows);
   return out;
 }
@@ -230,12 +260,15 @@ Array<K> words_to(const Array<std::uint64_t>& words) {
   const std::uint64_t* w = words.data();
   K* k = keys.data();
   const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
-  CUNUMPY_FOR("sort_by_key keys", words.size(), i, k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip)););
+  CUNUMPY_FOR("sort_by_key keys", words.size(), i,
+              k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip)););
   return keys;
 }
 }  // namespace
 
-Array<std::uint64_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint64_t>&) { return words; }
+Array<std::uint64_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint64_t>&) {
+  return words;
+}
 Array<std::int64_t> from_words(const Array<std::uint64_t>& words, const Array<std::int64_t>&) {
   return words_to<std::int64_t>(words);
 }
@@ -263,28 +296,30 @@ struct Scalar<std::complex<T>> {
 namespace {
 
 [[noreturn]] void throw_segment_key(long long key, long long n_segments) {
-  throw ValueError("segment_sum: key " + std::to_string(key) + " is not below n_segments=" +
-                   std::to_string(n_segments) + "; pass n_segments > the largest key (negative keys are dropped)");
+  throw ValueError("segment_sum: key " + std::to_string(key) +
+                   " is not below n_segments=" + std::to_string(n_segments) +
+                   "; pass n_segments > the largest key (negative keys are dropped)");
 }
 
 template <SegmentKey K>
 void check_segment_keys(const Array<K>& keys, long long n_segments) {
   auto guard = use_backend(keys.backend());
   const K* k = keys.data();
-  const long long top = keys.size() == 0 ? -1
-                                         : static_cast<long long>(parallel_reduce(
-                                               "segment_sum max key", keys.size(), ReduceOp::max,
-                                               CUNUMPY_LAMBDA(long long i) { return static_cast<long long>(k[i]); }));
+  const long long top =
+      keys.size() == 0 ? -1
+                       : static_cast<long long>(parallel_reduce(
+                             "segment_sum max key", keys.size(), ReduceOp::max,
+                             CUNUMPY_LAMBDA(long long i) { return static_cast<long long>(k[i]); }));
   if (top >= n_segments) throw_segment_key(top, n_segments);
 }
-
 
 // Host memory (host or emulated), rows of `width` scalars: add in index order, one pass, keys
 // checked on the way.  A run of equal keys is summed in registers that start from the
 // segment's current values: the same additions in the same order as adding into out[key]
 // one by one.
 template <typename S, typename VS, typename K>
-void host_segment_sum_rows(const K* k, const VS* v, long long n, long long n_segments, long long width, S* o) {
+void host_segment_sum_rows(const K* k, const VS* v, long long n, long long n_segments,
+                           long long width, S* o) {
   long long i = 0;
   while (i < n) {
     const long long seg = static_cast<long long>(k[i]);
@@ -382,18 +417,24 @@ void host_segment_sum_column(const K* k, const VS* v, long long n, long long n_s
 }  // namespace
 
 template <SegmentKey K, Element V>
-Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& values, long long n_segments) {
+Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& values,
+                                         long long n_segments) {
   using R = segment_sum_t<V>;
-  using S = typename Scalar<R>::type;      // the real type that is added
-  using VS = typename Scalar<V>::type;     // the real type that is read
-  if (keys.ndim() != 1) throw ValueError("segment_sum: 1D keys are required, got shape " + keys.shape().str());
+  using S = typename Scalar<R>::type;   // the real type that is added
+  using VS = typename Scalar<V>::type;  // the real type that is read
+  if (keys.ndim() != 1)
+    throw ValueError("segment_sum: 1D keys are required, got shape " + keys.shape().str());
   if (values.ndim() < 1 || values.ndim() > 2 || values.shape(0) != keys.size())
-    throw ValueError("segment_sum: values of shape (n,) or (n, m) with n = " + std::to_string(keys.size()) +
-                     " keys are required, got " + values.shape().str());
+    throw ValueError(
+        "segment_sum: values of shape (n,) or (n, m) with n = " + std::to_string(keys.size()) +
+        " keys are required, got " + values.shape().str());
   if (values.backend() != keys.backend())
-    throw TypeError("segment_sum: keys on " + std::string(to_string(keys.backend())) + ", values on " +
-                    std::string(to_string(values.backend())) + "; move them to one side first");
-  if (n_segments < 0) throw ValueError("segment_sum: n_segments must be non-negative, got " + std::to_string(n_segments));
+    throw TypeError("segment_sum: keys on " + std::string(to_string(keys.backend())) +
+                    ", values on " + std::string(to_string(values.backend())) +
+                    "; move them to one side first");
+  if (n_segments < 0)
+    throw ValueError("segment_sum: n_segments must be non-negative, got " +
+                     std::to_string(n_segments));
   if (keys.backend() == Backend::cuda) check_segment_keys(keys, n_segments);
   const long long n = keys.size();
   const long long m = values.ndim() == 2 ? values.shape(1) : 1;
@@ -419,22 +460,28 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   const Array<std::int64_t>& order = by_key.order;
   const K* sk = sorted.data();
   const std::int64_t* ord = order.data();
-  parallel_for("segment_sum", n_segments * width, CUNUMPY_LAMBDA(long long t) {
-    const long long seg = t / width, col = t % width;
-    long long lo = 0, hi = n;  // first position with key >= seg
-    while (lo < hi) {
-      const long long mid = (lo + hi) / 2;
-      if (static_cast<long long>(sk[mid]) < seg) lo = mid + 1; else hi = mid;
-    }
-    S acc = S(0);
-    for (long long p = lo; p < n && static_cast<long long>(sk[p]) == seg; ++p) acc += static_cast<S>(v[ord[p] * width + col]);
-    o[t] = acc;
-  });
+  parallel_for(
+      "segment_sum", n_segments * width, CUNUMPY_LAMBDA(long long t) {
+        const long long seg = t / width, col = t % width;
+        long long lo = 0, hi = n;  // first position with key >= seg
+        while (lo < hi) {
+          const long long mid = (lo + hi) / 2;
+          if (static_cast<long long>(sk[mid]) < seg)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+        S acc = S(0);
+        for (long long p = lo; p < n && static_cast<long long>(sk[p]) == seg; ++p)
+          acc += static_cast<S>(v[ord[p] * width + col]);
+        o[t] = acc;
+      });
   return out;
 }
 
-#define CUNUMPY_SEGMENT_SUM(K, V) \
-  template Array<segment_sum_t<V>> segment_sum_impl<K, V>(const Array<K>&, const Array<V>&, long long);
+#define CUNUMPY_SEGMENT_SUM(K, V)                                                           \
+  template Array<segment_sum_t<V>> segment_sum_impl<K, V>(const Array<K>&, const Array<V>&, \
+                                                          long long);
 #define CUNUMPY_SEGMENT_SUM_VALUES(K)          \
   CUNUMPY_SEGMENT_SUM(K, float)                \
   CUNUMPY_SEGMENT_SUM(K, double)               \

@@ -353,25 +353,26 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
   for (long long t = 0; t < n; ++t) {
     Lane& lane = lanes[static_cast<std::size_t>(t)];
     lane.thread = thread_of(t, block);
-    lane.fiber = ctx::fiber(std::allocator_arg, RecordingStack{&stacks, &lane}, [&lane, &k, args, &run](ctx::fiber&& from) {
-      asan_finish_switch(nullptr);
-      park(run, std::move(from));
-      if (!run.aborting) {
-        try {
-          k.entry(args);
-        } catch (const LaneAborted&) {
-        } catch (const ctx::detail::forced_unwind&) {
-          throw;
-        } catch (...) {
-          if (!run.failure) run.failure = std::current_exception();
-        }
-      }
-      lane.done = true;
-      StackBounds to;
-      ctx::fiber target = hand_over(run, &lane, to);
-      asan_start_switch(nullptr, to);  // this stack ends here
-      return target;
-    });
+    lane.fiber = ctx::fiber(std::allocator_arg, RecordingStack{&stacks, &lane},
+                            [&lane, &k, args, &run](ctx::fiber&& from) {
+                              asan_finish_switch(nullptr);
+                              park(run, std::move(from));
+                              if (!run.aborting) {
+                                try {
+                                  k.entry(args);
+                                } catch (const LaneAborted&) {
+                                } catch (const ctx::detail::forced_unwind&) {
+                                  throw;
+                                } catch (...) {
+                                  if (!run.failure) run.failure = std::current_exception();
+                                }
+                              }
+                              lane.done = true;
+                              StackBounds to;
+                              ctx::fiber target = hand_over(run, &lane, to);
+                              asan_start_switch(nullptr, to);  // this stack ends here
+                              return target;
+                            });
   }
   // One thread from the scheduler; it runs the round on (or returns at once).
   auto resume_from_scheduler = [&](Lane* first) {

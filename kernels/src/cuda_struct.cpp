@@ -164,8 +164,10 @@ std::vector<std::string> CudaStruct::verify_layout(
     std::optional<std::string> include, std::span<const std::filesystem::path> include_dirs,
     std::span<const std::string> options) const {
   if (get_backend() == Backend::host)
-    throw BackendError("CudaStruct::verify_layout(" + name_ + "): it runs a one-thread kernel and needs a device "
-                       "backend: cuda, or emulated (the kernel emulator, with the host compiler's layout)");
+    throw BackendError(
+        "CudaStruct::verify_layout(" + name_ +
+        "): it runs a one-thread kernel and needs a device "
+        "backend: cuda, or emulated (the kernel emulator, with the host compiler's layout)");
   CudaKernelOptions o;
   o.include_dirs.assign(include_dirs.begin(), include_dirs.end());
   o.options.assign(options.begin(), options.end());

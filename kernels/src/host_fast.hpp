@@ -21,11 +21,11 @@ void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const st
 
 // Pairs p in [0, pairs): out[2p], out[2p + 1] = uniform2(seed, stream, base + p) mapped to
 // a + (b - a) * u (kind 0) or normal2 mapped to a + b * z (kind 1); out has n elements.
-void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t stream, std::uint64_t base, int kind,
-                    double a, double b);
+void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t stream,
+                    std::uint64_t base, int kind, double a, double b);
 
 // keys[i] = cunumpy_morton_key2/3 of row i of positions (n, ndim), ndim 2 or 3.
-void morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim, const double* lower,
-                 const double* scale, int levels);
+void morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim,
+                 const double* lower, const double* scale, int levels);
 
 }  // namespace cunumpy::detail::host_fast

@@ -15,8 +15,8 @@ void throw_no_cuda_in_translation_unit(std::string_view name) {
 
 void check_extent(std::string_view name, long long n) {
   if (n < 0)
-    throw ValueError("parallel loop '" + std::string(name) + "': extents must be non-negative, got " +
-                     std::to_string(n));
+    throw ValueError("parallel loop '" + std::string(name) +
+                     "': extents must be non-negative, got " + std::to_string(n));
 }
 
 }  // namespace cunumpy::detail

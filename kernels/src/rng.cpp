@@ -21,7 +21,9 @@ namespace {
 struct OperandView {
   const std::uint64_t* data;
   std::uint64_t scalar;
-  CUNUMPY_HD_INLINE std::uint64_t operator[](long long i) const { return data != nullptr ? data[i] : scalar; }
+  CUNUMPY_HD_INLINE std::uint64_t operator[](long long i) const {
+    return data != nullptr ? data[i] : scalar;
+  }
 };
 
 struct Broadcast {
@@ -39,12 +41,14 @@ Broadcast broadcast(const char* what, std::initializer_list<const U64Operand*> o
       continue;
     }
     if (!(op->array().shape() == first->array().shape()))
-      throw ValueError(std::string(what) + ": array arguments of shapes " + first->array().shape().str() + " and " +
-                       op->array().shape().str() + " do not broadcast; pass arrays of one shape, or scalars");
+      throw ValueError(std::string(what) + ": array arguments of shapes " +
+                       first->array().shape().str() + " and " + op->array().shape().str() +
+                       " do not broadcast; pass arrays of one shape, or scalars");
     if (op->array().backend() != first->array().backend())
       throw TypeError(std::string(what) + ": array arguments on different backends (" +
                       std::string(to_string(first->array().backend())) + ", " +
-                      std::string(to_string(op->array().backend())) + "); move them to one side first");
+                      std::string(to_string(op->array().backend())) +
+                      "); move them to one side first");
   }
   if (first == nullptr) return {Shape{1}, get_backend()};
   return {first->array().shape(), first->array().backend()};
@@ -55,21 +59,24 @@ OperandView view_of(const U64Operand& op) {
 }
 
 // kind: 0 uniform, 1 uniform2, 2 normal, 3 normal2
-std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind, const U64Operand& seed,
-                                                     const U64Operand& stream, const U64Operand& counter) {
+std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
+                                                     const U64Operand& seed,
+                                                     const U64Operand& stream,
+                                                     const U64Operand& counter) {
   const Broadcast b = broadcast(what, {&seed, &stream, &counter});
   auto guard = use_backend(b.backend);
   Array<double> out0(b.shape, b.backend);
-  Array<double> out1 = (kind == 1 || kind == 3) ? Array<double>(b.shape, b.backend) : Array<double>();
+  Array<double> out1 =
+      (kind == 1 || kind == 3) ? Array<double>(b.shape, b.backend) : Array<double>();
   const OperandView s = view_of(seed), st = view_of(stream), c = view_of(counter);
   double* o0 = out0.data();
   double* o1 = out1.data();
   // Keyed by particle id (the common case) on host memory: the vectorised host loop.
-  if (b.backend != Backend::cuda && (kind == 0 || kind == 1) && !seed.is_array() && stream.is_array() &&
-      !counter.is_array()) {
+  if (b.backend != Backend::cuda && (kind == 0 || kind == 1) && !seed.is_array() &&
+      stream.is_array() && !counter.is_array()) {
     detail::emulated_order(b.backend);
-    detail::host_fast::philox_uniform_ids(o0, kind == 1 ? o1 : nullptr, seed.scalar(), st.data, counter.scalar(),
-                                          b.shape.size());
+    detail::host_fast::philox_uniform_ids(o0, kind == 1 ? o1 : nullptr, seed.scalar(), st.data,
+                                          counter.scalar(), b.shape.size());
     return {out0, out1};
   }
   switch (kind) {
@@ -91,39 +98,42 @@ std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
 
 }  // namespace
 
-Array<std::uint32_t> philox4x32_10(const Array<std::uint32_t>& counters, std::uint32_t key0, std::uint32_t key1) {
+Array<std::uint32_t> philox4x32_10(const Array<std::uint32_t>& counters, std::uint32_t key0,
+                                   std::uint32_t key1) {
   if (counters.ndim() != 2 || counters.shape(1) != 4)
-    throw ValueError("philox4x32_10: counters of shape (n, 4) are required, got " + counters.shape().str());
+    throw ValueError("philox4x32_10: counters of shape (n, 4) are required, got " +
+                     counters.shape().str());
   auto guard = use_backend(counters.backend());
   Array<std::uint32_t> out(counters.shape(), counters.backend());
   const std::uint32_t* in = counters.data();
   std::uint32_t* o = out.data();
   CUNUMPY_FOR("philox4x32_10", counters.shape(0), i,
-    cunumpy_u32x4 c{{in[4 * i], in[4 * i + 1], in[4 * i + 2], in[4 * i + 3]}};
-    const cunumpy_u32x4 r = cunumpy_philox4x32_10(c, key0, key1);
-    for (int k = 0; k < 4; ++k) o[4 * i + k] = r.v[k];
-  );
+              cunumpy_u32x4 c{{in[4 * i], in[4 * i + 1], in[4 * i + 2], in[4 * i + 3]}};
+              const cunumpy_u32x4 r = cunumpy_philox4x32_10(c, key0, key1);
+              for (int k = 0; k < 4; ++k) o[4 * i + k] = r.v[k];);
   return out;
 }
 
 Array<double> philox_uniform(U64Operand seed, U64Operand stream, U64Operand counter) {
   return philox_apply("philox_uniform", 0, seed, stream, counter).first;
 }
-std::pair<Array<double>, Array<double>> philox_uniform2(U64Operand seed, U64Operand stream, U64Operand counter) {
+std::pair<Array<double>, Array<double>> philox_uniform2(U64Operand seed, U64Operand stream,
+                                                        U64Operand counter) {
   return philox_apply("philox_uniform2", 1, seed, stream, counter);
 }
 Array<double> philox_normal(U64Operand seed, U64Operand stream, U64Operand counter) {
   return philox_apply("philox_normal", 2, seed, stream, counter).first;
 }
-std::pair<Array<double>, Array<double>> philox_normal2(U64Operand seed, U64Operand stream, U64Operand counter) {
+std::pair<Array<double>, Array<double>> philox_normal2(U64Operand seed, U64Operand stream,
+                                                       U64Operand counter) {
   return philox_apply("philox_normal2", 3, seed, stream, counter);
 }
 
 namespace detail {
 // kind: 0 uniform(a, b), 1 normal(a = mean, b = stddev).  Element j of the fill is word pair
 // j % 2 of counter base + j / 2, so two numbers come from each Philox call.
-Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t stream, std::uint64_t base,
-                             Shape shape, int kind, double a, double b) {
+Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t stream,
+                             std::uint64_t base, Shape shape, int kind, double a, double b) {
   auto guard = use_backend(backend);
   Array<double> out(shape, backend);
   const long long n = shape.size();
@@ -133,45 +143,55 @@ Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t 
     host_fast::generator_fill(o, n, seed, stream, base, kind, a, b);
     return out;
   }
-  parallel_for(kind == 0 ? "Generator::uniform" : "Generator::normal", (n + 1) / 2, CUNUMPY_LAMBDA(long long p) {
-    double x0, x1;
-    if (kind == 0) {
-      cunumpy_uniform2(seed, stream, base + static_cast<std::uint64_t>(p), &x0, &x1);
-      x0 = detail::scale_shift(a, b - a, x0);
-      x1 = detail::scale_shift(a, b - a, x1);
-    } else {
-      cunumpy_normal2(seed, stream, base + static_cast<std::uint64_t>(p), &x0, &x1);
-      x0 = detail::scale_shift(a, b, x0);
-      x1 = detail::scale_shift(a, b, x1);
-    }
-    o[2 * p] = x0;
-    if (2 * p + 1 < n) o[2 * p + 1] = x1;
-  });
+  parallel_for(
+      kind == 0 ? "Generator::uniform" : "Generator::normal", (n + 1) / 2,
+      CUNUMPY_LAMBDA(long long p) {
+        double x0, x1;
+        if (kind == 0) {
+          cunumpy_uniform2(seed, stream, base + static_cast<std::uint64_t>(p), &x0, &x1);
+          x0 = detail::scale_shift(a, b - a, x0);
+          x1 = detail::scale_shift(a, b - a, x1);
+        } else {
+          cunumpy_normal2(seed, stream, base + static_cast<std::uint64_t>(p), &x0, &x1);
+          x0 = detail::scale_shift(a, b, x0);
+          x1 = detail::scale_shift(a, b, x1);
+        }
+        o[2 * p] = x0;
+        if (2 * p + 1 < n) o[2 * p + 1] = x1;
+      });
   return out;
 }
 }  // namespace detail
 
 namespace {
-Array<double> take(Generator& g, std::uint64_t& counter, Shape shape, int kind, double a, double b) {
-  Array<double> out = detail::generator_draw(g.backend(), g.seed(), g.stream(), counter, shape, kind, a, b);
+Array<double> take(Generator& g, std::uint64_t& counter, Shape shape, int kind, double a,
+                   double b) {
+  Array<double> out =
+      detail::generator_draw(g.backend(), g.seed(), g.stream(), counter, shape, kind, a, b);
   counter += static_cast<std::uint64_t>((shape.size() + 1) / 2);
   return out;
 }
 }  // namespace
 
-Array<double> Generator::random(Shape shape) { return take(*this, counter_, shape, 0, 0.0, 1.0); }
+Array<double> Generator::random(Shape shape) {
+  return take(*this, counter_, shape, 0, 0.0, 1.0);
+}
 Array<double> Generator::uniform(double low, double high, Shape shape) {
   return take(*this, counter_, shape, 0, low, high);
 }
-Array<double> Generator::standard_normal(Shape shape) { return take(*this, counter_, shape, 1, 0.0, 1.0); }
+Array<double> Generator::standard_normal(Shape shape) {
+  return take(*this, counter_, shape, 1, 0.0, 1.0);
+}
 Array<double> Generator::normal(double mean, double stddev, Shape shape) {
   if (!(stddev >= 0.0))
-    throw ValueError("normal: the standard deviation must be non-negative, got " + std::to_string(stddev));
+    throw ValueError("normal: the standard deviation must be non-negative, got " +
+                     std::to_string(stddev));
   return take(*this, counter_, shape, 1, mean, stddev);
 }
 
 void RandomStreams::seed(std::optional<std::uint64_t> value, int rank) {
-  if (rank < 0) throw ValueError("RandomStreams::seed: rank must be non-negative, got " + std::to_string(rank));
+  if (rank < 0)
+    throw ValueError("RandomStreams::seed: rank must be non-negative, got " + std::to_string(rank));
   if (value) {
     seed_ = *value;
   } else {
@@ -192,9 +212,12 @@ Generator& RandomStreams::generator(std::optional<Backend> backend) {
 }
 
 Generator RandomStreams::make_generator(std::uint64_t seed, std::optional<Backend> backend) const {
-  return Generator(seed, rank_stream_id(rank_) ^ (std::uint64_t{1} << 62), backend.value_or(get_backend()));
+  return Generator(seed, rank_stream_id(rank_) ^ (std::uint64_t{1} << 62),
+                   backend.value_or(get_backend()));
 }
 
-RandomStreams& random_streams() { return detail::context_slot<RandomStreams>().get(); }
+RandomStreams& random_streams() {
+  return detail::context_slot<RandomStreams>().get();
+}
 
 }  // namespace cunumpy

@@ -11,8 +11,9 @@
 namespace cunumpy::detail {
 
 void throw_staging_shape(const Shape& expected, const Shape& given) {
-  throw ValueError("HostStaging::copy: the array has shape " + given.str() + ", the staging was made for " +
-                   expected.str() + "; make one HostStaging per output shape");
+  throw ValueError("HostStaging::copy: the array has shape " + given.str() +
+                   ", the staging was made for " + expected.str() +
+                   "; make one HostStaging per output shape");
 }
 
 StagingRing::StagingRing(std::size_t bytes, int buffers) : bytes_(bytes) {
@@ -34,9 +35,9 @@ StagingRing::~StagingRing() {
 void StagingRing::ensure_device(Backend backend) {
   if (copy_stream_) {
     if (backend != device_)
-      throw BackendError("HostStaging::copy: this staging copies from the " + std::string(to_string(device_)) +
-                         " device; an array of the " + std::string(to_string(backend)) +
-                         " device needs its own HostStaging");
+      throw BackendError("HostStaging::copy: this staging copies from the " +
+                         std::string(to_string(device_)) + " device; an array of the " +
+                         std::string(to_string(backend)) + " device needs its own HostStaging");
     return;
   }
   device_ = backend;
@@ -51,12 +52,14 @@ void StagingRing::wait_slot(Slot& slot, const std::source_location& where, const
   if (!slot.pending) return;
   if (!slot.copy_done->query()) {
     event_wait(*slot.copy_done);
-    record_sync(SyncKind::stream, [what] { return std::string(what); }, where);
+    record_sync(
+        SyncKind::stream, [what] { return std::string(what); }, where);
   }
   slot.pending = false;
 }
 
-StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend, const std::source_location& where,
+StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend,
+                                      const std::source_location& where,
                                       const std::string& description) {
   const int index = static_cast<int>(next_ % slots_.size());
   Slot& slot = slots_[static_cast<std::size_t>(index)];
@@ -71,14 +74,16 @@ StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend, cons
   const StreamRef compute = current_stream();
   // The snapshot is taken in order after the kernels of the current stream; the copy stream
   // waits for it, so the next kernels may overwrite the array while the copy runs.
-  copy_memory_async(slot.snapshot->data(), src_backend, src, src_backend, bytes_, compute.native_handle());
+  copy_memory_async(slot.snapshot->data(), src_backend, src, src_backend, bytes_,
+                    compute.native_handle());
   slot.snapshot_done->record(compute);
   copy_stream_->wait(*slot.snapshot_done);
   copy_memory_async(slot.host->data(), Backend::host, slot.snapshot->data(), src_backend, bytes_,
                     copy_stream_->native_handle());
   slot.copy_done->record(*copy_stream_);
   slot.pending = true;
-  record_transfer(TransferKind::to_host, [&] { return description; }, where);
+  record_transfer(
+      TransferKind::to_host, [&] { return description; }, where);
   return {index, slot.generation};
 }
 
@@ -96,8 +101,9 @@ std::shared_ptr<MemoryBlock> StagingRing::wait(const Ticket& t, const std::sourc
   if (stale(t)) {
     const Slot& slot = slots_[static_cast<std::size_t>(t.slot)];
     throw Error("StagedCopy::result: the result is stale: its buffer was reused by copy " +
-                std::to_string(slot.generation) + " (this was copy " + std::to_string(t.generation) + ", with " +
-                std::to_string(slots_.size()) + " buffers); read results before " + std::to_string(slots_.size()) +
+                std::to_string(slot.generation) + " (this was copy " +
+                std::to_string(t.generation) + ", with " + std::to_string(slots_.size()) +
+                " buffers); read results before " + std::to_string(slots_.size()) +
                 " more copies, or give HostStaging more buffers");
   }
   wait_slot(slots_[static_cast<std::size_t>(t.slot)], where, "StagedCopy::result");

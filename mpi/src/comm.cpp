@@ -4,12 +4,12 @@
 
 #include <atomic>
 #include <climits>
-#include <exception>
 #include <cstdlib>
-#include <string_view>
-#include <vector>
+#include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/comm_impl.hpp>
@@ -96,8 +96,8 @@ std::atomic<bool>& checks_flag() {
 struct CallShape {
   long long count;  // -1: not compared (the v-collectives' own counts)
   long long dtype;
-  long long op;     // -1: none
-  long long root;   // -1: none
+  long long op;    // -1: none
+  long long root;  // -1: none
 };
 
 std::string shape_text(const CallShape& c) {
@@ -125,7 +125,8 @@ std::exception_ptr local_checks(F&& checks) {
 }
 
 // The checked mode: every rank's CallShape, gathered; MpiError on every rank when they differ.
-void check_collective(CommImpl& impl, const char* call, CallShape mine, const std::exception_ptr& local_error) {
+void check_collective(CommImpl& impl, const char* call, CallShape mine,
+                      const std::exception_ptr& local_error) {
   if (!checks_flag().load(std::memory_order_relaxed) || impl.size() <= 1) {
     if (local_error) std::rethrow_exception(local_error);
     return;
@@ -134,27 +135,32 @@ void check_collective(CommImpl& impl, const char* call, CallShape mine, const st
   constexpr int kFields = 5;
   std::vector<long long> all(static_cast<std::size_t>(kFields * size));
   long long own[kFields] = {mine.count, mine.dtype, mine.op, mine.root, local_error ? 1 : 0};
-  impl.allgather(RawBuffer{own, kFields, DType::int64}, RawBuffer{all.data(), kFields * size, DType::int64});
+  impl.allgather(RawBuffer{own, kFields, DType::int64},
+                 RawBuffer{all.data(), kFields * size, DType::int64});
   // A rank whose own arguments failed their checks: every rank raises (none enters the call).
   std::string failed;
   for (int r = 0; r < size; ++r)
     if (all[kFields * r + 4] != 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
   if (!failed.empty()) {
     if (local_error) std::rethrow_exception(local_error);  // this rank's own error, as unchecked
-    throw MpiError(std::string("Comm::") + call + " (checked mode, CUNUMPY_MPI_CHECK): rank(s) " + failed +
-                   " failed the argument checks (see their messages); no rank entered the collective");
+    throw MpiError(
+        std::string("Comm::") + call + " (checked mode, CUNUMPY_MPI_CHECK): rank(s) " + failed +
+        " failed the argument checks (see their messages); no rank entered the collective");
   }
   bool same = true;
   for (int r = 1; r < size && same; ++r)
     for (int k = 0; k < 4; ++k) same = same && all[kFields * r + k] == all[k];
   if (same) return;
-  std::string m = std::string("Comm::") + call + " (checked mode, CUNUMPY_MPI_CHECK): the ranks disagree:";
+  std::string m =
+      std::string("Comm::") + call + " (checked mode, CUNUMPY_MPI_CHECK): the ranks disagree:";
   for (int r = 0; r < size; ++r) {
-    const CallShape c{all[kFields * r], all[kFields * r + 1], all[kFields * r + 2], all[kFields * r + 3]};
+    const CallShape c{all[kFields * r], all[kFields * r + 1], all[kFields * r + 2],
+                      all[kFields * r + 3]};
     m += (r == 0 ? " " : "; ") + std::string("rank ") + std::to_string(r) + ": " + shape_text(c);
   }
-  throw MpiError(m + "; every rank must pass the same count, type" + (mine.op >= 0 ? ", operation" : "") +
-                 (mine.root >= 0 ? " and root" : "") + " to a collective");
+  throw MpiError(m + "; every rank must pass the same count, type" +
+                 (mine.op >= 0 ? ", operation" : "") + (mine.root >= 0 ? " and root" : "") +
+                 " to a collective");
 }
 }  // namespace
 
@@ -238,9 +244,8 @@ void Comm::barrier() const {
 
 void Comm::bcast_raw(RawBuffer b, int root) const {
   impl_->check_usable("bcast");
-  const std::exception_ptr local = detail::local_checks([&] {
-    detail::check_root("bcast", root, size());
-  });
+  const std::exception_ptr local =
+      detail::local_checks([&] { detail::check_root("bcast", root, size()); });
   check_collective(*impl_, "bcast", {b.count, static_cast<long long>(b.dtype), -1, root}, local);
   impl_->bcast(b, root);
 }
@@ -251,7 +256,9 @@ void Comm::allreduce_raw(RawBuffer send, RawBuffer recv, Op op, bool in_place) c
     if (!in_place && send.count != recv.count)
       detail::count_error("allreduce", "the receive buffer", send.count, recv.count);
   });
-  check_collective(*impl_, "allreduce", {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), -1}, local);
+  check_collective(*impl_, "allreduce",
+                   {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), -1},
+                   local);
   impl_->allreduce(send, recv, op, in_place);
 }
 
@@ -263,7 +270,9 @@ void Comm::reduce_raw(RawBuffer send, RawBuffer recv, Op op, int root) const {
     if (rank() == root && !in_place && recv.count != send.count)
       detail::count_error("reduce", "the receive buffer on root", send.count, recv.count);
   });
-  check_collective(*impl_, "reduce", {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), root}, local);
+  check_collective(
+      *impl_, "reduce",
+      {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), root}, local);
   impl_->reduce(send, recv, op, root, in_place);
 }
 
@@ -273,7 +282,9 @@ void Comm::scan_raw(RawBuffer send, RawBuffer recv, Op op) const {
     if (send.count != recv.count)
       detail::count_error("scan", "the receive buffer", send.count, recv.count);
   });
-  check_collective(*impl_, "scan", {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), -1}, local);
+  check_collective(*impl_, "scan",
+                   {send.count, static_cast<long long>(send.dtype), static_cast<long long>(op), -1},
+                   local);
   impl_->scan(send, recv, op, send.data == recv.data);
 }
 
@@ -284,7 +295,8 @@ void Comm::allgather_raw(RawBuffer send, RawBuffer recv) const {
       detail::count_error("allgather", "the receive buffer (size() * send count)",
                           send.count * size(), recv.count);
   });
-  check_collective(*impl_, "allgather", {send.count, static_cast<long long>(send.dtype), -1, -1}, local);
+  check_collective(*impl_, "allgather", {send.count, static_cast<long long>(send.dtype), -1, -1},
+                   local);
   impl_->allgather(send, recv);
 }
 
@@ -296,7 +308,8 @@ void Comm::gather_raw(RawBuffer send, RawBuffer recv, int root) const {
       detail::count_error("gather", "the receive buffer on root (size() * send count)",
                           send.count * size(), recv.count);
   });
-  check_collective(*impl_, "gather", {send.count, static_cast<long long>(send.dtype), -1, root}, local);
+  check_collective(*impl_, "gather", {send.count, static_cast<long long>(send.dtype), -1, root},
+                   local);
   impl_->gather(send, recv, root);
 }
 
@@ -308,7 +321,8 @@ void Comm::scatter_raw(RawBuffer send, RawBuffer recv, int root) const {
       detail::count_error("scatter", "the send buffer on root (size() * receive count)",
                           recv.count * size(), send.count);
   });
-  check_collective(*impl_, "scatter", {recv.count, static_cast<long long>(recv.dtype), -1, root}, local);
+  check_collective(*impl_, "scatter", {recv.count, static_cast<long long>(recv.dtype), -1, root},
+                   local);
   impl_->scatter(send, recv, root);
 }
 
@@ -322,7 +336,8 @@ void Comm::alltoall_raw(RawBuffer send, RawBuffer recv) const {
                        " elements, not a multiple of the communicator size " +
                        std::to_string(size()) + "; give every rank a block of the same length");
   });
-  check_collective(*impl_, "alltoall", {send.count, static_cast<long long>(send.dtype), -1, -1}, local);
+  check_collective(*impl_, "alltoall", {send.count, static_cast<long long>(send.dtype), -1, -1},
+                   local);
   impl_->alltoall(send, recv);
 }
 

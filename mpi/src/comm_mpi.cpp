@@ -123,8 +123,10 @@ class Elements {
     const long long limit = mpi_count_limit();
     const long long blocks = count / limit, rest = count % limit;
     if (blocks > INT_MAX)
-      throw ValueError("Comm: " + std::to_string(count) + " elements in one call are more than MPI datatypes can "
-                       "describe (" + std::to_string(limit) + " x INT_MAX); split the buffer");
+      throw ValueError("Comm: " + std::to_string(count) +
+                       " elements in one call are more than MPI datatypes can "
+                       "describe (" +
+                       std::to_string(limit) + " x INT_MAX); split the buffer");
     MPI_Aint lb = 0, extent = 0;
     MPI_Type_get_extent(base_, &lb, &extent);
     MPI_Datatype block = MPI_DATATYPE_NULL;

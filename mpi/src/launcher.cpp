@@ -48,15 +48,16 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
   // Who launched us: the first family whose per-rank variables are present.
   struct Family {
     const char* name;
-    const char* marker;       // must be set
-    const char* also;         // must be set too (or nullptr)
-    const char* size;         // declared world size (or nullptr)
-    const char* rank;         // world rank (or nullptr)
+    const char* marker;  // must be set
+    const char* also;    // must be set too (or nullptr)
+    const char* size;    // declared world size (or nullptr)
+    const char* rank;    // world rank (or nullptr)
   };
   static const Family families[] = {
       {"Open MPI", "OMPI_COMM_WORLD_SIZE", nullptr, "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
       {"MVAPICH2", "MV2_COMM_WORLD_SIZE", nullptr, "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"},
-      {"Slurm srun", "SLURM_STEP_ID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID"},
+      {"Slurm srun", "SLURM_STEP_ID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_TASKS",
+       "SLURM_PROCID"},
       {"MPICH/Hydra or Intel MPI (PMI)", "PMI_RANK", "PMI_SIZE", "PMI_SIZE", "PMI_RANK"},
       {"PMIx", "PMIX_RANK", nullptr, nullptr, "PMIX_RANK"},
       {"Cray PALS", "PALS_RANKID", nullptr, nullptr, "PALS_RANKID"},
@@ -76,24 +77,33 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
   if (auto forced = detail::parse_flag(env("CUNUMPY_MPI"))) {
     info.under_mpi = *forced;
     info.evidence = shown(env, "CUNUMPY_MPI") + " (overrides" +
-                    (info.evidence.empty() ? std::string(" the detection") : " " + info.evidence) + ")";
+                    (info.evidence.empty() ? std::string(" the detection") : " " + info.evidence) +
+                    ")";
   } else if (is_set(env, "CUNUMPY_MPI")) {
-    info.warning = shown(env, "CUNUMPY_MPI") +
-                   " is not one of 1/true/yes/on or 0/false/no/off; ignored, the launcher detection decides";
+    info.warning =
+        shown(env, "CUNUMPY_MPI") +
+        " is not one of 1/true/yes/on or 0/false/no/off; ignored, the launcher detection decides";
   }
 
   // The rank within the node: each launcher's own variable first, then the generic ones.
-  static const char* const local_ranks[] = {
-      "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-      "PMI_LOCAL_RANK",             "PALS_LOCAL_RANKID",         "FLUX_TASK_LOCAL_ID",
-      "SLURM_LOCALID",              "LOCAL_RANK"};
+  static const char* const local_ranks[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                                            "MV2_COMM_WORLD_LOCAL_RANK",
+                                            "MPI_LOCALRANKID",
+                                            "PMI_LOCAL_RANK",
+                                            "PALS_LOCAL_RANKID",
+                                            "FLUX_TASK_LOCAL_ID",
+                                            "SLURM_LOCALID",
+                                            "LOCAL_RANK"};
   for (const char* name : local_ranks)
     if (auto v = read_int(env, name)) {
       info.local_rank = *v;
       break;
     }
-  static const char* const local_sizes[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
-                                            "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE",
+  static const char* const local_sizes[] = {"OMPI_COMM_WORLD_LOCAL_SIZE",
+                                            "MV2_COMM_WORLD_LOCAL_SIZE",
+                                            "MPI_LOCALNRANKS",
+                                            "PMI_LOCAL_SIZE",
+                                            "PALS_LOCAL_SIZE",
                                             "LOCAL_WORLD_SIZE"};
   bool have_local_size = false;
   for (const char* name : local_sizes)
@@ -113,10 +123,11 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
   // two ranks to one GPU or none: say so, and fold the rank into range.
   if (have_local_size && (info.local_rank < 0 || info.local_rank >= info.local_size)) {
     const int folded = ((info.local_rank % info.local_size) + info.local_size) % info.local_size;
-    const std::string text = "the local rank " + std::to_string(info.local_rank) + " is not below the local size " +
-                             std::to_string(info.local_size) +
-                             " the launcher's variables give (an inconsistent environment); using local rank " +
-                             std::to_string(folded);
+    const std::string text =
+        "the local rank " + std::to_string(info.local_rank) + " is not below the local size " +
+        std::to_string(info.local_size) +
+        " the launcher's variables give (an inconsistent environment); using local rank " +
+        std::to_string(folded);
     info.warning = info.warning.empty() ? text : info.warning + "; " + text;
     info.local_rank = folded;
   }
@@ -132,8 +143,14 @@ const LauncherInfo& launcher_info() {
   return info;
 }
 
-bool launched_under_mpi() { return launcher_info().under_mpi; }
-int local_rank() { return launcher_info().local_rank; }
-int local_size() { return launcher_info().local_size; }
+bool launched_under_mpi() {
+  return launcher_info().under_mpi;
+}
+int local_rank() {
+  return launcher_info().local_rank;
+}
+int local_size() {
+  return launcher_info().local_size;
+}
 
 }  // namespace cunumpy

@@ -16,13 +16,15 @@ namespace cunumpy {
 
 std::string_view to_string(Awareness a) noexcept {
   switch (a) {
-    case Awareness::yes: return "yes";
-    case Awareness::no: return "no";
-    case Awareness::unknown: return "unknown";
+    case Awareness::yes:
+      return "yes";
+    case Awareness::no:
+      return "no";
+    case Awareness::unknown:
+      return "unknown";
   }
   return "unknown";
 }
-
 
 CudaAwareness query_cuda_awareness() {
   CudaAwareness out;
@@ -37,7 +39,8 @@ CudaAwareness query_cuda_awareness() {
     const std::string value(env);
     std::call_once(warned, [&] {
       std::fprintf(stderr,
-                   "cunumpy: warning: CUNUMPY_MPI_CUDA_AWARE=%s is not one of 1/true/yes/on or 0/false/no/off; "
+                   "cunumpy: warning: CUNUMPY_MPI_CUDA_AWARE=%s is not one of 1/true/yes/on or "
+                   "0/false/no/off; "
                    "ignored, the library decides\n",
                    value.c_str());
     });
@@ -85,7 +88,9 @@ CudaAwareness query_cuda_awareness() {
   return out;
 }
 
-void set_mpi_cuda_aware(std::optional<bool> aware) { detail::mpi_context().recorded_cuda_awareness = aware; }
+void set_mpi_cuda_aware(std::optional<bool> aware) {
+  detail::mpi_context().recorded_cuda_awareness = aware;
+}
 
 CudaAwareness mpi_cuda_aware() {
   if (const auto recorded = detail::mpi_context().recorded_cuda_awareness)
@@ -108,8 +113,10 @@ bool ring_exchange_probe(const Comm& comm, Backend memory_backend) {
     const int left = (comm.rank() + comm.size() - 1) % comm.size();
     auto send = full<int>({n}, 1000 + comm.rank(), memory_backend);
     auto recv = full<int>({n}, -1, memory_backend);
-    synchronize_backend(memory_backend, SyncKind::mpi, "mpi_is_cuda_aware probe", std::source_location::current());
-    comm.sendrecv<int>(std::span<const int>(send.data(), n), right, std::span<int>(recv.data(), n), left, 31415);
+    synchronize_backend(memory_backend, SyncKind::mpi, "mpi_is_cuda_aware probe",
+                        std::source_location::current());
+    comm.sendrecv<int>(std::span<const int>(send.data(), n), right, std::span<int>(recv.data(), n),
+                       left, 31415);
     auto host = to_host(recv);
     for (int i = 0; i < n; ++i) ok = ok && host(i) == 1000 + left;
   } catch (const std::exception&) {
@@ -139,11 +146,12 @@ void require_cuda_aware_mpi(const Comm& comm) {
   if (get_backend() != Backend::cuda) return;
   const CudaAwareness a = mpi_is_cuda_aware(comm);
   if (a.state == Awareness::yes) return;
-  throw BackendError("require_cuda_aware_mpi: this MPI cannot take device buffers (" + a.reason +
-                     "); use a CUDA-aware build: Open MPI configured --with-cuda (and UCX with CUDA), "
-                     "MPICH with a CUDA-enabled UCX or OFI, or your site's CUDA-aware MPI module; "
-                     "otherwise drop this requirement and cunumpy stages device buffers through "
-                     "pinned host memory");
+  throw BackendError(
+      "require_cuda_aware_mpi: this MPI cannot take device buffers (" + a.reason +
+      "); use a CUDA-aware build: Open MPI configured --with-cuda (and UCX with CUDA), "
+      "MPICH with a CUDA-enabled UCX or OFI, or your site's CUDA-aware MPI module; "
+      "otherwise drop this requirement and cunumpy stages device buffers through "
+      "pinned host memory");
 }
 
 }  // namespace cunumpy

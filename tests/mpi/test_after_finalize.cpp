@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
       if (c == "allreduce") world.allreduce(std::span(v), cunumpy::Op::sum);
       if (c == "barrier") world.barrier();
       if (c == "bcast") world.bcast(std::span(v), 0);
-      if (c == "sendrecv") world.sendrecv<double>(v, cunumpy::proc_null, std::span(v), cunumpy::proc_null);
+      if (c == "sendrecv")
+        world.sendrecv<double>(v, cunumpy::proc_null, std::span(v), cunumpy::proc_null);
       std::printf("FAILED: %s after finalize did not throw\n", call);
       ++failures;
     } catch (const cunumpy::MpiError& e) {

@@ -163,7 +163,8 @@ TEST_F(Mpi, BadInputIsAClearError) {
         world.recv(std::span(small), 0, 21);
         ADD_FAILURE() << "expected MpiError";
       } catch (const cn::MpiError& e) {
-        EXPECT_NE(std::string(e.what()).find("smaller than the message"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("smaller than the message"), std::string::npos)
+            << e.what();
       }
     }
   }
@@ -249,7 +250,8 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
   std::vector<int> a2a_in(9 * static_cast<std::size_t>(size)), a2a_out(a2a_in.size());
   for (std::size_t i = 0; i < a2a_in.size(); ++i) a2a_in[i] = 1000 * rank + static_cast<int>(i / 9);
   world.alltoall<int>(a2a_in, std::span(a2a_out));
-  for (int r = 0; r < size; ++r) EXPECT_EQ(a2a_out[9 * static_cast<std::size_t>(r) + 8], 1000 * r + rank);
+  for (int r = 0; r < size; ++r)
+    EXPECT_EQ(a2a_out[9 * static_cast<std::size_t>(r) + 8], 1000 * r + rank);
 
   // Vector forms: rank r contributes 8 + r elements (above the limit), 64-bit counts.
   std::vector<long long> counts(static_cast<std::size_t>(size)), displs(counts.size());
@@ -259,9 +261,12 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
     displs[static_cast<std::size_t>(r)] = total;
     total += 8 + r;
   }
-  std::vector<double> piece(static_cast<std::size_t>(8 + rank), rank + 0.5), whole(static_cast<std::size_t>(total), -1);
+  std::vector<double> piece(static_cast<std::size_t>(8 + rank), rank + 0.5),
+      whole(static_cast<std::size_t>(total), -1);
   world.allgatherv<double>(piece, std::span(whole), counts, displs);
-  for (int r = 0; r < size; ++r) EXPECT_EQ(whole[static_cast<std::size_t>(displs[static_cast<std::size_t>(r)] + 7 + r)], r + 0.5);
+  for (int r = 0; r < size; ++r)
+    EXPECT_EQ(whole[static_cast<std::size_t>(displs[static_cast<std::size_t>(r)] + 7 + r)],
+              r + 0.5);
   std::vector<double> g(static_cast<std::size_t>(total), -1);
   world.gatherv<double>(piece, std::span(g), counts, displs, 0);
   if (rank == 0) EXPECT_EQ(g, whole);
@@ -274,7 +279,8 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
   std::vector<int> sbuf(8 * static_cast<std::size_t>(size)), rbuf(sbuf.size(), -1);
   for (std::size_t i = 0; i < sbuf.size(); ++i) sbuf[i] = 100 * rank + static_cast<int>(i / 8);
   world.alltoallv<int>(sbuf, c8, d8, std::span(rbuf), c8, d8);
-  for (int r = 0; r < size; ++r) EXPECT_EQ(rbuf[8 * static_cast<std::size_t>(r) + 7], 100 * r + rank);
+  for (int r = 0; r < size; ++r)
+    EXPECT_EQ(rbuf[8 * static_cast<std::size_t>(r) + 7], 100 * r + rank);
   cn::detail::set_mpi_count_limit(0);  // back to INT_MAX
   EXPECT_EQ(cn::detail::mpi_count_limit(), 2147483647LL);
 }
@@ -295,7 +301,8 @@ TEST_F(Mpi, CheckedModeRaisesOnEveryRankWhenCountsDiffer) {
       ADD_FAILURE() << "rank " << rank << ": mismatched counts must raise";
     } catch (const cn::MpiError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("Comm::allreduce (checked mode, CUNUMPY_MPI_CHECK): the ranks disagree: rank 0: 3 x float64"),
+      EXPECT_NE(m.find("Comm::allreduce (checked mode, CUNUMPY_MPI_CHECK): the ranks disagree: "
+                       "rank 0: 3 x float64"),
                 std::string::npos)
           << m;
       EXPECT_NE(m.find("rank 1: 4 x float64"), std::string::npos) << m;
@@ -310,10 +317,13 @@ TEST_F(Mpi, CheckedModeRaisesOnEveryRankWhenCountsDiffer) {
       ADD_FAILURE() << "rank " << rank << ": a bad buffer on rank 0 must raise everywhere";
     } catch (const cn::MpiError& e) {
       EXPECT_NE(rank, 0) << "rank 0 raises its own error";
-      EXPECT_NE(std::string(e.what()).find("rank(s) 0 failed the argument checks"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rank(s) 0 failed the argument checks"),
+                std::string::npos)
+          << e.what();
     } catch (const cn::ValueError& e) {
       EXPECT_EQ(rank, 0) << e.what();
-      EXPECT_NE(std::string(e.what()).find("the receive buffer must hold 4 elements, got 3"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("the receive buffer must hold 4 elements, got 3"),
+                std::string::npos)
           << e.what();
     }
   }

@@ -27,7 +27,8 @@ TEST_F(DeviceMpi, DebianOpenMpiIsNotCudaAware) {
   const cn::CudaAwareness a = cn::mpi_cuda_aware();
   EXPECT_EQ(a.state, cn::Awareness::no) << a.reason;
   EXPECT_NE(a.reason.find("compile time: MPIX_CUDA_AWARE_SUPPORT"), std::string::npos) << a.reason;
-  if (rank == 0) std::printf("CUDA-aware MPI: %s (%s)\n", cn::to_string(a.state).data(), a.reason.c_str());
+  if (rank == 0)
+    std::printf("CUDA-aware MPI: %s (%s)\n", cn::to_string(a.state).data(), a.reason.c_str());
 }
 
 TEST_F(DeviceMpi, StagedAllreduceIsCounted) {
@@ -94,11 +95,12 @@ TEST_F(DeviceMpi, PlantedMissingSynchronisationBeforeASendIsCaught) {
     const double value = rank + 1.0;
     {
       auto scope = cn::use_stream(s);
-      cn::parallel_for("write the send buffer", 8, CUNUMPY_LAMBDA(long long i) { o(i) = value; });
+      cn::parallel_for(
+          "write the send buffer", 8, CUNUMPY_LAMBDA(long long i) { o(i) = value; });
     }
     cn::sendrecv(world, out, right, in, left, 11);  // planted: s is not synchronised
-    EXPECT_EQ(cn::to_host(in)(7), 0.0) << (aware ? "direct" : "staged")
-                                       << " path: the missing synchronisation shows";
+    EXPECT_EQ(cn::to_host(in)(7), 0.0)
+        << (aware ? "direct" : "staged") << " path: the missing synchronisation shows";
     s.synchronize();
     cn::sendrecv(world, out, right, in, left, 12);
     EXPECT_EQ(cn::to_host(in)(7), left + 1.0) << (aware ? "direct" : "staged");
@@ -110,7 +112,8 @@ TEST_F(DeviceMpi, PlantedMissingSynchronisationBeforeASendIsCaught) {
 TEST_F(DeviceMpi, ProbeAndRequire) {
   const cn::CudaAwareness a = cn::mpi_is_cuda_aware(world);
   EXPECT_EQ(a.state, cn::Awareness::no);
-  EXPECT_NE(a.reason.find("no exchange probe on the emulated backend"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("no exchange probe on the emulated backend"), std::string::npos)
+      << a.reason;
   // The ring exchange itself, on memory MPI can read (host and emulated), passes on every rank.
   EXPECT_TRUE(cn::detail::ring_exchange_probe(world, cn::Backend::emulated));
   EXPECT_TRUE(cn::detail::ring_exchange_probe(world, cn::Backend::host));

@@ -22,7 +22,8 @@ namespace cn = cunumpy;
 namespace {
 std::ptrdiff_t step_index(const std::string& prefix) {
   const auto& steps = cn::runtime().startup_steps();
-  auto it = std::find_if(steps.begin(), steps.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
+  auto it = std::find_if(steps.begin(), steps.end(),
+                         [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
   return it == steps.end() ? -1 : it - steps.begin();
 }
 }  // namespace
@@ -46,11 +47,14 @@ TEST(RuntimeMpi, WorldMatchesTheLauncher) {
   EXPECT_EQ(rt.world().allreduce(1, cn::Op::sum), rt.world().size());
   EXPECT_EQ(rt.cuda_awareness().state, cn::Awareness::no) << rt.cuda_awareness().reason;
   const std::string s = rt.summary();
-  EXPECT_NE(s.find("rank " + std::to_string(rt.world().rank()) + "/" + std::to_string(rt.world().size()) + " (MPI)"),
-            std::string::npos) << s;
+  EXPECT_NE(s.find("rank " + std::to_string(rt.world().rank()) + "/" +
+                   std::to_string(rt.world().size()) + " (MPI)"),
+            std::string::npos)
+      << s;
   // Ranks sharing the node share its cores when OMP_NUM_THREADS is unset.
   if (std::getenv("OMP_NUM_THREADS") == nullptr && rt.launcher().local_size > 1) {
-    EXPECT_NE(rt.host_threads().find("rank(s) on the node"), std::string::npos) << rt.host_threads();
+    EXPECT_NE(rt.host_threads().find("rank(s) on the node"), std::string::npos)
+        << rt.host_threads();
 #if defined(_OPENMP)
     EXPECT_LE(omp_get_max_threads() * rt.launcher().local_size,
               std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)) + rt.launcher().local_size)

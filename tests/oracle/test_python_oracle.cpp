@@ -176,13 +176,15 @@ std::vector<std::string> layout(const std::string& text) {
 }
 std::string unhex(const std::string& hex) {
   std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   return out;
 }
 }  // namespace
 
 TEST_P(Oracle, TheTransferReportIsLaidOutAsThePythonLibrarys) {
-  if (GetParam() != cn::Backend::emulated) GTEST_SKIP() << "transfers need a device: run on emulated";
+  if (GetParam() != cn::Backend::emulated)
+    GTEST_SKIP() << "transfers need a device: run on emulated";
   const auto& r = reference().values;
   ASSERT_TRUE(r.count("report") && !r.at("report").empty()) << "the reference has no report";
   auto counter = cn::count_transfers();
@@ -192,7 +194,8 @@ TEST_P(Oracle, TheTransferReportIsLaidOutAsThePythonLibrarys) {
   (void)cn::to_host(d);
   std::string ours = counter.report();
   ours = ours.substr(ours.find('\n') + 1);  // the first line's kinds differ between the libraries
-  EXPECT_EQ(layout(ours), layout(unhex(r.at("report")[0]))) << ours << "\n---\n" << unhex(r.at("report")[0]);
+  EXPECT_EQ(layout(ours), layout(unhex(r.at("report")[0]))) << ours << "\n---\n"
+                                                            << unhex(r.at("report")[0]);
 }
 
 CUNUMPY_ON_HOST_AND_EMULATED(Oracle);

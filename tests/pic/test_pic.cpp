@@ -34,7 +34,9 @@ pic::Config preset(const char* name, int steps) {
   c.progress = false;
   return c;
 }
-pic::Config landau() { return preset("landau", 250); }
+pic::Config landau() {
+  return preset("landau", 250);
+}
 }  // namespace
 
 TEST(Dispersion, KnownRoots) {
@@ -87,7 +89,8 @@ TEST(Pic, TwoDimensionsAndTscRun) {
   c.order = 2;
   const pic::Results r = pic::run(c, cn::Comm::serial());
   EXPECT_NEAR(r.omega_fit / r.omega_theory, 1.0, 0.02);
-  EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.10) << "2D, fewer particles per cell: a looser bound";
+  EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.10)
+      << "2D, fewer particles per cell: a looser bound";
   for (double q : r.total_charge) ASSERT_LT(std::abs(q), 1e-9);
 }
 
@@ -146,7 +149,8 @@ TEST(Pic, RtcKernelsGiveTheBuiltinPhysics) {
     EXPECT_NEAR(rtc.omega_fit / rtc.omega_theory, 1.0, 0.02) << cn::to_string(backend);
     ASSERT_EQ(rtc.field_energy.size(), builtin.field_energy.size());
     for (std::size_t i = 0; i < rtc.field_energy.size(); i += 10)
-      EXPECT_NEAR(rtc.field_energy[i], builtin.field_energy[i], 1e-6 * builtin.field_energy[0] + 1e-9 * builtin.field_energy[i])
+      EXPECT_NEAR(rtc.field_energy[i], builtin.field_energy[i],
+                  1e-6 * builtin.field_energy[0] + 1e-9 * builtin.field_energy[i])
           << cn::to_string(backend) << " step " << i;
   }
   pic::Config bad = landau();
@@ -161,7 +165,9 @@ TEST(Pic, DeterministicModeIsBitwiseRepeatable) {
   c.particles = 30000;
   const auto a = pic::run(c, cn::Comm::serial());
   const auto b = pic::run(c, cn::Comm::serial());
-  ASSERT_EQ(std::memcmp(a.field_energy.data(), b.field_energy.data(), a.field_energy.size() * sizeof(double)), 0);
+  ASSERT_EQ(std::memcmp(a.field_energy.data(), b.field_energy.data(),
+                        a.field_energy.size() * sizeof(double)),
+            0);
 }
 
 TEST(Pic, BadConfigurationIsAClearError) {
@@ -186,7 +192,8 @@ TEST(PicGpu, CudaRunsTheLoopWithoutTransfersAndMatchesTheHostDensity) {
   {
     auto b = cn::use_backend(cn::Backend::cuda);
     const auto device = pic::initial_density(c, cn::Comm::serial());
-    EXPECT_EQ(std::memcmp(host.data(), device.data(), host.nbytes()), 0) << "deterministic: the same bits";
+    EXPECT_EQ(std::memcmp(host.data(), device.data(), host.nbytes()), 0)
+        << "deterministic: the same bits";
     c.deterministic = false;
     r = pic::run(c, cn::Comm::serial());
   }
@@ -202,8 +209,9 @@ namespace {
 struct Scratch {
   std::filesystem::path path;
   Scratch() {
-    path = std::filesystem::temp_directory_path() / ("pic-out-" + std::to_string(getpid()) + "-" +
-                                                     std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    path = std::filesystem::temp_directory_path() /
+           ("pic-out-" + std::to_string(getpid()) + "-" +
+            std::to_string(reinterpret_cast<std::uintptr_t>(this)));
     std::filesystem::create_directories(path);
   }
   ~Scratch() {
@@ -242,7 +250,8 @@ TEST(PicOutput, ABadFolderFailsBeforeTheRun) {
     pic::prepare_output((file / "under").string(), false);
     FAIL();
   } catch (const cn::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot create the output folder"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot create the output folder"), std::string::npos)
+        << e.what();
   }
   const auto out = s.path / "run";
   EXPECT_NO_THROW(pic::prepare_output(out.string(), false));
@@ -276,10 +285,12 @@ TEST(PicOutput, AFailedWriteIsAnErrorAndLeavesThePreviousFiles) {
     what = e.what();
   }
   setrlimit(RLIMIT_FSIZE, &old);
-  EXPECT_NE(what.find("writing"), std::string::npos) << "a failed write must be an error: '" << what << "'";
+  EXPECT_NE(what.find("writing"), std::string::npos)
+      << "a failed write must be an error: '" << what << "'";
   EXPECT_EQ(slurp(out / "summary.json"), before) << "the previous summary is intact";
   for (const auto& e : std::filesystem::directory_iterator(out))
-    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "no temporary left: " << e.path();
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos)
+        << "no temporary left: " << e.path();
 }
 
 TEST(PicOutput, ADivergedRunIsFlaggedAndNonFiniteValuesAreValidJson) {

@@ -34,7 +34,8 @@ TEST(PicRanks, InitialParticlesDoNotDependOnTheRankCount) {
     const auto all = pic::initial_particles(config(false, dim), cn::Comm::serial());
     const long long first = 40001LL * world.rank() / world.size();
     for (long long i = 0; i < mine.shape(0); ++i)
-      for (long long c = 0; c < mine.shape(1); ++c) ASSERT_EQ(mine(i, c), all(first + i, c)) << i << "," << c;
+      for (long long c = 0; c < mine.shape(1); ++c)
+        ASSERT_EQ(mine(i, c), all(first + i, c)) << i << "," << c;
   }
 }
 
@@ -47,8 +48,10 @@ TEST(PicRanks, DensityIsBitIdenticalInTheDeterministicMode) {
     const auto atomic = pic::initial_density(config(false, dim), world);
     const auto atomic_serial = pic::initial_density(config(false, dim), cn::Comm::serial());
     for (long long c = 0; c < atomic.size(); ++c)
-      ASSERT_NEAR(atomic.host_span()[c], atomic_serial.host_span()[c], 1e-12) << "atomics: equal up to summation order";
+      ASSERT_NEAR(atomic.host_span()[c], atomic_serial.host_span()[c], 1e-12)
+          << "atomics: equal up to summation order";
     // The deterministic mode's quantisation (2^-24 of a particle's weight) is far below noise.
-    for (long long c = 0; c < atomic.size(); ++c) ASSERT_NEAR(atomic.host_span()[c], serial.host_span()[c], 1e-6);
+    for (long long c = 0; c < atomic.size(); ++c)
+      ASSERT_NEAR(atomic.host_span()[c], serial.host_span()[c], 1e-6);
   }
 }

@@ -77,8 +77,8 @@ inline std::pair<double, double> run_block_sum(cunumpy::CudaKernel& block_sum, l
   auto x = cunumpy::arange<double>(0.0, static_cast<double>(n), 1.0);
   const auto [grid, block] = block_sum.launch_shape(n);
   auto partial = cunumpy::zeros<double>({grid.x});
-  block_sum({.n_threads = n, .shared_mem = static_cast<std::size_t>(block.x) * sizeof(double)}, x, partial,
-            static_cast<int>(n));
+  block_sum({.n_threads = n, .shared_mem = static_cast<std::size_t>(block.x) * sizeof(double)}, x,
+            partial, static_cast<int>(n));
   const auto h = cunumpy::to_host(partial);
   double total = 0;
   for (long long b = 0; b < grid.x; ++b) total += h(b);

@@ -12,6 +12,6 @@
 
 // The suite on the host and on the emulated device (the device paths without a GPU).
 #define CUNUMPY_ON_HOST_AND_EMULATED(suite)                                                       \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::Values(::cunumpy::Backend::host,            \
-                                                              ::cunumpy::Backend::emulated),       \
-                           ::cunumpy::testing::backend_test_name)
+  INSTANTIATE_TEST_SUITE_P(                                                                       \
+      Backends, suite, ::testing::Values(::cunumpy::Backend::host, ::cunumpy::Backend::emulated), \
+      ::cunumpy::testing::backend_test_name)

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstdlib>
 #include <cstring>
-#include <cmath>
 #include <numeric>
 #include <random>
 #include <string>
@@ -79,7 +79,8 @@ TEST(MortonHeader, CellConventions) {
   EXPECT_EQ(cunumpy_morton_cell(0.0, 0.0, s, L), 0u);
   EXPECT_EQ(cunumpy_morton_cell(0.125, 0.0, s, L), 1u) << "a boundary point goes to the upper cell";
   EXPECT_EQ(cunumpy_morton_cell(0.124999, 0.0, s, L), 0u);
-  EXPECT_EQ(cunumpy_morton_cell(1.0, 0.0, s, L), 7u) << "the upper face is clipped into the last cell";
+  EXPECT_EQ(cunumpy_morton_cell(1.0, 0.0, s, L), 7u)
+      << "the upper face is clipped into the last cell";
   EXPECT_EQ(cunumpy_morton_cell(5.0, 0.0, s, L), 7u) << "outside: the nearest face";
   EXPECT_EQ(cunumpy_morton_cell(-3.0, 0.0, s, L), 0u);
   EXPECT_EQ(cunumpy_morton_cell(0.7, 0.0, s, 0), 0u) << "level 0: one cell";
@@ -110,9 +111,11 @@ TEST_P(Algorithms, MortonKeysMatchTheHeaderAndValidate) {
   EXPECT_EQ(cn::max_morton_levels(2), 32);
   EXPECT_EQ(cn::max_morton_levels(3), 21);
   EXPECT_THROW(cn::morton_keys(p, lower, upper, 33), cn::ValueError);
-  EXPECT_THROW(cn::morton_keys(p, lower, upper, 0), cn::ValueError) << "at least one level, as in the Python library";
+  EXPECT_THROW(cn::morton_keys(p, lower, upper, 0), cn::ValueError)
+      << "at least one level, as in the Python library";
   const double nan_upper[] = {std::nan(""), 1.0};
-  EXPECT_THROW((void)cn::morton_scales(lower, nan_upper, 3), cn::ValueError) << "a NaN bound is an error, not cell 0";
+  EXPECT_THROW((void)cn::morton_scales(lower, nan_upper, 3), cn::ValueError)
+      << "a NaN bound is an error, not cell 0";
   const double lower3[] = {0, 0, 0}, upper3[] = {1, 1, 1};
   EXPECT_THROW(cn::morton_keys(p, lower3, upper3, 3), cn::ValueError) << "3 bounds for 2D points";
   const double flat[] = {0.0, 1.0};
@@ -143,12 +146,13 @@ TEST_P(Algorithms, MortonKeys3dOfManyPointsMatchTheHeader) {
   const double lower[] = {0.0, 0.0, 1.0}, upper[] = {1.0, 1.0, 0.0};  // z reversed
   for (int levels : {1, 10, 21}) {
     for (long long m : {n, 16LL, 7LL}) {
-      auto keys = cn::to_host(cn::morton_keys(cn::from_host<double>(std::span<const double>(pts.data(), 3 * m), cn::Shape{m, 3}),
-                                              lower, upper, levels));
+      auto keys = cn::to_host(cn::morton_keys(
+          cn::from_host<double>(std::span<const double>(pts.data(), 3 * m), cn::Shape{m, 3}), lower,
+          upper, levels));
       const auto s = cn::morton_scales(lower, upper, levels);
       for (long long i = 0; i < m; ++i)
-        ASSERT_EQ(keys(i), cunumpy_morton_key3(pts[3 * i], pts[3 * i + 1], pts[3 * i + 2], 0.0, 0.0, 1.0, s[0], s[1],
-                                               s[2], levels))
+        ASSERT_EQ(keys(i), cunumpy_morton_key3(pts[3 * i], pts[3 * i + 1], pts[3 * i + 2], 0.0, 0.0,
+                                               1.0, s[0], s[1], s[2], levels))
             << "point " << i << " of " << m << " at " << levels << " levels";
     }
   }
@@ -164,7 +168,8 @@ TEST_P(Algorithms, SortByKeyIsStableAndPermutesEveryArray) {
   std::vector<float> q(n);
   std::iota(q.begin(), q.end(), 0.0f);
   auto [sk, order, sp, sq] =
-      cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<double>(pos, cn::Shape{n, 2}), cn::from_host<float>(q));
+      cn::sort_by_key(cn::from_host<std::uint64_t>(keys),
+                      cn::from_host<double>(pos, cn::Shape{n, 2}), cn::from_host<float>(q));
   EXPECT_EQ(order.backend(), GetParam());
   const std::vector<std::int64_t> expected = stable_order(keys);
   auto ho = cn::to_host(order);
@@ -190,10 +195,18 @@ TEST_P(Algorithms, SortByKeyOfKeysThatMeetInSmallGroups) {
     for (long long i = 0; i < n; ++i) {
       const std::uint64_t r = g();
       switch (i % 4) {
-        case 0: keys[i] = r >> 1; break;                                    // spread
-        case 1: keys[i] = ((r % static_cast<std::uint64_t>(n)) << 40) | (r & 7); break;  // pairs and triples
-        case 2: keys[i] = (r % 64) << 40; break;                            // equal keys in groups
-        default: keys[i] = ((r % static_cast<std::uint64_t>(n / 3 + 1)) << 40) | ((r >> 20) & 0xFF); break;
+        case 0:
+          keys[i] = r >> 1;
+          break;  // spread
+        case 1:
+          keys[i] = ((r % static_cast<std::uint64_t>(n)) << 40) | (r & 7);
+          break;  // pairs and triples
+        case 2:
+          keys[i] = (r % 64) << 40;
+          break;  // equal keys in groups
+        default:
+          keys[i] = ((r % static_cast<std::uint64_t>(n / 3 + 1)) << 40) | ((r >> 20) & 0xFF);
+          break;
       }
     }
     std::vector<std::int64_t> id(static_cast<std::size_t>(n));
@@ -202,8 +215,9 @@ TEST_P(Algorithms, SortByKeyOfKeysThatMeetInSmallGroups) {
     std::iota(w.begin(), w.end(), 0.25);
     std::vector<float> xy(static_cast<std::size_t>(2 * n));
     std::iota(xy.begin(), xy.end(), 0.0f);
-    auto [sk, order, sid, sw, sxy] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id),
-                                                     cn::from_host<double>(w), cn::from_host<float>(xy, cn::Shape{n, 2}));
+    auto [sk, order, sid, sw, sxy] =
+        cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id),
+                        cn::from_host<double>(w), cn::from_host<float>(xy, cn::Shape{n, 2}));
     const std::vector<std::int64_t> expected = stable_order(keys);
     auto ho = cn::to_host(order);
     auto hk = cn::to_host(sk);
@@ -226,12 +240,14 @@ TEST_P(Algorithms, SortByKeyOfKeysThatMeetInSmallGroups) {
 TEST_P(Algorithms, SortByKeyWhenOneRareKeyHoldsTheHighestBit) {
   const long long n = 100000;
   std::vector<std::uint64_t> keys(n);
-  for (long long i = 0; i < n; ++i) keys[i] = static_cast<std::uint64_t>((i * 7919) % 1000);  // ten bits
+  for (long long i = 0; i < n; ++i)
+    keys[i] = static_cast<std::uint64_t>((i * 7919) % 1000);  // ten bits
   keys[1] |= std::uint64_t{1} << 50;
   keys[2] = std::uint64_t{1} << 49;
   std::vector<std::int64_t> id(n);
   std::iota(id.begin(), id.end(), std::int64_t{0});
-  auto [sk, order, sid] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id));
+  auto [sk, order, sid] =
+      cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id));
   const std::vector<std::int64_t> expected = stable_order(keys);
   auto ho = cn::to_host(order);
   auto hk = cn::to_host(sk);
@@ -261,7 +277,8 @@ TEST_P(Algorithms, SortByKeyInsideAParallelRegion) {
 #pragma omp parallel num_threads(2) reduction(+ : wrong)
   {
     omp_set_num_threads(2);  // what a nested region would ask for
-    auto [sk, order, sid] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id));
+    auto [sk, order, sid] =
+        cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<std::int64_t>(id));
     auto ho = cn::to_host(order);
     auto hid = cn::to_host(sid);
     for (long long i = 0; i < n; ++i) wrong += (ho(i) != expected[i]) + (hid(i) != expected[i]);
@@ -282,7 +299,8 @@ TEST_P(Algorithms, SortByKeyOfDataLargerThanTheCaches) {
   for (long long i = 0; i < n; ++i) {
     const std::uint64_t r = g();
     if (i % 7 == 3)
-      keys[i] = (std::uint64_t{5} << 55) | (r & 0xFFFFF);  // the cluster: one top digit, 20 low bits
+      keys[i] =
+          (std::uint64_t{5} << 55) | (r & 0xFFFFF);  // the cluster: one top digit, 20 low bits
     else if (i % 11 == 4)
       keys[i] = std::uint64_t{1} << 40;  // equal keys
     else
@@ -294,8 +312,9 @@ TEST_P(Algorithms, SortByKeyOfDataLargerThanTheCaches) {
   std::iota(id.begin(), id.end(), 0);
   std::vector<std::complex<float>> w(n);
   for (long long i = 0; i < n; ++i) w[i] = {static_cast<float>(i), -static_cast<float>(i)};
-  auto [sk, order, sp, sid, sw] = cn::sort_by_key(cn::from_host<std::uint64_t>(keys), cn::from_host<double>(pos, cn::Shape{n, 3}),
-                                                  cn::from_host<std::int32_t>(id), cn::from_host<std::complex<float>>(w));
+  auto [sk, order, sp, sid, sw] = cn::sort_by_key(
+      cn::from_host<std::uint64_t>(keys), cn::from_host<double>(pos, cn::Shape{n, 3}),
+      cn::from_host<std::int32_t>(id), cn::from_host<std::complex<float>>(w));
   const std::vector<std::int64_t> expected = stable_order(keys);
   auto ho = cn::to_host(order);
   auto hk = cn::to_host(sk);
@@ -331,38 +350,46 @@ TEST_P(Algorithms, SortByKeySignedKeysAndEdgeCases) {
   // Empty, and bad input.
   auto [zk, zo] = cn::sort_by_key(cn::zeros<std::int64_t>({0}));
   EXPECT_EQ(zo.size(), 0);
-  EXPECT_THROW(cn::sort_by_key(cn::zeros<std::uint64_t>({4}), cn::zeros<double>({5})), cn::ValueError);
+  EXPECT_THROW(cn::sort_by_key(cn::zeros<std::uint64_t>({4}), cn::zeros<double>({5})),
+               cn::ValueError);
   EXPECT_THROW(cn::sort_by_key(cn::zeros<std::uint64_t>({2, 2})), cn::ValueError);
 }
 
 TEST_P(Algorithms, SegmentSumEdgeCasesAndTypes) {
   const std::vector<std::int64_t> keys{2, 0, -1, 2, 4, 0};
   const std::vector<double> v{1.0, 2.0, 100.0, 3.0, 4.0, 5.0};
-  auto out = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), 6));
+  auto out =
+      cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), 6));
   const std::vector<double> expected{7.0, 0.0, 4.0, 0.0, 4.0, 0.0};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out(i), expected[i]) << i;
   // (n, m) values, integer values summed as double, complex kept.
   const std::vector<std::int32_t> iv{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  auto two = cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<std::int32_t>(iv, cn::Shape{6, 2}), 5);
+  auto two = cn::segment_sum(cn::from_host<std::int64_t>(keys),
+                             cn::from_host<std::int32_t>(iv, cn::Shape{6, 2}), 5);
   static_assert(std::is_same_v<decltype(two), cn::Array<double>>);
   auto h2 = cn::to_host(two);
   EXPECT_EQ(h2.shape().str(), "(5, 2)");
   EXPECT_EQ(h2(2, 1), 2.0 + 8.0);
   const std::vector<std::complex<float>> cv{{1, 1}, {2, -1}, {0, 0}, {3, 0}, {0, 5}, {1, 1}};
-  auto hc = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<std::complex<float>>(cv), 5));
+  auto hc = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys),
+                                        cn::from_host<std::complex<float>>(cv), 5));
   EXPECT_EQ(hc(0), std::complex<float>(3, 0));
   EXPECT_EQ(hc(2), std::complex<float>(4, 1));
   // int32 keys, zero segments, errors.
   const std::vector<std::int32_t> k32{0, 0};
-  EXPECT_EQ(cn::to_host(cn::segment_sum(cn::from_host<std::int32_t>(k32), cn::ones<float>({2}), 1))(0), 2.0f);
+  EXPECT_EQ(
+      cn::to_host(cn::segment_sum(cn::from_host<std::int32_t>(k32), cn::ones<float>({2}), 1))(0),
+      2.0f);
   EXPECT_EQ(cn::segment_sum(cn::full<std::int64_t>({3}, -1), cn::ones<double>({3}), 0).size(), 0);
   try {
     (void)cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), 4);
     FAIL();
   } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("key 4 is not below n_segments=4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("key 4 is not below n_segments=4"), std::string::npos)
+        << e.what();
   }
-  EXPECT_THROW(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::ones<double>({5}), 6), cn::ValueError);
+  EXPECT_THROW(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::ones<double>({5}), 6),
+               cn::ValueError);
 }
 
 TEST_P(Algorithms, SegmentSumIsBitwiseRepeatableAndMatchesIndexOrder) {
@@ -373,7 +400,8 @@ TEST_P(Algorithms, SegmentSumIsBitwiseRepeatableAndMatchesIndexOrder) {
   std::uniform_real_distribution<double> d(-1.0, 1.0);
   for (long long i = 0; i < n; ++i) {
     keys[i] = static_cast<std::int64_t>(g() % segments) - 1;  // some -1: dropped
-    v[i] = d(g) * std::pow(10.0, static_cast<double>(g() % 12));  // magnitudes that make order matter
+    v[i] =
+        d(g) * std::pow(10.0, static_cast<double>(g() % 12));  // magnitudes that make order matter
   }
   std::vector<double> reference(segments, 0.0);
   for (long long i = 0; i < n; ++i)
@@ -385,7 +413,8 @@ TEST_P(Algorithms, SegmentSumIsBitwiseRepeatableAndMatchesIndexOrder) {
     auto again = cn::to_host(cn::segment_sum(k, values, segments));
     ASSERT_EQ(std::memcmp(again.data(), first.data(), first.nbytes()), 0);
   }
-  for (long long s = 0; s < segments; ++s) ASSERT_EQ(first(s), reference[s]) << "index order, bit for bit";
+  for (long long s = 0; s < segments; ++s)
+    ASSERT_EQ(first(s), reference[s]) << "index order, bit for bit";
 }
 
 // The host walks long inputs in chunks cut at run boundaries; whatever the layout of the keys
@@ -396,11 +425,13 @@ TEST_P(Algorithms, SegmentSumOfLongInputsIsTheSequentialSum) {
   const long long n = 30001, segments = 700;
   std::mt19937_64 g(5);
   std::uniform_real_distribution<double> d(-1.0, 1.0);
-  auto check = [&](const std::vector<std::int64_t>& keys, const std::vector<double>& v, const char* what) {
+  auto check = [&](const std::vector<std::int64_t>& keys, const std::vector<double>& v,
+                   const char* what) {
     std::vector<double> reference(segments, 0.0);
     for (std::size_t i = 0; i < keys.size(); ++i)
       if (keys[i] >= 0) reference[keys[i]] += v[i];
-    auto out = cn::to_host(cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), segments));
+    auto out = cn::to_host(
+        cn::segment_sum(cn::from_host<std::int64_t>(keys), cn::from_host<double>(v), segments));
     for (long long s = 0; s < segments; ++s)
       ASSERT_EQ(std::memcmp(&reference[s], &out.data()[s], sizeof(double)), 0)
           << what << ": segment " << s << " " << out(s) << " vs " << reference[s];
@@ -420,7 +451,9 @@ TEST_P(Algorithms, SegmentSumOfLongInputsIsTheSequentialSum) {
   check(sorted, negative_zeros, "-0.0");
   auto bad = sorted;
   bad[n - 2] = segments;
-  EXPECT_THROW(cn::segment_sum(cn::from_host<std::int64_t>(bad), cn::from_host<double>(v), segments), cn::ValueError);
+  EXPECT_THROW(
+      cn::segment_sum(cn::from_host<std::int64_t>(bad), cn::from_host<double>(v), segments),
+      cn::ValueError);
 }
 
 CUNUMPY_ON_HOST_AND_EMULATED(Algorithms);

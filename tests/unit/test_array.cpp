@@ -41,8 +41,10 @@ TEST_P(ArrayOnBackend, CreationFunctions) {
   EXPECT_EQ(values(cn::arange<int>(10, 0, -3)), (std::vector<int>{10, 7, 4, 1}));
   EXPECT_EQ(values(cn::arange<double>(0.0, 1.0, 0.25)), (std::vector<double>{0, 0.25, 0.5, 0.75}));
   EXPECT_EQ(cn::arange<int>(3, 3).size(), 0);
-  EXPECT_EQ(values(cn::linspace<double>(0.0, 1.0, 5)), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
-  EXPECT_EQ(values(cn::linspace<double>(0.0, 1.0, 4, false)), (std::vector<double>{0, 0.25, 0.5, 0.75}));
+  EXPECT_EQ(values(cn::linspace<double>(0.0, 1.0, 5)),
+            (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(values(cn::linspace<double>(0.0, 1.0, 4, false)),
+            (std::vector<double>{0, 0.25, 0.5, 0.75}));
   EXPECT_EQ(values(cn::linspace<double>(2.0, 3.0, 1)), (std::vector<double>{2.0}));
   EXPECT_EQ(cn::linspace<double>(0.0, 1.0, 0).size(), 0);
   auto e = cn::empty<std::uint64_t>({2, 3, 4, 5});
@@ -86,7 +88,8 @@ TEST_P(ArrayOnBackend, RankErrors) {
     (void)a.view<1>();
     FAIL() << "expected ValueError";
   } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 1 requested, but the array has rank 2"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("rank 1 requested, but the array has rank 2"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW((void)a.view<3>(), cn::ValueError);
@@ -115,7 +118,8 @@ TEST_P(ArrayOnBackend, HostAccessMatchesLocation) {
   } catch (const cn::BackendError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("host access to a device array (emulated, shape=(3,), dtype=float64)"),
-              std::string::npos) << what;
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find("to_host"), std::string::npos) << what;
   }
   EXPECT_THROW((void)a.host_span(), cn::BackendError);
@@ -138,7 +142,8 @@ TEST_P(ArrayOnBackend, Inspection) {
       cn::assert_same_backend(d, h, d);
       FAIL() << "expected TypeError";
     } catch (const cn::TypeError& e) {
-      EXPECT_NE(std::string(e.what()).find("emulated, host, emulated"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("emulated, host, emulated"), std::string::npos)
+          << e.what();
     }
   }
 }
@@ -154,7 +159,8 @@ TEST(EmulatedArena, DeviceMemoryIsItsOwnArenaAndIsReleased) {
     EXPECT_TRUE(cn::detail::emulated_arena_contains(d.data()));
     EXPECT_TRUE(cn::detail::emulated_arena_contains(d.data() + 999));
     EXPECT_FALSE(cn::detail::emulated_arena_contains(h.data()));
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(h.data()) % 64, 0u) << "host memory is 64-byte aligned";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(h.data()) % 64, 0u)
+        << "host memory is 64-byte aligned";
     EXPECT_EQ(cn::detail::emulated_arena_allocations(), before + 1);
     EXPECT_EQ(cn::detail::emulated_arena_bytes(), bytes_before + 8000);
   }
@@ -185,8 +191,10 @@ TEST(Array, SizesThatOverflowAreErrors) {
     (void)cn::zeros<double>({1LL << 32, 1LL << 32}, cn::Backend::host);
     FAIL() << "expected ValueError";
   } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("(4294967296, 4294967296): the number of elements does not fit"),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("(4294967296, 4294967296): the number of elements does not fit"),
+        std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(cn::Shape({1LL << 62, 4}), cn::ValueError);
   EXPECT_EQ(cn::Shape({1LL << 31, 1LL << 31}).size(), 1LL << 62) << "a count that fits is fine";

@@ -145,6 +145,7 @@ TEST(Version, AnOverlongPartIsAClearError) {
     cn::require_version("0.99999999999999999999999");
     FAIL() << "expected ValueError";
   } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("the part '99999999999999999999999'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the part '99999999999999999999999'"), std::string::npos)
+        << e.what();
   }
 }

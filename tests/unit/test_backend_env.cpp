@@ -15,9 +15,12 @@ TEST(BackendEnvironment, SelectsTheRequestedBackend) {
   ASSERT_NE(reason, nullptr);
   std::string expected_backend = expect;
   // Where a GPU exists, cuda requests are honoured instead of falling back.
-  const std::string requested = std::getenv("CUNUMPY_BACKEND") ? std::getenv("CUNUMPY_BACKEND") : "";
-  const std::string array_requested = std::getenv("ARRAY_BACKEND") ? std::getenv("ARRAY_BACKEND") : "";
-  if (cunumpy::cuda_available() && (requested == "cuda" || (requested.empty() && array_requested == "cupy")))
+  const std::string requested =
+      std::getenv("CUNUMPY_BACKEND") ? std::getenv("CUNUMPY_BACKEND") : "";
+  const std::string array_requested =
+      std::getenv("ARRAY_BACKEND") ? std::getenv("ARRAY_BACKEND") : "";
+  if (cunumpy::cuda_available() &&
+      (requested == "cuda" || (requested.empty() && array_requested == "cupy")))
     GTEST_SKIP() << "a CUDA device is present, so the cuda request does not fall back";
   EXPECT_EQ(cunumpy::to_string(cunumpy::get_backend()), expected_backend);
   EXPECT_NE(cunumpy::backend_reason().find(reason), std::string::npos)

@@ -29,7 +29,8 @@ TEST(CudaCheck, ThrowsWithCallFileAndLine) {
     EXPECT_EQ(e.code(), static_cast<int>(cudaErrorInvalidValue));
     EXPECT_NE(what.find("cudaErrorInvalidValue"), std::string::npos) << what;
     EXPECT_NE(what.find("in cudaErrorInvalidValue"), std::string::npos) << what;
-    EXPECT_NE(what.find(std::string(__FILE__) + ":" + std::to_string(line)), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string(__FILE__) + ":" + std::to_string(line)), std::string::npos)
+        << what;
   }
   EXPECT_NO_THROW(CUNUMPY_CUDA_CHECK(cudaSuccess));
 }
@@ -40,7 +41,8 @@ TEST(CudaCheck, StickyErrorsAreFatal) {
   EXPECT_FALSE(cn::detail::cuda_error_is_sticky(cudaErrorInvalidValue));
   EXPECT_FALSE(cn::detail::cuda_error_is_sticky(cudaErrorMemoryAllocation));
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(CUNUMPY_CUDA_CHECK(cudaErrorIllegalAddress), "fatal: CUDA error cudaErrorIllegalAddress");
+  EXPECT_DEATH(CUNUMPY_CUDA_CHECK(cudaErrorIllegalAddress),
+               "fatal: CUDA error cudaErrorIllegalAddress");
 }
 
 TEST(CudaBackend, NoDriverIsReportedAndFallsBack) {
@@ -53,14 +55,17 @@ TEST(CudaBackend, NoDriverIsReportedAndFallsBack) {
 }
 
 // A hand-written kernel using the device headers: index macros, views, atomics.
-__global__ void histogram_kernel(cunumpy::Array1D<const double> values, cunumpy::Array1D<double> bins) {
+__global__ void histogram_kernel(cunumpy::Array1D<const double> values,
+                                 cunumpy::Array1D<double> bins) {
   CUNUMPY_THREAD_1D(i, values.shape[0]);
   const long long b = static_cast<long long>(values(i)) % bins.shape[0];
   cunumpy_atomic_add(&bins(b), 1.0);
 }
 
 __global__ void grid_stride_kernel(cunumpy::Array2D<float> a) {
-  CUNUMPY_GRID_STRIDE_1D(k, a.size()) { a(k / a.shape[1], k % a.shape[1]) = static_cast<float>(k); }
+  CUNUMPY_GRID_STRIDE_1D(k, a.size()) {
+    a(k / a.shape[1], k % a.shape[1]) = static_cast<float>(k);
+  }
 }
 
 __global__ void out_of_bounds_kernel(cunumpy::Array1D<double> a) {
@@ -131,8 +136,7 @@ namespace {
 class OnGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cn::cuda_available())
-      GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
+    if (!cn::cuda_available()) GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
     cn::set_backend(cn::Backend::cuda);
   }
   void TearDown() override { cn::set_backend(cn::Backend::host); }
@@ -163,34 +167,43 @@ void check_parallel_for_and_reduce() {
   const long long n = (1 << 22) + 17;
   auto x = cn::zeros<double>({n});
   auto v = x.view<1>();
-  cn::parallel_for("fill", n, CUNUMPY_LAMBDA(long long i) { v(i) = static_cast<double>(i % 1000); });
+  cn::parallel_for(
+      "fill", n, CUNUMPY_LAMBDA(long long i) { v(i) = static_cast<double>(i % 1000); });
   auto counter = cn::count_transfers();
-  const double sum = cn::parallel_reduce("sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
+  const double sum = cn::parallel_reduce(
+      "sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
   EXPECT_EQ(counter.total(), 0);
   EXPECT_EQ(counter.synchronizations(cn::SyncKind::reduction), 1);
   double expected = 0;
   for (long long i = 0; i < n; ++i) expected += static_cast<double>(i % 1000);
   EXPECT_EQ(sum, expected);
-  EXPECT_EQ(cn::parallel_reduce("max", n, cn::ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return v(i); }), 999.0);
-  EXPECT_EQ(cn::parallel_reduce("min", n, cn::ReduceOp::min, CUNUMPY_LAMBDA(long long i) { return v(i) + 1.0; }), 1.0);
+  EXPECT_EQ(cn::parallel_reduce(
+                "max", n, cn::ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return v(i); }),
+            999.0);
+  EXPECT_EQ(cn::parallel_reduce(
+                "min", n, cn::ReduceOp::min, CUNUMPY_LAMBDA(long long i) { return v(i) + 1.0; }),
+            1.0);
 
   auto g = cn::zeros<double>({8, 16});
   auto gv = g.view<2>();
-  cn::parallel_for("2d", 8, 16, CUNUMPY_LAMBDA(long long i, long long j) { gv(i, j) = 100.0 * i + j; });
+  cn::parallel_for(
+      "2d", 8, 16, CUNUMPY_LAMBDA(long long i, long long j) { gv(i, j) = 100.0 * i + j; });
   auto hg = cn::to_host(g);
   EXPECT_EQ(hg(7, 15), 715.0);
 
   auto b = cn::zeros<int>({3, 4, 5});
   auto bv = b.view<3>();
-  cn::parallel_for("3d", 3, 4, 5, CUNUMPY_LAMBDA(long long i, long long j, long long k) {
-    bv(i, j, k) = static_cast<int>(100 * i + 10 * j + k);
-  });
+  cn::parallel_for(
+      "3d", 3, 4, 5, CUNUMPY_LAMBDA(long long i, long long j, long long k) {
+        bv(i, j, k) = static_cast<int>(100 * i + 10 * j + k);
+      });
   auto hb = cn::to_host(b);
   EXPECT_EQ(hb(2, 3, 4), 234);
 
   auto cells = cn::zeros<double>({4});
   auto cv = cells.view<1>();
-  cn::parallel_for("atomics", n, CUNUMPY_LAMBDA(long long i) { cunumpy_atomic_add(&cv(i % 4), 1.0); });
+  cn::parallel_for(
+      "atomics", n, CUNUMPY_LAMBDA(long long i) { cunumpy_atomic_add(&cv(i % 4), 1.0); });
   auto hc = cn::to_host(cells);
   EXPECT_EQ(hc(0) + hc(1) + hc(2) + hc(3), static_cast<double>(n));
 }
@@ -203,8 +216,8 @@ void check_cunumpy_for(cn::Backend backend) {
   auto b = cn::zeros<long long>({n});
   auto av = a.view<1>();
   auto bv = b.view<1>();
-  CUNUMPY_FOR("two outputs", n, i, const double x = 0.5 * static_cast<double>(i), y = x + 1.0; av(i) = x * y;
-              bv(i) = i % 7;);
+  CUNUMPY_FOR("two outputs", n, i, const double x = 0.5 * static_cast<double>(i), y = x + 1.0;
+              av(i) = x * y; bv(i) = i % 7;);
   auto ha = cn::to_host(a);
   auto hb = cn::to_host(b);
   for (long long i = 0; i < n; ++i) {
@@ -250,7 +263,8 @@ __global__ void scale_kernel(double* x, double a, long long n) {
 void scale_on_host(const cn::Array<double>& x, double a, long long n) {
   for (long long i = 0; i < n; ++i) x(i) *= a;
 }
-auto scale_launcher = [](const cn::Launch& launch, const cn::Array<double>& x, double a, long long n) {
+auto scale_launcher = [](const cn::Launch& launch, const cn::Array<double>& x, double a,
+                         long long n) {
   const long long threads = launch.n_threads ? launch.n_threads->x : n;
   scale_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256>>>(x.data(), a, n);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
@@ -353,8 +367,10 @@ TEST_F(OnGpu, RngAndAlgorithmsMatchTheHost) {
   auto odh = cn::to_host(od);
   EXPECT_EQ(std::memcmp(oh.data(), odh.data(), oh.nbytes()), 0) << "same stable order";
   auto cells_h = cn::Array<std::int64_t>(cn::Shape{n}, cn::Backend::host);
-  for (long long i = 0; i < n; ++i) cells_h.host_span()[i] = static_cast<std::int64_t>(kh(i) % 1000) - 1;
+  for (long long i = 0; i < n; ++i)
+    cells_h.host_span()[i] = static_cast<std::int64_t>(kh(i) % 1000) - 1;
   auto sh_sum = cn::segment_sum(cells_h, uh, 1000);
   auto sd_sum = cn::to_host(cn::segment_sum(cn::to_device(cells_h), cn::to_device(uh), 1000));
-  EXPECT_EQ(std::memcmp(sh_sum.data(), sd_sum.data(), sh_sum.nbytes()), 0) << "segment sums bit-identical";
+  EXPECT_EQ(std::memcmp(sh_sum.data(), sd_sum.data(), sh_sum.nbytes()), 0)
+      << "segment sums bit-identical";
 }

@@ -255,15 +255,17 @@ TEST_F(Emulator, AxpyAndAPerBlockDepositWithAtomics) {
 }
 
 TEST_F(Emulator, BlockReductionsOfEveryTypeEqualTheHost) {
-  const char* types[] = {"int", "unsigned int", "long long", "unsigned long long", "float", "double"};
+  const char* types[] = {"int",   "unsigned int", "long long", "unsigned long long",
+                         "float", "double"};
   for (const char* type : types) {
     const std::string t = type;
-    cn::CudaKernel reduce("#include <cunumpy/reduce.cuh>\nextern \"C\" __global__ void r(" + t + "* out) {\n" + t +
-                              " v = (" + t + ")(threadIdx.x % 7 + 1);\n" + t +
-                              " s = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceSum{}, (" + t + ")0);\n" +
-                              t + " m = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMax{}, (" + t + ")0);\n" +
-                              "if (threadIdx.x == 0) { out[0] = s; out[1] = m; } }\n",
-                          "r", {.block_size = 256});
+    cn::CudaKernel reduce(
+        "#include <cunumpy/reduce.cuh>\nextern \"C\" __global__ void r(" + t + "* out) {\n" + t +
+            " v = (" + t + ")(threadIdx.x % 7 + 1);\n" + t +
+            " s = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceSum{}, (" + t + ")0);\n" +
+            t + " m = cunumpy::detail::block_reduce(v, cunumpy::detail::ReduceMax{}, (" + t +
+            ")0);\n" + "if (threadIdx.x == 0) { out[0] = s; out[1] = m; } }\n",
+        "r", {.block_size = 256});
     auto out = cn::zeros<double>({2});
     if (t == "double") {
       reduce(cn::threads(256), out);

@@ -79,8 +79,9 @@ struct ScopedCache {
     }                                                                           \
   } while (0)
 
-bool nvrtc_or_compiler() { return std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0; }
-
+bool nvrtc_or_compiler() {
+  return std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0;
+}
 
 }  // namespace
 
@@ -294,11 +295,14 @@ TEST(Compile, RealKernelsCompileToCubin) {
 // Registered with CUNUMPY_NVRTC pointing nowhere: creating kernels and parsing signatures
 // works, the first compilation says what is missing and how to get it.
 TEST(Compile, WithoutNvrtcTheFirstCompilationSaysWhy) {
-  if (std::getenv("CUNUMPY_TEST_NO_NVRTC") == nullptr) GTEST_SKIP() << "run by test_cuda_kernel_without_nvrtc";
+  if (std::getenv("CUNUMPY_TEST_NO_NVRTC") == nullptr)
+    GTEST_SKIP() << "run by test_cuda_kernel_without_nvrtc";
   cn::CudaKernel k(kBlockSum, "block_sum");
   EXPECT_EQ(k.signature().size(), 3u);
   const std::string what = message_of([&] { k.compile(); });
-  EXPECT_NE(what.find("NVRTC (the CUDA run-time compiler) cannot be loaded; tried:"), std::string::npos) << what;
+  EXPECT_NE(what.find("NVRTC (the CUDA run-time compiler) cannot be loaded; tried:"),
+            std::string::npos)
+      << what;
   EXPECT_NE(what.find("/nonexistent/libnvrtc.so.13"), std::string::npos) << what;
   EXPECT_NE(what.find("set CUNUMPY_NVRTC"), std::string::npos) << what;
   EXPECT_THROW(k.compile(), cn::BackendError) << "and again on the next try";
@@ -558,8 +562,9 @@ struct MarkerArguments : cn::CudaStructArguments<MarkerArguments, MarkerArgs> {
 
 TEST_F(Arguments, StructArgumentObjectsRepackWhenAFieldChanged) {
   const auto& m = cn::cuda_struct<MarkerArgs>();
-  cn::CudaKernel push(m.declaration() + "extern \"C\" __global__ void push(MarkerArgs m, double dt) {}", "push",
-                      {.structs = {&m}});
+  cn::CudaKernel push(
+      m.declaration() + "extern \"C\" __global__ void push(MarkerArgs m, double dt) {}", "push",
+      {.structs = {&m}});
   MarkerArguments args;
   args.markers = cn::zeros<double>({8, 3});
   args.valid = cn::zeros<bool>({8});
@@ -606,19 +611,24 @@ TEST(Launch, NeedsADeviceBackendAndChecksSharedMemoryFirst) {
   auto out = cn::zeros<double>({2});
   {
     auto h = cn::use_backend(cn::Backend::host);
-    EXPECT_NE(message_of([&] { k(cn::threads(256), x, out, 256); }).find("a launch needs a device backend"),
+    EXPECT_NE(message_of([&] {
+                k(cn::threads(256), x, out, 256);
+              }).find("a launch needs a device backend"),
               std::string::npos);
   }
   cn::Launch big = cn::threads(256);
   big.shared_mem = static_cast<std::size_t>(cn::max_shared_memory_per_block(true)) + 1;
-  EXPECT_NE(message_of([&] { k(big, x, out, 256); }).find("bytes of dynamic shared memory requested"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { k(big, x, out, 256); }).find("bytes of dynamic shared memory requested"),
+      std::string::npos);
   EXPECT_NO_THROW(k(cn::threads(0), x, out, 0)) << "a zero-size grid launches nothing";
-  EXPECT_THROW(k(cn::threads(256), x, out), cn::TypeError) << "arguments are checked before anything else";
+  EXPECT_THROW(k(cn::threads(256), x, out), cn::TypeError)
+      << "arguments are checked before anything else";
   if (!nvrtc_or_compiler()) GTEST_SKIP() << "no host compiler for the emulator";
   EXPECT_NO_THROW(k({.n_threads = 256, .shared_mem = 128 * 8}, x, out, 256))
       << "the Launch of a call written with designated initialisers, run by the emulator";
-  cn::CudaKernel from_first(kBlockSum, "block_sum", {.n_threads_from = cn::NThreadsFrom::first_array});
+  cn::CudaKernel from_first(kBlockSum, "block_sum",
+                            {.n_threads_from = cn::NThreadsFrom::first_array});
   cn::Launch sized;
   sized.shared_mem = 128 * 8;
   EXPECT_NO_THROW(from_first(sized, x, out, 256)) << "n_threads from the first array's length";

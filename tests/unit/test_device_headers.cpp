@@ -102,7 +102,9 @@ long long thread_3d(long long ni, long long nj, long long nk) {
 }
 std::vector<long long> grid_stride(long long n) {
   std::vector<long long> visited;
-  CUNUMPY_GRID_STRIDE_1D(i, n) { visited.push_back(i); }
+  CUNUMPY_GRID_STRIDE_1D(i, n) {
+    visited.push_back(i);
+  }
   return visited;
 }
 }  // namespace fake_cuda

@@ -18,7 +18,9 @@
 namespace cn = cunumpy;
 
 namespace {
-std::string here(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
+std::string here(int line) {
+  return std::string(__FILE__) + ":" + std::to_string(line);
+}
 
 using OnEmulated = cn::testing::OnEmulated;
 }  // namespace
@@ -36,7 +38,8 @@ TEST(Pools, PinnedBlocksAreReusedAndReleased) {
   {
     auto b = cn::allocate_block(cn::MemoryKind::pinned, 9000);  // fits the cached block
     EXPECT_EQ(b->data(), first);
-    auto c = cn::allocate_block(cn::MemoryKind::pinned, 9000);  // the cached block is taken: a new one
+    auto c =
+        cn::allocate_block(cn::MemoryKind::pinned, 9000);  // the cached block is taken: a new one
     EXPECT_NE(c->data(), first);
   }
   const auto after = cn::pinned_pool_stats();
@@ -68,7 +71,8 @@ TEST(Pools, LargeHostBlocksAreHugePageAlignedCachedAndReleased) {
     EXPECT_EQ(again->data(), first);
   }
   {
-    auto pinned = cn::allocate_block(cn::MemoryKind::pinned, kHuge + 1);  // page-locked with CUDA, else a mapped block
+    auto pinned = cn::allocate_block(cn::MemoryKind::pinned,
+                                     kHuge + 1);  // page-locked with CUDA, else a mapped block
     static_cast<char*>(pinned->data())[kHuge] = 1;
   }
   cn::free_memory_pool();
@@ -98,7 +102,8 @@ TEST(PinMemory, ErrorsAndCopies) {
       (void)cn::pin_memory(h);
       FAIL() << "host backend without CUDA: BackendError";
     } catch (const cn::BackendError& e) {
-      EXPECT_NE(std::string(e.what()).find("no CUDA runtime to pin memory with"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("no CUDA runtime to pin memory with"), std::string::npos)
+          << e.what();
     }
   }
   auto e = cn::use_backend(cn::Backend::emulated);
@@ -117,7 +122,8 @@ TEST(AsDeviceArray, ReferenceOrCopyOnce) {
   auto e = cn::use_backend(cn::Backend::emulated);
   auto d = cn::zeros<double>({2, 3});
   auto counter = cn::count_transfers();
-  EXPECT_TRUE(cn::as_device_array(d, 2, "markers").shares_memory_with(d)) << "the same array, no copy";
+  EXPECT_TRUE(cn::as_device_array(d, 2, "markers").shares_memory_with(d))
+      << "the same array, no copy";
   EXPECT_EQ(counter.total(), 0);
   const int line = __LINE__ + 1;
   auto copied = cn::as_device_array(h, 1, "weights");
@@ -133,7 +139,8 @@ TEST(AsDeviceArray, ReferenceOrCopyOnce) {
     (void)cn::as_device_array(d, 1, "markers");
     FAIL();
   } catch (const cn::ValueError& err) {
-    EXPECT_NE(std::string(err.what()).find("'markers' must have 1 dimension(s), got 2"), std::string::npos);
+    EXPECT_NE(std::string(err.what()).find("'markers' must have 1 dimension(s), got 2"),
+              std::string::npos);
   }
 }
 
@@ -150,7 +157,8 @@ TEST(Streams, ScopedCurrentStreamAndNoLeaks) {
   {
     cn::Stream outer;
     EXPECT_NE(outer.native_handle(), nullptr);
-    EXPECT_EQ(cn::current_stream().native_handle(), before) << "a stream is current only inside a scope";
+    EXPECT_EQ(cn::current_stream().native_handle(), before)
+        << "a stream is current only inside a scope";
     auto outer_scope = cn::use_stream(outer);
     EXPECT_EQ(cn::current_stream().native_handle(), outer.native_handle());
     {
@@ -206,7 +214,8 @@ TEST(Events, RecordQuerySynchronizeAndElapsed) {
     EXPECT_LT(seconds, 5.0);
     cn::Event untimed;
     untimed.record();
-    EXPECT_THROW((void)cn::Event::elapsed(start, untimed), cn::ValueError) << "timing needs timing events";
+    EXPECT_THROW((void)cn::Event::elapsed(start, untimed), cn::ValueError)
+        << "timing needs timing events";
     cn::Event moved = std::move(untimed);
     EXPECT_TRUE(moved.query());
     EXPECT_THROW(untimed.record(), cn::Error) << "a moved-from event owns nothing";
@@ -259,7 +268,8 @@ TEST_F(OnEmulated, HostStagingRingOrderStalenessAndCounting) {
     auto wrong = cn::zeros<double>({5});
     EXPECT_THROW((void)staging.copy(wrong), cn::ValueError);
     EXPECT_LE(cn::detail::live_streams(), streams + 1) << "at most one copy stream: the Runtime's";
-    EXPECT_EQ(cn::copy_stream().native_handle(), cn::detail::runtime_copy_stream(cn::Backend::emulated)->native_handle());
+    EXPECT_EQ(cn::copy_stream().native_handle(),
+              cn::detail::runtime_copy_stream(cn::Backend::emulated)->native_handle());
   }
   EXPECT_LE(cn::detail::live_streams(), streams + 1) << "the Runtime keeps its copy stream";
   EXPECT_EQ(cn::detail::live_events(), events) << "the staging's events are released";
@@ -279,7 +289,8 @@ TEST(HostStaging, HostBackendCopiesAtOnce) {
 namespace {
 void add_one(const cn::Array<double>& a) {
   auto v = a.view<2>();
-  cn::parallel_for("add_one", a.size(), CUNUMPY_LAMBDA(long long k) { v.data[k] += 1.0; });
+  cn::parallel_for(
+      "add_one", a.size(), CUNUMPY_LAMBDA(long long k) { v.data[k] += 1.0; });
 }
 }  // namespace
 
@@ -310,10 +321,12 @@ TEST_F(OnEmulated, DeviceMirrorTransfersAndIdentity) {
   EXPECT_THROW((void)mirror.device(), cn::ValueError);
   EXPECT_THROW(mirror.to_host(), cn::ValueError);
   mirror.rebind({2, 3});
-  EXPECT_TRUE(mirror.device().shares_memory_with(device_before)) << "same shape: the device array is kept";
+  EXPECT_TRUE(mirror.device().shares_memory_with(device_before))
+      << "same shape: the device array is kept";
   owner.resize(8);
   mirror.rebind({2, 4});
-  EXPECT_FALSE(mirror.device().shares_memory_with(device_before)) << "new shape: a new device array";
+  EXPECT_FALSE(mirror.device().shares_memory_with(device_before))
+      << "new shape: a new device array";
   EXPECT_EQ(mirror.device().shape().str(), "(2, 4)");
   EXPECT_THROW(mirror.rebind({3, 3}), cn::ValueError) << "8 elements are not a (3, 3)";
 }

@@ -21,7 +21,8 @@ TEST_P(Parallel, For1D) {
   auto a = cn::zeros<double>({n});
   EXPECT_EQ(a.backend(), GetParam());
   auto v = a.view<1>();
-  cn::parallel_for("fill", n, CUNUMPY_LAMBDA(long long i) { v(i) = 2.0 * static_cast<double>(i); });
+  cn::parallel_for(
+      "fill", n, CUNUMPY_LAMBDA(long long i) { v(i) = 2.0 * static_cast<double>(i); });
   auto h = cn::to_host(a);
   for (long long i = 0; i < n; ++i) ASSERT_EQ(h(i), 2.0 * static_cast<double>(i)) << i;
 }
@@ -39,18 +40,19 @@ TEST_P(Parallel, CunumpyForIsParallelForWithTheBodyOnce) {
 TEST_P(Parallel, For2DAnd3DVisitEveryIndexOnce) {
   auto a = cn::zeros<int>({7, 13});
   auto v = a.view<2>();
-  cn::parallel_for("2d", 7, 13, CUNUMPY_LAMBDA(long long i, long long j) {
-    v(i, j) += static_cast<int>(100 * i + j + 1);
-  });
+  cn::parallel_for(
+      "2d", 7, 13,
+      CUNUMPY_LAMBDA(long long i, long long j) { v(i, j) += static_cast<int>(100 * i + j + 1); });
   auto h = cn::to_host(a);
   for (int i = 0; i < 7; ++i)
     for (int j = 0; j < 13; ++j) ASSERT_EQ(h(i, j), 100 * i + j + 1);
 
   auto b = cn::zeros<long long>({3, 4, 5});
   auto w = b.view<3>();
-  cn::parallel_for("3d", 3, 4, 5, CUNUMPY_LAMBDA(long long i, long long j, long long k) {
-    w(i, j, k) += 100 * i + 10 * j + k + 1;
-  });
+  cn::parallel_for(
+      "3d", 3, 4, 5, CUNUMPY_LAMBDA(long long i, long long j, long long k) {
+        w(i, j, k) += 100 * i + 10 * j + k + 1;
+      });
   auto hb = cn::to_host(b);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j)
@@ -75,15 +77,17 @@ TEST_P(Parallel, Reductions) {
   const long long n = 1 << 20;
   auto a = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
   auto v = a.view<1>();
-  const double sum = cn::parallel_reduce("sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
+  const double sum = cn::parallel_reduce(
+      "sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
   EXPECT_EQ(sum, 0.5 * static_cast<double>(n) * static_cast<double>(n - 1));
-  const double mn = cn::parallel_reduce("min", n, cn::ReduceOp::min,
-                                        CUNUMPY_LAMBDA(long long i) { return std::cos(0.001 * v(i)); });
+  const double mn = cn::parallel_reduce(
+      "min", n, cn::ReduceOp::min, CUNUMPY_LAMBDA(long long i) { return std::cos(0.001 * v(i)); });
   double expected_min = 2.0;
-  for (long long i = 0; i < n; ++i) expected_min = std::min(expected_min, std::cos(0.001 * static_cast<double>(i)));
+  for (long long i = 0; i < n; ++i)
+    expected_min = std::min(expected_min, std::cos(0.001 * static_cast<double>(i)));
   EXPECT_EQ(mn, expected_min);
-  const long long mx = cn::parallel_reduce("max", n, cn::ReduceOp::max,
-                                           CUNUMPY_LAMBDA(long long i) { return (i * 7919) % 1000003; });
+  const long long mx = cn::parallel_reduce(
+      "max", n, cn::ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return (i * 7919) % 1000003; });
   long long expected_max = 0;
   for (long long i = 0; i < n; ++i) expected_max = std::max(expected_max, (i * 7919) % 1000003);
   EXPECT_EQ(mx, expected_max);
@@ -93,7 +97,9 @@ TEST_P(Parallel, ReductionsAreRepeatable) {
   const long long n = 1000001;
   auto a = cn::linspace<double>(0.0, 1.0, n);
   auto v = a.view<1>();
-  auto body = CUNUMPY_LAMBDA(long long i) { return std::sin(v(i)) * 1e-3; };
+  auto body = CUNUMPY_LAMBDA(long long i) {
+    return std::sin(v(i)) * 1e-3;
+  };
   const double first = cn::parallel_reduce("sum", n, cn::ReduceOp::sum, body);
   for (int r = 0; r < 5; ++r)
     EXPECT_EQ(cn::parallel_reduce("sum", n, cn::ReduceOp::sum, body), first) << "bitwise";
@@ -104,9 +110,9 @@ TEST_P(Parallel, AtomicsFromLoopBodiesAreExact) {
   const long long n = 400000;
   auto cells = cn::zeros<double>({4, 5});
   auto c = cells.view<2>();
-  cn::parallel_for("deposit", n, CUNUMPY_LAMBDA(long long i) {
-    cunumpy_atomic_add_2d(c.data, 5, i % 4, (i / 4) % 5, 1.0);
-  });
+  cn::parallel_for(
+      "deposit", n,
+      CUNUMPY_LAMBDA(long long i) { cunumpy_atomic_add_2d(c.data, 5, i % 4, (i / 4) % 5, 1.0); });
   auto h = cn::to_host(cells);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 5; ++j) EXPECT_EQ(h(i, j), static_cast<double>(n / 20));
@@ -116,8 +122,10 @@ TEST_P(Parallel, LoopsMakeNoTransfers) {
   auto a = cn::zeros<float>({1000});
   auto v = a.view<1>();
   cn::assert_no_transfers([&] {
-    cn::parallel_for("step", 1000, CUNUMPY_LAMBDA(long long i) { v(i) += 1.0f; });
-    (void)cn::parallel_reduce("norm", 1000, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
+    cn::parallel_for(
+        "step", 1000, CUNUMPY_LAMBDA(long long i) { v(i) += 1.0f; });
+    (void)cn::parallel_reduce(
+        "norm", 1000, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
   });
 }
 

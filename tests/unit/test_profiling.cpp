@@ -43,7 +43,8 @@ TEST(NvtxRange, ClosesWhenLeftByAnException) {
 
 TEST(TimedRegion, HostIsAPlainTimer) {
   auto host = cn::use_backend(cn::Backend::host);
-  cn::Timing t = cn::timed("sleep", [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  cn::Timing t =
+      cn::timed("sleep", [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
   EXPECT_EQ(t.name, "sleep");
   ASSERT_TRUE(t.elapsed.has_value());
   EXPECT_GE(*t.elapsed, 0.015);
@@ -64,7 +65,8 @@ TEST(TimedRegion, DeviceBackendsSynchroniseOnEntryAndExit) {
   EXPECT_TRUE(out.elapsed.has_value());
   EXPECT_EQ(counter.synchronizations(), 2) << "exit synchronisation";
 
-  cn::Timing unsynced = cn::timed("unsynced", [] {}, /*sync=*/false);
+  cn::Timing unsynced = cn::timed(
+      "unsynced", [] {}, /*sync=*/false);
   EXPECT_FALSE(unsynced.synced);
   EXPECT_EQ(counter.synchronizations(), 3) << "only the entry synchronisation";
 }

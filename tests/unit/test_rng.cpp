@@ -17,9 +17,13 @@ TEST(Philox, Random123KnownAnswers) {
   };
   const Case cases[] = {
       {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
-      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff,
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+       0xffffffff,
+       0xffffffff,
        {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
-      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0,
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+       0xa4093822,
+       0x299f31d0,
        {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
   };
   for (const Case& c : cases) {
@@ -78,10 +82,13 @@ TEST(Philox, ArraysBroadcastAndMatchTheKernelFunctionsOnEveryBackend) {
   }
   // int64 ids work too; scalars only give one value on the active backend.
   auto ids64 = cn::arange<std::int64_t>(0, 5, 1, cn::Backend::host);
-  EXPECT_EQ(cn::philox_uniform(std::uint64_t{1}, ids64, std::uint64_t{0})(3), cunumpy_uniform(1, 3, 0));
-  EXPECT_EQ(cn::philox_uniform(std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}).shape().str(), "(1,)");
+  EXPECT_EQ(cn::philox_uniform(std::uint64_t{1}, ids64, std::uint64_t{0})(3),
+            cunumpy_uniform(1, 3, 0));
+  EXPECT_EQ(cn::philox_uniform(std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}).shape().str(),
+            "(1,)");
   auto other = cn::arange<std::uint64_t>(0, 4, 1, cn::Backend::host);
-  EXPECT_THROW(cn::philox_uniform(ids64, other, std::uint64_t{0}), cn::ValueError) << "shapes (5,) and (4,)";
+  EXPECT_THROW(cn::philox_uniform(ids64, other, std::uint64_t{0}), cn::ValueError)
+      << "shapes (5,) and (4,)";
 }
 
 // The host's vectorised loops (eight Philox calls at a time where the CPU has AVX-512) give the
@@ -137,11 +144,13 @@ TEST(RandomStreams, ReproducibleIndependentAndTheSameOnEveryBackend) {
   streams.seed(2024, 0);
   auto a = cn::to_host(streams.generator(cn::Backend::host).random({1001}));
   auto b = cn::to_host(streams.generator(cn::Backend::emulated).random({1001}));
-  for (int i = 0; i < 1001; ++i) ASSERT_EQ(a(i), b(i)) << "host and device streams agree bit for bit";
+  for (int i = 0; i < 1001; ++i)
+    ASSERT_EQ(a(i), b(i)) << "host and device streams agree bit for bit";
   auto next = cn::to_host(streams.generator(cn::Backend::host).random({4}));
   EXPECT_NE(next(0), a(0)) << "a stream moves on";
   streams.seed(2024, 0);
-  EXPECT_EQ(cn::to_host(streams.generator(cn::Backend::host).random({3}))(2), a(2)) << "re-seeding repeats";
+  EXPECT_EQ(cn::to_host(streams.generator(cn::Backend::host).random({3}))(2), a(2))
+      << "re-seeding repeats";
   streams.seed(2024, 1);
   auto r1 = cn::to_host(streams.generator(cn::Backend::host).random({1001}));
   int equal = 0;
@@ -163,10 +172,12 @@ TEST(RandomStreams, ReproducibleIndependentAndTheSameOnEveryBackend) {
   EXPECT_THROW(streams.normal(0.0, -1.0, {2}), cn::ValueError);
   // A component's generator is its own stream.
   auto own = streams.make_generator(7, cn::Backend::host);
-  EXPECT_NE(cn::to_host(own.random({1}))(0), cn::to_host(streams.make_generator(8, cn::Backend::host).random({1}))(0));
+  EXPECT_NE(cn::to_host(own.random({1}))(0),
+            cn::to_host(streams.make_generator(8, cn::Backend::host).random({1}))(0));
   // Each fill takes whole Philox calls (two numbers each): the second fill of one number is
   // number 2 of a fresh stream.
-  EXPECT_EQ(cn::to_host(own.random({1}))(0), cn::to_host(streams.make_generator(7, cn::Backend::host).random({4}))(2));
+  EXPECT_EQ(cn::to_host(own.random({1}))(0),
+            cn::to_host(streams.make_generator(7, cn::Backend::host).random({4}))(2));
   // Seeds from the operating system differ.
   cn::RandomStreams s1, s2;
   s1.seed();
@@ -177,10 +188,12 @@ TEST(RandomStreams, ReproducibleIndependentAndTheSameOnEveryBackend) {
 
 TEST(RandomStreams, KeyedByGlobalIdIndependentOfTheDecomposition) {
   // Particles 0..99 drawn by "one rank", and split over "four ranks": the same numbers.
-  auto all = cn::philox_uniform(std::uint64_t{5}, cn::arange<std::uint64_t>(0, 100, 1, cn::Backend::host), std::uint64_t{0});
+  auto all = cn::philox_uniform(
+      std::uint64_t{5}, cn::arange<std::uint64_t>(0, 100, 1, cn::Backend::host), std::uint64_t{0});
   for (int r = 0; r < 4; ++r) {
-    auto part = cn::philox_uniform(std::uint64_t{5}, cn::arange<std::uint64_t>(25 * r, 25 * r + 25, 1, cn::Backend::host),
-                                   std::uint64_t{0});
+    auto part = cn::philox_uniform(
+        std::uint64_t{5}, cn::arange<std::uint64_t>(25 * r, 25 * r + 25, 1, cn::Backend::host),
+        std::uint64_t{0});
     for (int i = 0; i < 25; ++i) ASSERT_EQ(part(i), all(25 * r + i));
   }
 }

@@ -12,7 +12,8 @@ namespace cn = cunumpy;
 namespace {
 std::ptrdiff_t step_index(const cn::Runtime& rt, const std::string& prefix) {
   const auto& steps = rt.startup_steps();
-  auto it = std::find_if(steps.begin(), steps.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
+  auto it = std::find_if(steps.begin(), steps.end(),
+                         [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
   return it == steps.end() ? -1 : it - steps.begin();
 }
 }  // namespace
@@ -65,7 +66,8 @@ TEST(RuntimeSerial, OwnsThePoolsAndReleasesThemAtTheEnd) {
     { auto staging = cn::pinned_empty<double>({1000}); }
     EXPECT_GE(cn::pinned_pool_stats().cached_blocks, 1u);
   }
-  EXPECT_EQ(cn::host_cache_stats().cached_blocks, 0u) << "the Runtime's end released the cached blocks";
+  EXPECT_EQ(cn::host_cache_stats().cached_blocks, 0u)
+      << "the Runtime's end released the cached blocks";
   EXPECT_EQ(cn::pinned_pool_stats().cached_blocks, 0u);
   EXPECT_TRUE(survivor.is_pinned()) << "a block still in use outlives the Runtime";
   survivor = {};

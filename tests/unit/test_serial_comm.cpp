@@ -57,15 +57,20 @@ TEST(SerialComm, VectorFormsUseRankZerosDisplacement) {
   c.scatterv<double>(std::vector<double>{9, 9, 9, 4, 5}, counts, displs, std::span(part), 0);
   EXPECT_EQ(part, (std::vector<double>{4, 5}));
   std::vector<int> a2a(4, 0);
-  c.alltoallv<int>(std::vector<int>{1, 2, 3}, std::vector<int>{2}, std::vector<int>{1}, std::span(a2a),
-                   std::vector<int>{2}, std::vector<int>{0});
+  c.alltoallv<int>(std::vector<int>{1, 2, 3}, std::vector<int>{2}, std::vector<int>{1},
+                   std::span(a2a), std::vector<int>{2}, std::vector<int>{0});
   EXPECT_EQ(a2a, (std::vector<int>{2, 3, 0, 0}));
-  EXPECT_THROW(c.allgatherv<double>(std::vector<double>{1, 2}, std::span(recv), std::vector<int>{2}, std::vector<int>{5}),
-               cn::ValueError) << "block past the end";
-  EXPECT_THROW(c.allgatherv<double>(std::vector<double>{1}, std::span(recv), counts, displs), cn::ValueError)
+  EXPECT_THROW(c.allgatherv<double>(std::vector<double>{1, 2}, std::span(recv), std::vector<int>{2},
+                                    std::vector<int>{5}),
+               cn::ValueError)
+      << "block past the end";
+  EXPECT_THROW(c.allgatherv<double>(std::vector<double>{1}, std::span(recv), counts, displs),
+               cn::ValueError)
       << "count differs from the send buffer";
-  EXPECT_THROW(c.gatherv<double>(std::vector<double>{1, 2}, std::span(g), std::vector<int>{2, 2}, std::vector<int>{0, 2}, 0),
-               cn::ValueError) << "one entry per rank";
+  EXPECT_THROW(c.gatherv<double>(std::vector<double>{1, 2}, std::span(g), std::vector<int>{2, 2},
+                                 std::vector<int>{0, 2}, 0),
+               cn::ValueError)
+      << "one entry per rank";
 }
 
 TEST(SerialComm, PointToPointWithItselfAndProcNull) {
@@ -99,7 +104,8 @@ TEST(SerialComm, ReceiveFirstMatchesTheLaterSend) {
   EXPECT_FALSE(r_left.test()) << "nothing sent yet";
   EXPECT_EQ(cn::detail::live_requests(), live + 3);
   const std::vector<int> to_right{20, 21}, to_left{10, 11}, third{30, 31};
-  c.send<const int>(std::span(to_right), 0, 2);  // matches r_right (tag 2) before r_any, posted later
+  c.send<const int>(std::span(to_right), 0,
+                    2);  // matches r_right (tag 2) before r_any, posted later
   auto s = c.isend<const int>(std::span(to_left), 0, 1);
   EXPECT_FALSE(s.active()) << "the stand-in buffers sends: complete at once";
   c.send<const int>(std::span(third), 0, 7);  // only r_any takes tag 7
@@ -182,7 +188,9 @@ TEST(SerialComm, WhatOneRankCannotDoIsAClearError) {
     c.recv(std::span(buf), 0, 9);
     FAIL();
   } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("Comm::recv from rank 0 on the serial stand-in"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Comm::recv from rank 0 on the serial stand-in"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(c.send(std::span(buf), 1), cn::ValueError);
   EXPECT_THROW(c.bcast(std::span(buf), 1), cn::ValueError);
@@ -191,8 +199,10 @@ TEST(SerialComm, WhatOneRankCannotDoIsAClearError) {
     c.allreduce<double>(buf, std::span(small), cn::Op::sum);
     FAIL();
   } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("Comm::allreduce: the receive buffer must hold 2 elements, got 1"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "Comm::allreduce: the receive buffer must hold 2 elements, got 1"),
+              std::string::npos)
+        << e.what();
   }
   std::vector<double> big(3), one(1);
   c.send(std::span(big), 0, 4);
@@ -202,12 +212,16 @@ TEST(SerialComm, WhatOneRankCannotDoIsAClearError) {
 
 // Mismatched element types between send and receive buffers do not compile.
 template <typename S, typename R>
-concept AllreduceCompiles = requires(cn::Comm c, S s, R r) { c.allreduce(s, r, cn::Op::sum); };
+concept AllreduceCompiles = requires(cn::Comm c, S s, R r) {
+  c.allreduce(s, r, cn::Op::sum);
+};
 static_assert(AllreduceCompiles<std::span<const double>, std::span<double>>);
 static_assert(!AllreduceCompiles<std::span<const int>, std::span<double>>);
 static_assert(!AllreduceCompiles<std::span<const float>, std::span<double>>);
 template <typename T>
-concept ReducibleElement = requires(cn::Comm c, T v) { c.allreduce(v, cn::Op::sum); };
+concept ReducibleElement = requires(cn::Comm c, T v) {
+  c.allreduce(v, cn::Op::sum);
+};
 static_assert(ReducibleElement<std::complex<float>>);
 static_assert(!ReducibleElement<std::string>);
 
@@ -224,7 +238,8 @@ TEST(CudaAwareness, EnvironmentOverrideAndRecordedAnswer) {
   ::setenv("CUNUMPY_MPI_CUDA_AWARE", "0", 1);
   EXPECT_EQ(cn::query_cuda_awareness().state, cn::Awareness::no);
   ::setenv("CUNUMPY_MPI_CUDA_AWARE", "sometimes", 1);
-  EXPECT_NE(cn::query_cuda_awareness().reason.find("CUNUMPY_MPI_CUDA_AWARE=sometimes is not understood (ignored)"),
+  EXPECT_NE(cn::query_cuda_awareness().reason.find(
+                "CUNUMPY_MPI_CUDA_AWARE=sometimes is not understood (ignored)"),
             std::string::npos)
       << cn::query_cuda_awareness().reason;
   ::unsetenv("CUNUMPY_MPI_CUDA_AWARE");
@@ -232,5 +247,6 @@ TEST(CudaAwareness, EnvironmentOverrideAndRecordedAnswer) {
   EXPECT_EQ(cn::mpi_cuda_aware().state, cn::Awareness::yes);
   EXPECT_TRUE(cn::detail::device_pointer_ok(cn::Backend::emulated));
   cn::set_mpi_cuda_aware(std::nullopt);
-  EXPECT_EQ(cn::mpi_cuda_aware().reason, cn::query_cuda_awareness().reason) << "forgotten: queried again";
+  EXPECT_EQ(cn::mpi_cuda_aware().reason, cn::query_cuda_awareness().reason)
+      << "forgotten: queried again";
 }

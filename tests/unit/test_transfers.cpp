@@ -13,7 +13,9 @@
 namespace cn = cunumpy;
 
 namespace {
-std::string here(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
+std::string here(int line) {
+  return std::string(__FILE__) + ":" + std::to_string(line);
+}
 
 using Transfers = cn::testing::OnEmulated;
 }  // namespace
@@ -123,9 +125,12 @@ TEST_F(Transfers, ReportGroupsByKindAndCallSite) {
   const std::string expected =
       "4 transfer(s) through cunumpy (3 to_host, 1 to_device, 0 kernel_conversion, 0 fallback)\n"
       "  to_host (3):\n"
-      "    " + here(l_loop) + ": to_host(shape=(100000,), dtype=float64) (x3)\n"
+      "    " +
+      here(l_loop) +
+      ": to_host(shape=(100000,), dtype=float64) (x3)\n"
       "  to_device (1):\n"
-      "    " + here(l_dev) + ": to_device(shape=(100000,), dtype=float64)";
+      "    " +
+      here(l_dev) + ": to_device(shape=(100000,), dtype=float64)";
   EXPECT_EQ(counter.report(), expected);
 }
 
@@ -133,11 +138,13 @@ TEST_F(Transfers, ReportListsSynchronisationsAfterTransfers) {
   auto counter = cn::count_transfers();
   const int l = __LINE__ + 1;
   cn::synchronize();
-  EXPECT_EQ(counter.report(),
-            "0 transfer(s) through cunumpy (0 to_host, 0 to_device, 0 kernel_conversion, 0 fallback)\n"
-            "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction)\n"
-            "  device (1):\n"
-            "    " + here(l) + ": synchronize()");
+  EXPECT_EQ(
+      counter.report(),
+      "0 transfer(s) through cunumpy (0 to_host, 0 to_device, 0 kernel_conversion, 0 fallback)\n"
+      "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction)\n"
+      "  device (1):\n"
+      "    " +
+          here(l) + ": synchronize()");
 }
 
 TEST_F(Transfers, AssertNoTransfersFailsWithTheReport) {
@@ -153,7 +160,8 @@ TEST_F(Transfers, AssertNoTransfersFailsWithTheReport) {
   } catch (const cn::TransferAssertionError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("1 transfer(s) through cunumpy (1 to_host"), std::string::npos) << what;
-    EXPECT_NE(what.find(here(line) + ": to_host(shape=(5,), dtype=float64)"), std::string::npos) << what;
+    EXPECT_NE(what.find(here(line) + ": to_host(shape=(5,), dtype=float64)"), std::string::npos)
+        << what;
   }
   EXPECT_FALSE(cn::detail::counting_active());
 }
@@ -189,7 +197,11 @@ TEST_F(Transfers, CountingCostsNothingWhenNoCounterIsActive) {
   ASSERT_FALSE(cn::detail::counting_active());
   bool called = false;
   cn::detail::record_transfer(
-      cn::TransferKind::to_host, [&] { called = true; return std::string(); },
+      cn::TransferKind::to_host,
+      [&] {
+        called = true;
+        return std::string();
+      },
       std::source_location::current());
   EXPECT_FALSE(called);
 }

@@ -1,8 +1,8 @@
 // cunumpy/algorithms.hpp: Morton keys, a stable sort_by_key, a deterministic segment_sum.
 //
-//   auto keys = cunumpy::morton_keys(positions, lower, upper, 21);          // (n, 3) -> (n,) uint64
-//   auto [sorted, order, pos, q] = cunumpy::sort_by_key(keys, positions, charges);
-//   auto rho = cunumpy::segment_sum(cells, charges, n_cells);               // sum per cell
+//   auto keys = cunumpy::morton_keys(positions, lower, upper, 21);          // (n, 3) -> (n,)
+//   uint64 auto [sorted, order, pos, q] = cunumpy::sort_by_key(keys, positions, charges); auto rho
+//   = cunumpy::segment_sum(cells, charges, n_cells);               // sum per cell
 //
 // Every function runs on the backend of its array arguments: host loops (OpenMP), the
 // emulated device, or CUDA kernels (CUB's radix sort for sort_by_key).
@@ -55,7 +55,8 @@ inline constexpr int MAX_MORTON_LEVELS_3D = 21;
 int max_morton_levels(int ndim);
 
 // 2^levels / (upper - lower) per axis.  ValueError for lower == upper or levels out of range.
-std::vector<double> morton_scales(std::span<const double> lower, std::span<const double> upper, int levels);
+std::vector<double> morton_scales(std::span<const double> lower, std::span<const double> upper,
+                                  int levels);
 
 // Keys of points (n, 2) or (n, 3) float64 in the box [lower, upper) with `levels` bits per
 // axis, as uint64 (n,).
@@ -68,7 +69,7 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim);
 
 template <typename K>
 concept SortKey = std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> ||
-                  std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t>;
+    std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t>;
 
 namespace detail {
 // Keys as unsigned 64-bit words with the same order (signed keys get their sign bit flipped);
@@ -90,14 +91,18 @@ struct SortedWords {
   Array<std::uint64_t> words;
   Array<std::int64_t> order;
 };
-SortedWords stable_sort_words(const Array<std::uint64_t>& words, std::span<const CarriedRows> rows = {});
+SortedWords stable_sort_words(const Array<std::uint64_t>& words,
+                              std::span<const CarriedRows> rows = {});
 // Sorted words back to keys of the type of the second argument.
-Array<std::uint64_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint64_t>& like);
+Array<std::uint64_t> from_words(const Array<std::uint64_t>& words,
+                                const Array<std::uint64_t>& like);
 Array<std::int64_t> from_words(const Array<std::uint64_t>& words, const Array<std::int64_t>& like);
-Array<std::uint32_t> from_words(const Array<std::uint64_t>& words, const Array<std::uint32_t>& like);
+Array<std::uint32_t> from_words(const Array<std::uint64_t>& words,
+                                const Array<std::uint32_t>& like);
 Array<std::int32_t> from_words(const Array<std::uint64_t>& words, const Array<std::int32_t>& like);
 void check_sort_keys(const Shape& shape);
-void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend, Backend backend);
+void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend,
+                Backend backend);
 
 // The output of an array sorted with keys of n elements on keys_backend (checked first).
 template <Element T>
@@ -115,26 +120,33 @@ CarriedRows carried_rows(const Array<T>& in, Array<T>& out) {
 // Stable sort of the 1D keys, applied to every array along axis 0 in one call.  Returns
 // (keys[order], order as int64, arrays[order]...).
 template <SortKey K, Element... A>
-std::tuple<Array<K>, Array<std::int64_t>, Array<A>...> sort_by_key(const Array<K>& keys, const Array<A>&... arrays) {
+std::tuple<Array<K>, Array<std::int64_t>, Array<A>...> sort_by_key(const Array<K>& keys,
+                                                                   const Array<A>&... arrays) {
   detail::check_sort_keys(keys.shape());
   std::tuple<Array<A>...> outs{detail::sorted_rows_like(arrays, keys.size(), keys.backend())...};
   const auto rows = std::apply(
-      [&](Array<A>&... out) { return std::array<detail::CarriedRows, sizeof...(A)>{detail::carried_rows(arrays, out)...}; },
+      [&](Array<A>&... out) {
+        return std::array<detail::CarriedRows, sizeof...(A)>{detail::carried_rows(arrays, out)...};
+      },
       outs);
   detail::SortedWords sorted = detail::stable_sort_words(detail::radix_words(keys), rows);
-  return std::tuple_cat(std::make_tuple(detail::from_words(sorted.words, keys), std::move(sorted.order)), std::move(outs));
+  return std::tuple_cat(
+      std::make_tuple(detail::from_words(sorted.words, keys), std::move(sorted.order)),
+      std::move(outs));
 }
 
 // The value type segment_sum returns for values of type V.
 template <typename V>
-using segment_sum_t = std::conditional_t<std::is_floating_point_v<V> || is_complex<V>::value, V, double>;
+using segment_sum_t =
+    std::conditional_t<std::is_floating_point_v<V> || is_complex<V>::value, V, double>;
 
 template <typename K>
 concept SegmentKey = std::is_same_v<K, std::int64_t> || std::is_same_v<K, std::int32_t>;
 
 namespace detail {
 template <SegmentKey K, Element V>
-Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& values, long long n_segments);
+Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& values,
+                                         long long n_segments);
 }
 
 // out[k] = sum of values[i] (rows of an (n, m) array) over keys[i] == k, for k < n_segments;
@@ -142,14 +154,17 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
 // The value types segment_sum adds: float, double, their complex forms, int32 and int64.
 template <typename V>
 inline constexpr bool is_segment_value_v =
-    std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, std::complex<float>> ||
-    std::is_same_v<V, std::complex<double>> || std::is_same_v<V, std::int32_t> || std::is_same_v<V, std::int64_t>;
+    std::is_same_v<V, float> || std::is_same_v<V, double> ||
+    std::is_same_v<V, std::complex<float>> || std::is_same_v<V, std::complex<double>> ||
+    std::is_same_v<V, std::int32_t> || std::is_same_v<V, std::int64_t>;
 
 template <SegmentKey K, Element V>
-Array<segment_sum_t<V>> segment_sum(const Array<K>& keys, const Array<V>& values, long long n_segments) {
-  static_assert(is_segment_value_v<V>,
-                "cunumpy::segment_sum: values must be float, double, complex<float>, complex<double>, "
-                "int32 or int64; convert bool and small integer types to int32 first");
+Array<segment_sum_t<V>> segment_sum(const Array<K>& keys, const Array<V>& values,
+                                    long long n_segments) {
+  static_assert(
+      is_segment_value_v<V>,
+      "cunumpy::segment_sum: values must be float, double, complex<float>, complex<double>, "
+      "int32 or int64; convert bool and small integer types to int32 first");
   return detail::segment_sum_impl(keys, values, n_segments);
 }
 

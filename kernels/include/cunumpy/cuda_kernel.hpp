@@ -416,7 +416,8 @@ class CudaKernel {
 
  private:
   explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  std::vector<std::string> options_for(std::span<const std::filesystem::path> headers, const std::string& arch) const;
+  std::vector<std::string> options_for(std::span<const std::filesystem::path> headers,
+                                       const std::string& arch) const;
   std::shared_ptr<State> state_;
 };
 
@@ -545,7 +546,9 @@ class CudaStructArguments {
   // The packed struct of the current field values.
   const CudaStructValue<S>& packed() const {
     const auto fields = static_cast<const Derived&>(*this).fields();
-    auto now = std::apply([](const auto&... f) { return std::array<KernelArg, sizeof...(f)>{kernel_arg(f)...}; }, fields);
+    auto now = std::apply(
+        [](const auto&... f) { return std::array<KernelArg, sizeof...(f)>{kernel_arg(f)...}; },
+        fields);
     if (!value_ || !same(now)) {
       value_ = std::apply([](const auto&... f) { return struct_value<S>(f...); }, fields);
       last_.assign(now.begin(), now.end());

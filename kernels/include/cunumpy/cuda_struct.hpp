@@ -4,8 +4,8 @@
 //   CUNUMPY_CUDA_STRUCT(Particles, (double*, x), (double*, v), (int, n), (double, charge))
 //
 //   const cunumpy::CudaStruct& s = cunumpy::cuda_struct<Particles>();
-//   std::string source = s.declaration() + R"(extern "C" __global__ void push(Particles p, double dt) {...})";
-//   cunumpy::CudaKernel push(source, "push", {.structs = {&s}});
+//   std::string source = s.declaration() + R"(extern "C" __global__ void push(Particles p, double
+//   dt) {...})"; cunumpy::CudaKernel push(source, "push", {.structs = {&s}});
 //   push(cunumpy::threads(n), cunumpy::struct_value<Particles>(x, v, n, -1.0), 0.1);
 //
 // The macro defines the C++ struct (an ordinary aggregate for host and nvcc code) and its
@@ -34,7 +34,8 @@ namespace cunumpy {
 
 struct CudaStructField {
   std::string name;
-  std::string ctype;  // the C type of the field's C++ type, e.g. "Array2D<double>", "double*", "long long"
+  std::string
+      ctype;  // the C type of the field's C++ type, e.g. "Array2D<double>", "double*", "long long"
   std::size_t offset;
   std::size_t size;
 };
@@ -57,9 +58,11 @@ std::string field_ctype() {
     else
       return qualifier + std::string(ctype_of<std::remove_cv_t<P>>()) + "*";
   } else if constexpr (is_array_view<T>::value) {
-    return "Array" + std::to_string(T::rank) + "D<" + std::string(ctype_of<std::remove_cv_t<typename T::value_type>>()) + ">";
+    return "Array" + std::to_string(T::rank) + "D<" +
+           std::string(ctype_of<std::remove_cv_t<typename T::value_type>>()) + ">";
   } else {
-    static_assert(Element<T>, "CUNUMPY_CUDA_STRUCT fields are scalars, pointers to scalars or array views");
+    static_assert(Element<T>,
+                  "CUNUMPY_CUDA_STRUCT fields are scalars, pointers to scalars or array views");
     return std::string(ctype_of<T>());
   }
 }
@@ -67,7 +70,8 @@ std::string field_ctype() {
 
 class CudaStruct {
  public:
-  CudaStruct(std::string name, std::vector<CudaStructField> fields, std::size_t size, std::size_t alignment);
+  CudaStruct(std::string name, std::vector<CudaStructField> fields, std::size_t size,
+             std::size_t alignment);
 
   const std::string& name() const noexcept { return name_; }
   const std::vector<CudaStructField>& fields() const noexcept { return fields_; }
@@ -109,7 +113,8 @@ class CudaStruct {
 
 // Several structs in one header (the guard defaults to the file name: pusher_args.cuh ->
 // PUSHER_ARGS_CUH); returns the text.
-std::string write_cuda_header(const std::filesystem::path& path, std::span<const CudaStruct* const> structs,
+std::string write_cuda_header(const std::filesystem::path& path,
+                              std::span<const CudaStruct* const> structs,
                               std::optional<std::string> guard = std::nullopt,
                               std::span<const std::string> includes = {});
 
@@ -120,7 +125,9 @@ const CudaStruct& cuda_struct() {
 }
 
 template <typename S>
-concept DefinedCudaStruct = requires { cunumpy_cuda_struct(static_cast<const S*>(nullptr)); };
+concept DefinedCudaStruct = requires {
+  cunumpy_cuda_struct(static_cast<const S*>(nullptr));
+};
 
 // A packed struct and the arrays it points to: the struct holds only their addresses, so the
 // value keeps them alive.  Made by struct_value<S>(...) with every field checked like a
@@ -147,18 +154,21 @@ class CudaStructValue {
 #define CUNUMPY_DETAIL_MEMBER_I(type, name) type name;
 #define CUNUMPY_DETAIL_FIELD(S, pair) CUNUMPY_DETAIL_FIELD_I(S, CUNUMPY_DETAIL_EXPAND pair)
 #define CUNUMPY_DETAIL_FIELD_I(...) CUNUMPY_DETAIL_FIELD_II(__VA_ARGS__)
-#define CUNUMPY_DETAIL_FIELD_II(S, type, name) \
-  ::cunumpy::CudaStructField{#name, ::cunumpy::detail::field_ctype<type>(), offsetof(S, name), sizeof(type)},
+#define CUNUMPY_DETAIL_FIELD_II(S, type, name)                                                 \
+  ::cunumpy::CudaStructField{#name, ::cunumpy::detail::field_ctype<type>(), offsetof(S, name), \
+                             sizeof(type)},
 
 // Applies M(x) (or M(S, x)) to each of up to 24 arguments.
-#define CUNUMPY_DETAIL_COUNT(...) \
-  CUNUMPY_DETAIL_COUNT_I(__VA_ARGS__, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define CUNUMPY_DETAIL_COUNT_I(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, \
-                               a20, a21, a22, a23, a24, n, ...)                                                       \
+#define CUNUMPY_DETAIL_COUNT(...)                                                                 \
+  CUNUMPY_DETAIL_COUNT_I(__VA_ARGS__, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, \
+                         9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define CUNUMPY_DETAIL_COUNT_I(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, \
+                               a16, a17, a18, a19, a20, a21, a22, a23, a24, n, ...)              \
   n
 #define CUNUMPY_DETAIL_CAT(a, b) CUNUMPY_DETAIL_CAT_I(a, b)
 #define CUNUMPY_DETAIL_CAT_I(a, b) a##b
-#define CUNUMPY_DETAIL_MAP(M, S, ...) CUNUMPY_DETAIL_CAT(CUNUMPY_DETAIL_MAP_, CUNUMPY_DETAIL_COUNT(__VA_ARGS__))(M, S, __VA_ARGS__)
+#define CUNUMPY_DETAIL_MAP(M, S, ...) \
+  CUNUMPY_DETAIL_CAT(CUNUMPY_DETAIL_MAP_, CUNUMPY_DETAIL_COUNT(__VA_ARGS__))(M, S, __VA_ARGS__)
 #define CUNUMPY_DETAIL_MAP_1(M, S, x) M(S, x)
 #define CUNUMPY_DETAIL_MAP_2(M, S, x, ...) M(S, x) CUNUMPY_DETAIL_MAP_1(M, S, __VA_ARGS__)
 #define CUNUMPY_DETAIL_MAP_3(M, S, x, ...) M(S, x) CUNUMPY_DETAIL_MAP_2(M, S, __VA_ARGS__)
@@ -186,12 +196,13 @@ class CudaStructValue {
 #define CUNUMPY_DETAIL_MEMBER_OF(S, pair) CUNUMPY_DETAIL_MEMBER(pair)
 
 // CUNUMPY_CUDA_STRUCT(Name, (type, field), ...): up to 24 fields.  Use it at namespace scope.
-#define CUNUMPY_CUDA_STRUCT(Name, ...)                                                                \
-  struct Name {                                                                                       \
-    CUNUMPY_DETAIL_MAP(CUNUMPY_DETAIL_MEMBER_OF, Name, __VA_ARGS__)                                   \
-  };                                                                                                  \
-  [[maybe_unused]] inline const ::cunumpy::CudaStruct& cunumpy_cuda_struct(const Name*) {             \
-    static const ::cunumpy::CudaStruct descriptor(                                                    \
-        #Name, {CUNUMPY_DETAIL_MAP(CUNUMPY_DETAIL_FIELD, Name, __VA_ARGS__)}, sizeof(Name), alignof(Name)); \
-    return descriptor;                                                                                \
+#define CUNUMPY_CUDA_STRUCT(Name, ...)                                                      \
+  struct Name {                                                                             \
+    CUNUMPY_DETAIL_MAP(CUNUMPY_DETAIL_MEMBER_OF, Name, __VA_ARGS__)                         \
+  };                                                                                        \
+  [[maybe_unused]] inline const ::cunumpy::CudaStruct& cunumpy_cuda_struct(const Name*) {   \
+    static const ::cunumpy::CudaStruct descriptor(                                          \
+        #Name, {CUNUMPY_DETAIL_MAP(CUNUMPY_DETAIL_FIELD, Name, __VA_ARGS__)}, sizeof(Name), \
+        alignof(Name));                                                                     \
+    return descriptor;                                                                      \
   }

@@ -122,10 +122,11 @@ void dual_for(std::string_view name, long long n, HostF host_f, [[maybe_unused]]
 }
 
 template <typename HostF, typename DeviceF>
-auto dual_reduce(std::string_view name, long long n, ReduceOp op, HostF host_f, [[maybe_unused]] DeviceF device_f,
-                 [[maybe_unused]] std::source_location where) {
+auto dual_reduce(std::string_view name, long long n, ReduceOp op, HostF host_f,
+                 [[maybe_unused]] DeviceF device_f, [[maybe_unused]] std::source_location where) {
   using T = std::decay_t<decltype(host_f(0LL))>;
-  static_assert(std::is_arithmetic_v<T>, "parallel_reduce: the body must return an arithmetic value");
+  static_assert(std::is_arithmetic_v<T>,
+                "parallel_reduce: the body must return an arithmetic value");
   check_extent(name, n);
   const NvtxRange range{std::string(name)};
   if (n == 0) return reduce_identity<T>(op);
@@ -153,15 +154,17 @@ void parallel_for(std::string_view name, long long n, F f) {
 // indirect call per iteration that stops the host compiler from inlining and vectorising
 // the body.  CUNUMPY_FOR gives the host loop a plain lambda of the same body (captures by
 // value in both).  In files that the host compiler alone compiles it is parallel_for.
-#define CUNUMPY_FOR(name, n, i, ...) \
-  ::cunumpy::detail::dual_for((name), (n), [=](long long i) { __VA_ARGS__ }, CUNUMPY_LAMBDA(long long i) { __VA_ARGS__ })
+#define CUNUMPY_FOR(name, n, i, ...)                                         \
+  ::cunumpy::detail::dual_for((name), (n), [=](long long i) { __VA_ARGS__ }, \
+                              CUNUMPY_LAMBDA(long long i){__VA_ARGS__})
 
 // Runs f(i, j) for i in [0, n0), j in [0, n1); j varies fastest.
 template <typename F>
 void parallel_for(std::string_view name, long long n0, long long n1, F f) {
   detail::check_extent(name, n0);
   detail::check_extent(name, n1);
-  parallel_for(name, n0 * n1, CUNUMPY_LAMBDA(long long k) { f(k / n1, k % n1); });
+  parallel_for(
+      name, n0 * n1, CUNUMPY_LAMBDA(long long k) { f(k / n1, k % n1); });
 }
 
 // Runs f(i, j, k) over [0, n0) x [0, n1) x [0, n2); k varies fastest.
@@ -171,11 +174,12 @@ void parallel_for(std::string_view name, long long n0, long long n1, long long n
   detail::check_extent(name, n1);
   detail::check_extent(name, n2);
   const long long n12 = n1 * n2;
-  parallel_for(name, n0 * n12, CUNUMPY_LAMBDA(long long m) {
-    const long long i = m / n12;
-    const long long r = m % n12;
-    f(i, r / n2, r % n2);
-  });
+  parallel_for(
+      name, n0 * n12, CUNUMPY_LAMBDA(long long m) {
+        const long long i = m / n12;
+        const long long r = m % n12;
+        f(i, r / n2, r % n2);
+      });
 }
 
 // Combines f(i) for i in [0, n) with `op` and returns the result on the host (the identity
@@ -189,8 +193,9 @@ auto parallel_reduce(std::string_view name, long long n, ReduceOp op, F f,
 
 // CUNUMPY_REDUCE(name, n, op, i, body...): parallel_reduce with the body (which returns the
 // value of index i) written once; as CUNUMPY_FOR, a plain lambda runs it on the host.
-#define CUNUMPY_REDUCE(name, n, op, i, ...)                                                                 \
-  ::cunumpy::detail::dual_reduce((name), (n), (op), [=](long long i) { __VA_ARGS__ },                     \
-                                 CUNUMPY_LAMBDA(long long i) { __VA_ARGS__ }, std::source_location::current())
+#define CUNUMPY_REDUCE(name, n, op, i, ...)                                           \
+  ::cunumpy::detail::dual_reduce((name), (n), (op), [=](long long i) { __VA_ARGS__ }, \
+                                 CUNUMPY_LAMBDA(long long i){__VA_ARGS__},            \
+                                 std::source_location::current())
 
 }  // namespace cunumpy

@@ -10,12 +10,12 @@
 #include <source_location>
 #include <string_view>
 
-#include <cunumpy/cuda_check.hpp>
-#include <cunumpy/array.hpp>
 #include <cunumpy/arithmetic.cuh>
-#include <cunumpy/stream.hpp>
+#include <cunumpy/array.hpp>
+#include <cunumpy/cuda_check.hpp>
 #include <cunumpy/ledger.hpp>
 #include <cunumpy/reduce_op.hpp>
+#include <cunumpy/stream.hpp>
 
 namespace cunumpy::detail {
 
@@ -92,8 +92,7 @@ T cuda_reduce(std::string_view name, long long n, ReduceOp op, F& f,
   CUNUMPY_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(T), cudaMemcpyDeviceToHost, stream));
   CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(stream));
   record_sync(
-      SyncKind::reduction,
-      [&] { return "parallel_reduce(" + std::string(name) + ")"; }, where);
+      SyncKind::reduction, [&] { return "parallel_reduce(" + std::string(name) + ")"; }, where);
   return host;
 }
 

@@ -1,8 +1,9 @@
 // cunumpy/rng.hpp: Philox random numbers over arrays, and the process's random streams.
 //
 //   auto ids = cunumpy::arange<std::uint64_t>(n);                  // global particle ids
-//   auto [u0, u1] = cunumpy::philox_uniform2(seed, ids, step);      // == cunumpy_uniform2 in thread i
-//   auto v = cunumpy::random_streams().normal(0.0, v_th, {n, 3});   // from the (seed, rank) stream
+//   auto [u0, u1] = cunumpy::philox_uniform2(seed, ids, step);      // == cunumpy_uniform2 in
+//   thread i auto v = cunumpy::random_streams().normal(0.0, v_th, {n, 3});   // from the (seed,
+//   rank) stream
 //
 // Keying by a particle's global id.  philox_*(seed, id, counter) depends only on the seed,
 // the particle's global id and the counter (e.g. step * decisions_per_step + decision), so a
@@ -29,12 +30,10 @@ namespace cunumpy {
 class U64Operand {
  public:
   U64Operand(std::uint64_t scalar) : scalar_(scalar) {}  // NOLINT: implicit by design
-  U64Operand(int scalar) : scalar_(static_cast<std::uint64_t>(scalar)) {}  // NOLINT
+  U64Operand(int scalar) : scalar_(static_cast<std::uint64_t>(scalar)) {}    // NOLINT
   U64Operand(const Array<std::uint64_t>& a) : array_(a), is_array_(true) {}  // NOLINT
-  U64Operand(const Array<std::int64_t>& a)  // NOLINT
-      : array_(Array<std::uint64_t>::adopt(a.memory(), a.shape())),
-        keep_(a),
-        is_array_(true) {}
+  U64Operand(const Array<std::int64_t>& a)                                   // NOLINT
+      : array_(Array<std::uint64_t>::adopt(a.memory(), a.shape())), keep_(a), is_array_(true) {}
 
   bool is_array() const noexcept { return is_array_; }
   const Array<std::uint64_t>& array() const noexcept { return array_; }
@@ -48,14 +47,17 @@ class U64Operand {
 };
 
 // The raw generator over rows of counter words: counters (n, 4) uint32 -> (n, 4) uint32.
-Array<std::uint32_t> philox4x32_10(const Array<std::uint32_t>& counters, std::uint32_t key0, std::uint32_t key1);
+Array<std::uint32_t> philox4x32_10(const Array<std::uint32_t>& counters, std::uint32_t key0,
+                                   std::uint32_t key1);
 
 // Elementwise cunumpy_uniform / uniform2 / normal / normal2 of (seed, stream, counter), with
 // scalars broadcast to the shape of the array arguments (which must agree).
 Array<double> philox_uniform(U64Operand seed, U64Operand stream, U64Operand counter);
-std::pair<Array<double>, Array<double>> philox_uniform2(U64Operand seed, U64Operand stream, U64Operand counter);
+std::pair<Array<double>, Array<double>> philox_uniform2(U64Operand seed, U64Operand stream,
+                                                        U64Operand counter);
 Array<double> philox_normal(U64Operand seed, U64Operand stream, U64Operand counter);
-std::pair<Array<double>, Array<double>> philox_normal2(U64Operand seed, U64Operand stream, U64Operand counter);
+std::pair<Array<double>, Array<double>> philox_normal2(U64Operand seed, U64Operand stream,
+                                                       U64Operand counter);
 
 // A stream of random numbers: Philox with key `seed` and stream id `stream`, consumed in order
 // (each fill takes the next counters).  The same (seed, stream) gives the same numbers on
@@ -65,7 +67,7 @@ class Generator {
   Generator(std::uint64_t seed, std::uint64_t stream, Backend backend)
       : seed_(seed), stream_(stream), backend_(backend) {}
 
-  Array<double> random(Shape shape);                                   // uniform in [0, 1)
+  Array<double> random(Shape shape);  // uniform in [0, 1)
   Array<double> uniform(double low, double high, Shape shape);
   Array<double> standard_normal(Shape shape);
   Array<double> normal(double mean, double stddev, Shape shape);
@@ -97,9 +99,13 @@ class RandomStreams {
   Generator make_generator(std::uint64_t seed, std::optional<Backend> backend = std::nullopt) const;
 
   Array<double> random(Shape shape) { return generator().random(shape); }
-  Array<double> uniform(double low, double high, Shape shape) { return generator().uniform(low, high, shape); }
+  Array<double> uniform(double low, double high, Shape shape) {
+    return generator().uniform(low, high, shape);
+  }
   Array<double> standard_normal(Shape shape) { return generator().standard_normal(shape); }
-  Array<double> normal(double mean, double stddev, Shape shape) { return generator().normal(mean, stddev, shape); }
+  Array<double> normal(double mean, double stddev, Shape shape) {
+    return generator().normal(mean, stddev, shape);
+  }
 
  private:
   std::uint64_t seed_ = 0;

@@ -28,7 +28,8 @@
 namespace cunumpy {
 
 namespace detail {
-[[noreturn]] void throw_mirror_changed(const void* bound, std::size_t bound_size, const void* now, std::size_t now_size);
+[[noreturn]] void throw_mirror_changed(const void* bound, std::size_t bound_size, const void* now,
+                                       std::size_t now_size);
 [[noreturn]] void throw_mirror_size(std::size_t size, const Shape& shape);
 }  // namespace detail
 
@@ -41,7 +42,9 @@ class DeviceMirror {
     bind();
   }
   // Mirrors fixed host memory (a buffer that never moves).
-  DeviceMirror(std::span<T> host, Shape shape) : source_([host] { return host; }), shape_(shape) { bind(); }
+  DeviceMirror(std::span<T> host, Shape shape) : source_([host] { return host; }), shape_(shape) {
+    bind();
+  }
 
   const Shape& shape() const noexcept { return shape_; }
   std::span<T> host() const { return check(); }
@@ -105,7 +108,8 @@ class DeviceMirror {
  private:
   void bind() {
     const std::span<T> s = source_();
-    if (static_cast<long long>(s.size()) != shape_.size()) detail::throw_mirror_size(s.size(), shape_);
+    if (static_cast<long long>(s.size()) != shape_.size())
+      detail::throw_mirror_size(s.size(), shape_);
     bound_ = s;
   }
   std::span<T> check() const {
@@ -115,7 +119,8 @@ class DeviceMirror {
     return now;
   }
   Array<T> host_array() const {
-    return Array<T>::adopt(borrow_block(bound_.data(), bound_.size_bytes(), MemoryKind::host), shape_);
+    return Array<T>::adopt(borrow_block(bound_.data(), bound_.size_bytes(), MemoryKind::host),
+                           shape_);
   }
 
   std::function<std::span<T>()> source_;

@@ -60,14 +60,14 @@ class StagingRing {
     std::optional<Event> snapshot_done;     // on the current stream
     std::optional<Event> copy_done;         // on the copy stream
     unsigned long long generation = 0;
-    bool pending = false;                  // a device copy was issued and not waited for
+    bool pending = false;  // a device copy was issued and not waited for
   };
   void ensure_device(Backend backend);
   void wait_slot(Slot& slot, const std::source_location& where, const char* what);
 
   std::size_t bytes_;
   std::vector<Slot> slots_;
-  Backend device_ = Backend::host;  // the device backend of the events and stream
+  Backend device_ = Backend::host;       // the device backend of the events and stream
   std::shared_ptr<Stream> copy_stream_;  // the Runtime's copy stream of device_
   unsigned long long next_ = 0;
 };
@@ -102,17 +102,21 @@ class HostStaging {
  public:
   explicit HostStaging(Shape shape, int buffers = 2)
       : shape_(shape),
-        ring_(std::make_shared<detail::StagingRing>(static_cast<std::size_t>(shape.size()) * sizeof(T), buffers)) {}
+        ring_(std::make_shared<detail::StagingRing>(
+            static_cast<std::size_t>(shape.size()) * sizeof(T), buffers)) {}
 
   // Starts a copy of `array` (of the staging's shape; the element type is the staging's).
-  StagedCopy<T> copy(const Array<T>& array, std::source_location where = std::source_location::current()) {
+  StagedCopy<T> copy(const Array<T>& array,
+                     std::source_location where = std::source_location::current()) {
     if (!(array.shape() == shape_)) detail::throw_staging_shape(shape_, array.shape());
     auto ticket = ring_->copy(array.data(), array.backend(), where,
                               detail::describe_array("HostStaging::copy", shape_, dtype_name<T>()));
     return StagedCopy<T>(ring_, ticket, shape_);
   }
   // Waits for every copy issued so far.
-  void synchronize(std::source_location where = std::source_location::current()) { ring_->synchronize(where); }
+  void synchronize(std::source_location where = std::source_location::current()) {
+    ring_->synchronize(where);
+  }
 
   const Shape& shape() const noexcept { return shape_; }
   int buffers() const noexcept { return ring_->buffers(); }

@@ -33,7 +33,7 @@ void free_memory_pool();
 // keeps freed host arrays of 1 MiB and more for the next allocation they fit (so loops that
 // allocate every step skip the operating system's page faults).
 struct MemoryPoolStats {
-  std::size_t cached_blocks = 0;       // free blocks kept for reuse
+  std::size_t cached_blocks = 0;  // free blocks kept for reuse
   std::size_t cached_bytes = 0;
   std::size_t system_allocations = 0;  // blocks obtained from the system so far
   std::size_t reuses = 0;              // requests served from the cache
@@ -79,9 +79,11 @@ bool pinned_memory_available();
 // same); ValueError for a device array (pin_memory(to_host(a))).
 template <Element T>
 Array<T> pin_memory(const Array<T>& host) {
-  if (!host.is_host()) detail::throw_pin_memory("pin_memory takes a host array; pass to_host(array)");
+  if (!host.is_host())
+    detail::throw_pin_memory("pin_memory takes a host array; pass to_host(array)");
   if (!detail::pinned_memory_available())
-    detail::throw_pin_memory("no CUDA runtime to pin memory with (" + cuda_unavailable_reason() + ")");
+    detail::throw_pin_memory("no CUDA runtime to pin memory with (" + cuda_unavailable_reason() +
+                             ")");
   Array<T> out = pinned_empty<T>(host.shape());
   detail::copy_memory(out.data(), Backend::host, host.data(), Backend::host, host.nbytes());
   return out;
@@ -112,9 +114,9 @@ Array<T> as_device_array(std::span<const T> values, int ndim = 0, std::string_vi
 // An array of another element type, converted to T: host data is converted on the host and
 // copied once; device data is converted with one round trip through the host (counted).
 template <Element T, Element U>
-  requires(!std::is_same_v<T, U>)
-Array<T> as_device_array(const Array<U>& value, int ndim = 0, std::string_view name = "value",
-                         std::source_location where = std::source_location::current()) {
+requires(!std::is_same_v<T, U>) Array<T> as_device_array(
+    const Array<U>& value, int ndim = 0, std::string_view name = "value",
+    std::source_location where = std::source_location::current()) {
   if (!device_backend()) detail::throw_as_device_on_host(name);
   if (ndim != 0 && value.ndim() != ndim) detail::throw_ndim(name, ndim, value.ndim());
   const Array<U> host = to_host(value, where);

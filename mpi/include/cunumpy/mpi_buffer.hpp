@@ -4,8 +4,8 @@
 //
 // Host arrays go straight to MPI.  Device arrays (cuda or emulated) are first synchronised
 // (synchronize_for_mpi); then, when MPI is CUDA-aware, their device pointer is passed; else
-// they go through mpi_buffer: a pinned host staging buffer from a persistent pool, filled from the device
-// before the call (send) and copied back after it (receive), both counted by
+// they go through mpi_buffer: a pinned host staging buffer from a persistent pool, filled from the
+// device before the call (send) and copied back after it (receive), both counted by
 // count_transfers() at the caller's line.  CUDA-awareness is yes / no / unknown, and unknown
 // stages.  The emulated device follows the same rules (its memory is host-addressable, so
 // set_mpi_cuda_aware(true) exercises the direct path and a plain MPI the staging path).
@@ -43,7 +43,8 @@ CudaAwareness mpi_cuda_aware();
 // Waits for the work on the current stream that may still write `array` before MPI reads it
 // (a synchronisation counted as `mpi`); nothing for host arrays, so it costs nothing there.
 template <Element T>
-void synchronize_for_mpi(const Array<T>& array, std::source_location where = std::source_location::current()) {
+void synchronize_for_mpi(const Array<T>& array,
+                         std::source_location where = std::source_location::current()) {
   detail::synchronize_backend(array.backend(), SyncKind::mpi, "synchronize_for_mpi()", where);
 }
 
@@ -74,7 +75,8 @@ bool ring_exchange_probe(const Comm& comm, Backend memory_backend);
 template <Element T>
 class MpiBuffer {
  public:
-  MpiBuffer(const Array<T>& array, bool send, bool receive, std::optional<bool> cuda_aware = std::nullopt,
+  MpiBuffer(const Array<T>& array, bool send, bool receive,
+            std::optional<bool> cuda_aware = std::nullopt,
             std::source_location where = std::source_location::current())
       : array_(array), receive_(receive), where_(where) {
     if (array.is_device()) synchronize_for_mpi(array, where);
@@ -113,9 +115,9 @@ class MpiBuffer {
 //   MPI_Allreduce(MPI_IN_PLACE, b.span().data(), n, MPI_DOUBLE, MPI_SUM, comm.native());
 //   b.finish();
 template <Element T>
-[[nodiscard]] MpiBuffer<T> mpi_buffer(const Array<T>& array, bool send, bool receive,
-                                      std::optional<bool> cuda_aware = std::nullopt,
-                                      std::source_location where = std::source_location::current()) {
+[[nodiscard]] MpiBuffer<T> mpi_buffer(
+    const Array<T>& array, bool send, bool receive, std::optional<bool> cuda_aware = std::nullopt,
+    std::source_location where = std::source_location::current()) {
   return MpiBuffer<T>(array, send, receive, cuda_aware, where);
 }
 
@@ -142,8 +144,8 @@ void bcast(const Comm& comm, const Array<T>& buffer, int root,
 }
 
 template <Element T>
-void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& recv, int source, int tag = 0,
-              std::source_location where = std::source_location::current()) {
+void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& recv, int source,
+              int tag = 0, std::source_location where = std::source_location::current()) {
   MpiBuffer<T> s(send, true, false, std::nullopt, where);
   MpiBuffer<T> r(recv, false, true, std::nullopt, where);
   comm.sendrecv<T>(s.span(), dest, r.span(), source, tag);
@@ -197,7 +199,8 @@ void alltoall(const Comm& comm, const Array<T>& send, const Array<T>& recv,
 
 template <Element T>
 void allgatherv(const Comm& comm, const Array<T>& send, const Array<T>& recv, detail::Counts counts,
-                detail::Counts displs, std::source_location where = std::source_location::current()) {
+                detail::Counts displs,
+                std::source_location where = std::source_location::current()) {
   MpiBuffer<T> s(send, true, false, std::nullopt, where);
   MpiBuffer<T> r(recv, false, true, std::nullopt, where);
   comm.allgatherv<T>(s.span(), r.span(), counts, displs);
@@ -225,7 +228,8 @@ void recv(const Comm& comm, const Array<T>& buffer, int source, int tag = 0,
 template <Element T>
 class ArrayRequest {
  public:
-  ArrayRequest(MpiBuffer<T> buffer, Request request) : buffer_(std::move(buffer)), request_(std::move(request)) {}
+  ArrayRequest(MpiBuffer<T> buffer, Request request)
+      : buffer_(std::move(buffer)), request_(std::move(request)) {}
   void wait() {
     request_.wait();
     buffer_.finish();
@@ -250,7 +254,8 @@ template <Element T>
 }
 
 template <Element T>
-[[nodiscard]] ArrayRequest<T> irecv(const Comm& comm, const Array<T>& buffer, int source, int tag = 0,
+[[nodiscard]] ArrayRequest<T> irecv(const Comm& comm, const Array<T>& buffer, int source,
+                                    int tag = 0,
                                     std::source_location where = std::source_location::current()) {
   MpiBuffer<T> b(buffer, false, true, std::nullopt, where);
   Request r = comm.irecv(b.span(), source, tag);

@@ -19,13 +19,13 @@ Shape::Shape(std::initializer_list<long long> extents) {
 
 void Shape::validate() const {
   for (int d = 0; d < rank_; ++d)
-    if (extents_[d] < 0)
-      throw ValueError("Shape: extents must be non-negative, got " + str());
+    if (extents_[d] < 0) throw ValueError("Shape: extents must be non-negative, got " + str());
   // The element count must fit a 64-bit count, so size() (unchecked, hot) never overflows.
   long long n = 1;
   for (int d = 0; d < rank_; ++d)
     if (__builtin_mul_overflow(n, extents_[d], &n))
-      throw ValueError("Shape " + str() + ": the number of elements does not fit a 64-bit count (more than 2^63); "
+      throw ValueError("Shape " + str() +
+                       ": the number of elements does not fit a 64-bit count (more than 2^63); "
                        "use a smaller shape");
 }
 
@@ -61,9 +61,10 @@ Backend device_target(const char* what) {
   const Backend active = get_backend();
   if (active != Backend::host) return active;
   if (cuda_available()) return Backend::cuda;
-  throw BackendError(std::string(what) + ": no device backend is available: the active backend is "
-                     "host (" + backend_reason() + ") and CUDA is unavailable (" +
-                     cuda_unavailable_reason() +
+  throw BackendError(std::string(what) +
+                     ": no device backend is available: the active backend is "
+                     "host (" +
+                     backend_reason() + ") and CUDA is unavailable (" + cuda_unavailable_reason() +
                      "); select a device with set_backend(Backend::emulated) or "
                      "CUNUMPY_BACKEND=emulated to run the device paths without a GPU");
 }
@@ -90,8 +91,8 @@ void throw_rank_mismatch(std::string_view what, int expected, const Shape& shape
 
 void throw_index(const Shape& shape, int axis, long long index) {
   throw IndexError("index " + std::to_string(index) + " is out of bounds for axis " +
-                   std::to_string(axis) + " with size " + std::to_string(shape[axis]) +
-                   " (shape " + shape.str() + ")");
+                   std::to_string(axis) + " with size " + std::to_string(shape[axis]) + " (shape " +
+                   shape.str() + ")");
 }
 
 void throw_mixed_backends(std::span<const Backend> backends) {
@@ -111,8 +112,8 @@ void throw_copy_mismatch(const Shape& dst, const Shape& src) {
 
 void throw_cross_device(std::string_view what, Backend from, Backend to) {
   throw BackendError(std::string(what) + ": cannot move an array from the " +
-                     std::string(to_string(from)) + " device to the " +
-                     std::string(to_string(to)) + " device directly; go through to_host()");
+                     std::string(to_string(from)) + " device to the " + std::string(to_string(to)) +
+                     " device directly; go through to_host()");
 }
 
 }  // namespace detail

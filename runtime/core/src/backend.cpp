@@ -2,8 +2,8 @@
 #include <cunumpy/backend.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -51,15 +51,15 @@ struct BackendState {
 // Applies a request: cuda without a device becomes host, with the reason recorded.
 BackendState resolve(Backend requested, const std::string& why) {
   if (requested == Backend::cuda && !cuda_available())
-    return {Backend::host, why + ", but CUDA is unavailable (" +
-                               cuda_unavailable_reason() + "); using host"};
+    return {Backend::host,
+            why + ", but CUDA is unavailable (" + cuda_unavailable_reason() + "); using host"};
   return {requested, why};
 }
 
 BackendState& state() {
   static BackendState s = [] {
-    const auto request =
-        detail::backend_from_environment(std::getenv("CUNUMPY_BACKEND"), std::getenv("ARRAY_BACKEND"));
+    const auto request = detail::backend_from_environment(std::getenv("CUNUMPY_BACKEND"),
+                                                          std::getenv("ARRAY_BACKEND"));
     if (!request.warning.empty()) std::cerr << "cunumpy: warning: " << request.warning << "\n";
     return resolve(request.backend, request.reason);
   }();
@@ -70,14 +70,19 @@ BackendState& state() {
 
 std::string_view to_string(Backend backend) noexcept {
   switch (backend) {
-    case Backend::host: return "host";
-    case Backend::cuda: return "cuda";
-    case Backend::emulated: return "emulated";
+    case Backend::host:
+      return "host";
+    case Backend::cuda:
+      return "cuda";
+    case Backend::emulated:
+      return "emulated";
   }
   return "unknown";
 }
 
-std::ostream& operator<<(std::ostream& os, Backend backend) { return os << to_string(backend); }
+std::ostream& operator<<(std::ostream& os, Backend backend) {
+  return os << to_string(backend);
+}
 
 Backend parse_backend(std::string_view name) {
   if (auto b = backend_named(name)) return *b;
@@ -109,7 +114,8 @@ std::optional<detail::BackendRequest> request_from(const char* variable, const c
 
 namespace detail {
 BackendRequest backend_from_environment(const char* cunumpy_backend, const char* array_backend) {
-  if (auto r = request_from("CUNUMPY_BACKEND", cunumpy_backend, {"host", "cuda", "emulated"}, "host, cuda, emulated"))
+  if (auto r = request_from("CUNUMPY_BACKEND", cunumpy_backend, {"host", "cuda", "emulated"},
+                            "host, cuda, emulated"))
     return *r;
   if (auto r = request_from("ARRAY_BACKEND", array_backend, {"numpy", "cupy"},
                             "numpy, cupy (or CUNUMPY_BACKEND=host|cuda|emulated)"))
@@ -132,15 +138,29 @@ void set_backend(Backend backend) {
   state() = resolve(backend, "set_backend(" + std::string(to_string(backend)) + ")");
 }
 
-void set_backend(std::string_view name) { set_backend(parse_backend(name)); }
+void set_backend(std::string_view name) {
+  set_backend(parse_backend(name));
+}
 
-Backend get_backend() { return state().backend; }
-std::string backend_reason() { return state().reason; }
+Backend get_backend() {
+  return state().backend;
+}
+std::string backend_reason() {
+  return state().reason;
+}
 
-bool host_backend() { return get_backend() == Backend::host; }
-bool cuda_backend() { return get_backend() == Backend::cuda; }
-bool emulated_backend() { return get_backend() == Backend::emulated; }
-bool device_backend() { return get_backend() != Backend::host; }
+bool host_backend() {
+  return get_backend() == Backend::host;
+}
+bool cuda_backend() {
+  return get_backend() == Backend::cuda;
+}
+bool emulated_backend() {
+  return get_backend() == Backend::emulated;
+}
+bool device_backend() {
+  return get_backend() != Backend::host;
+}
 
 UseBackend::UseBackend(Backend backend)
     : previous_(state().backend), previous_reason_(state().reason) {
@@ -152,9 +172,15 @@ UseBackend::~UseBackend() {
   state().reason = std::move(previous_reason_);
 }
 
-bool cuda_available() { return cuda_probe().count > 0; }
-std::string cuda_unavailable_reason() { return cuda_probe().reason; }
-int device_count() { return cuda_probe().count; }
+bool cuda_available() {
+  return cuda_probe().count > 0;
+}
+std::string cuda_unavailable_reason() {
+  return cuda_probe().reason;
+}
+int device_count() {
+  return cuda_probe().count;
+}
 
 namespace detail {
 void synchronize_backend(Backend backend, SyncKind kind, const char* what,
@@ -172,7 +198,8 @@ void synchronize_backend(Backend backend, SyncKind kind, const char* what,
     else
       emulated_drain(current_stream());
   }
-  record_sync(kind, [what] { return std::string(what); }, where);
+  record_sync(
+      kind, [what] { return std::string(what); }, where);
 }
 }  // namespace detail
 
@@ -184,21 +211,27 @@ void set_device(int id) {
   if (get_backend() != Backend::cuda) return;
   if (id < 0 || id >= device_count())
     throw ValueError("set_device: device " + std::to_string(id) + " does not exist; " +
-                     std::to_string(device_count()) + " device(s) are visible (check CUDA_VISIBLE_DEVICES)");
+                     std::to_string(device_count()) +
+                     " device(s) are visible (check CUDA_VISIBLE_DEVICES)");
   detail::cuda_api::set_device(id);
 }
 
-int current_device() { return cuda_available() ? detail::cuda_api::current_device() : 0; }
+int current_device() {
+  return cuda_available() ? detail::cuda_api::current_device() : 0;
+}
 
 int set_device_for_rank(int rank, int devices_per_node) {
   const int count = device_count();
   if (count == 0) return 0;
-  const int id = detail::device_for(rank, devices_per_node > 0 ? std::min(devices_per_node, count) : count);
+  const int id =
+      detail::device_for(rank, devices_per_node > 0 ? std::min(devices_per_node, count) : count);
   set_device(id);
   return id;
 }
 
-std::string_view version() noexcept { return CUNUMPY_VERSION_STRING; }
+std::string_view version() noexcept {
+  return CUNUMPY_VERSION_STRING;
+}
 
 namespace {
 // The numeric parts of a version string: "0.5.0rc1" -> {0, 5, 0}; stops at the first part
@@ -213,7 +246,8 @@ std::vector<long> numeric_parts(std::string_view text) {
     long part = 0;
     const auto [end, error] = std::from_chars(text.data() + i, text.data() + j, part);
     if (error != std::errc())
-      throw ValueError("version '" + std::string(text) + "': the part '" + std::string(text.substr(i, j - i)) +
+      throw ValueError("version '" + std::string(text) + "': the part '" +
+                       std::string(text.substr(i, j - i)) +
                        "' is not a number cunumpy can compare; pass e.g. \"0.4.0\"");
     (void)end;
     parts.push_back(part);

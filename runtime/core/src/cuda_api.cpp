@@ -11,8 +11,8 @@
 #include <string>
 
 #include <cunumpy/cuda_check.hpp>
-#include <cunumpy/stream.hpp>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/stream.hpp>
 
 namespace cunumpy::detail {
 
@@ -42,8 +42,8 @@ void cuda_check(int code, const char* call, const char* file, int line) {
   if (code == 0) return;
   const auto err = static_cast<cudaError_t>(code);
   const std::string message = std::string("CUDA error ") + cudaGetErrorName(err) + " (" +
-                              std::to_string(code) + "): " + cudaGetErrorString(err) +
-                              "\n  in " + call + "\n  at " + file + ":" + std::to_string(line);
+                              std::to_string(code) + "): " + cudaGetErrorString(err) + "\n  in " +
+                              call + "\n  at " + file + ":" + std::to_string(line);
   if (cuda_error_is_sticky(code)) {
     std::fprintf(stderr,
                  "cunumpy: fatal: %s\n  the CUDA context is unusable after this error; run "
@@ -58,7 +58,9 @@ void cuda_check(int code, const char* call, const char* file, int line) {
 
 namespace cuda_api {
 
-bool built_with_cuda() noexcept { return true; }
+bool built_with_cuda() noexcept {
+  return true;
+}
 
 Probe probe() {
   Probe p;
@@ -74,8 +76,9 @@ Probe probe() {
     return p;
   }
   if (count == 0) {
-    p.reason = "no CUDA device visible (cudaGetDeviceCount returned 0 devices; check "
-               "CUDA_VISIBLE_DEVICES)";
+    p.reason =
+        "no CUDA device visible (cudaGetDeviceCount returned 0 devices; check "
+        "CUDA_VISIBLE_DEVICES)";
     return p;
   }
   p.count = count;
@@ -86,12 +89,14 @@ Probe probe() {
 // stream: a freed block is reused by the next allocation without a device synchronisation.
 void* allocate(std::size_t bytes) {
   void* p = nullptr;
-  CUNUMPY_CUDA_CHECK(cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(current_stream().native_handle())));
+  CUNUMPY_CUDA_CHECK(
+      cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(current_stream().native_handle())));
   return p;
 }
 
 void deallocate(void* p) noexcept {
-  const cudaError_t err = cudaFreeAsync(p, static_cast<cudaStream_t>(current_stream().native_handle()));
+  const cudaError_t err =
+      cudaFreeAsync(p, static_cast<cudaStream_t>(current_stream().native_handle()));
   if (err != cudaSuccess && !cuda_error_is_sticky(err)) (void)cudaGetLastError();
 }
 
@@ -107,7 +112,8 @@ cudaMemPool_t device_pool() {
 
 void set_pool_release_threshold(std::size_t bytes) {
   std::uint64_t threshold = bytes;
-  CUNUMPY_CUDA_CHECK(cudaMemPoolSetAttribute(device_pool(), cudaMemPoolAttrReleaseThreshold, &threshold));
+  CUNUMPY_CUDA_CHECK(
+      cudaMemPoolSetAttribute(device_pool(), cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
 void trim_pool() {
@@ -125,19 +131,22 @@ void stream_destroy(void* stream) noexcept {
 }
 void* event_create(bool timing) {
   cudaEvent_t e;
-  CUNUMPY_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  CUNUMPY_CUDA_CHECK(
+      cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
   return e;
 }
 double event_elapsed_seconds(void* start, void* end) {
   float ms = 0;
-  CUNUMPY_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
+  CUNUMPY_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
   return static_cast<double>(ms) * 1e-3;
 }
 void event_destroy(void* event) noexcept {
   if (cudaEventDestroy(static_cast<cudaEvent_t>(event)) != cudaSuccess) (void)cudaGetLastError();
 }
 void event_record(void* event, void* stream) {
-  CUNUMPY_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+  CUNUMPY_CUDA_CHECK(
+      cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
 }
 bool event_query(void* event) {
   const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
@@ -148,19 +157,24 @@ bool event_query(void* event) {
   CUNUMPY_CUDA_CHECK(err);
   return true;
 }
-void event_synchronize(void* event) { CUNUMPY_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+void event_synchronize(void* event) {
+  CUNUMPY_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+}
 void stream_wait_event(void* stream, void* event) {
   CUNUMPY_CUDA_CHECK(
       cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
-void mem_get_info(std::size_t& free, std::size_t& total) { CUNUMPY_CUDA_CHECK(cudaMemGetInfo(&free, &total)); }
+void mem_get_info(std::size_t& free, std::size_t& total) {
+  CUNUMPY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+}
 
 int shared_memory_per_block(bool opt_in) {
   int device = 0, value = 0;
   CUNUMPY_CUDA_CHECK(cudaGetDevice(&device));
   CUNUMPY_CUDA_CHECK(cudaDeviceGetAttribute(
-      &value, opt_in ? cudaDevAttrMaxSharedMemoryPerBlockOptin : cudaDevAttrMaxSharedMemoryPerBlock, device));
+      &value, opt_in ? cudaDevAttrMaxSharedMemoryPerBlockOptin : cudaDevAttrMaxSharedMemoryPerBlock,
+      device));
   return value;
 }
 
@@ -186,7 +200,9 @@ void copy(void* dst, const void* src, std::size_t bytes, Direction direction, vo
   CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
-void device_synchronize() { CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize()); }
+void device_synchronize() {
+  CUNUMPY_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 void stream_synchronize(void* stream) {
   CUNUMPY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
@@ -194,7 +210,8 @@ void stream_synchronize(void* stream) {
 
 void* library_load(const void* image) {
   cudaLibrary_t library = nullptr;
-  CUNUMPY_CUDA_CHECK(cudaLibraryLoadData(&library, image, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUNUMPY_CUDA_CHECK(
+      cudaLibraryLoadData(&library, image, nullptr, nullptr, 0, nullptr, nullptr, 0));
   return library;
 }
 
@@ -209,15 +226,16 @@ void* library_kernel(void* library, const char* name) {
   return kernel;
 }
 
-void launch_kernel(void* kernel, const LaunchDims& d, void** args, std::size_t shared_mem, void* stream) {
+void launch_kernel(void* kernel, const LaunchDims& d, void** args, std::size_t shared_mem,
+                   void* stream) {
   const dim3 grid(d.grid[0], d.grid[1], d.grid[2]), block(d.block[0], d.block[1], d.block[2]);
-  CUNUMPY_CUDA_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel), grid, block, args, shared_mem,
-                                      static_cast<cudaStream_t>(stream)));
+  CUNUMPY_CUDA_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel), grid, block, args,
+                                      shared_mem, static_cast<cudaStream_t>(stream)));
 }
 
 void set_max_dynamic_shared_memory(void* kernel, int bytes) {
-  CUNUMPY_CUDA_CHECK(
-      cudaFuncSetAttribute(static_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  CUNUMPY_CUDA_CHECK(cudaFuncSetAttribute(static_cast<const void*>(kernel),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
 int compute_capability() {
@@ -228,7 +246,9 @@ int compute_capability() {
   return 10 * major + minor;
 }
 
-void check_last_error(const char* what) { cuda_check(static_cast<int>(cudaGetLastError()), what, __FILE__, __LINE__); }
+void check_last_error(const char* what) {
+  cuda_check(static_cast<int>(cudaGetLastError()), what, __FILE__, __LINE__);
+}
 
 void set_device(int id) {
   CUNUMPY_CUDA_CHECK(cudaSetDevice(id));

@@ -7,10 +7,10 @@
 
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/cuda_check.hpp>
+#include <cunumpy/errors.hpp>
 #include <cunumpy/fill_values.cuh>
 #include <cunumpy/memory_block.hpp>
 #include <cunumpy/stream.hpp>
-#include <cunumpy/errors.hpp>
 
 namespace cunumpy::detail {
 namespace {
@@ -51,8 +51,9 @@ void launch_fill(void* dst, long long n, const void* value) {
   if (n == 0) return;
   Word w;
   memcpy(&w, value, sizeof(Word));
-  fill_kernel<Word><<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
-      static_cast<Word*>(dst), n, w);
+  fill_kernel<Word>
+      <<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
+          static_cast<Word*>(dst), n, w);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -66,8 +67,9 @@ void launch_arange(void* dst, long long n, const void* start, const void* step) 
   T s, d;
   memcpy(&s, start, sizeof(T));
   memcpy(&d, step, sizeof(T));
-  arange_kernel<T><<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
-      static_cast<T*>(dst), n, s, d);
+  arange_kernel<T>
+      <<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
+          static_cast<T*>(dst), n, s, d);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -75,8 +77,9 @@ template <typename T>
 void launch_linspace(void* dst, long long n, double start, double step, bool endpoint,
                      double stop) {
   if (n == 0) return;
-  linspace_kernel<T><<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
-      static_cast<T*>(dst), n, start, step, endpoint, stop);
+  linspace_kernel<T>
+      <<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
+          static_cast<T*>(dst), n, start, step, endpoint, stop);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -84,16 +87,26 @@ void launch_linspace(void* dst, long long n, double start, double step, bool end
 template <typename F>
 void with_real_type(DType dtype, const char* what, F&& f) {
   switch (dtype) {
-    case DType::int8: return f.template operator()<std::int8_t>();
-    case DType::uint8: return f.template operator()<std::uint8_t>();
-    case DType::int16: return f.template operator()<std::int16_t>();
-    case DType::uint16: return f.template operator()<std::uint16_t>();
-    case DType::int32: return f.template operator()<std::int32_t>();
-    case DType::uint32: return f.template operator()<std::uint32_t>();
-    case DType::int64: return f.template operator()<std::int64_t>();
-    case DType::uint64: return f.template operator()<std::uint64_t>();
-    case DType::float32: return f.template operator()<float>();
-    case DType::float64: return f.template operator()<double>();
+    case DType::int8:
+      return f.template operator()<std::int8_t>();
+    case DType::uint8:
+      return f.template operator()<std::uint8_t>();
+    case DType::int16:
+      return f.template operator()<std::int16_t>();
+    case DType::uint16:
+      return f.template operator()<std::uint16_t>();
+    case DType::int32:
+      return f.template operator()<std::int32_t>();
+    case DType::uint32:
+      return f.template operator()<std::uint32_t>();
+    case DType::int64:
+      return f.template operator()<std::int64_t>();
+    case DType::uint64:
+      return f.template operator()<std::uint64_t>();
+    case DType::float32:
+      return f.template operator()<float>();
+    case DType::float64:
+      return f.template operator()<double>();
     default:
       throw TypeError(std::string(what) + ": a real (integer or floating) dtype is required, got " +
                       std::string(to_string(dtype)));
@@ -104,18 +117,23 @@ void with_real_type(DType dtype, const char* what, F&& f) {
 
 void cuda_fill(void* dst, DType dtype, long long count, const void* value) {
   switch (dtype_size(dtype)) {
-    case 1: return launch_fill<std::uint8_t>(dst, count, value);
-    case 2: return launch_fill<std::uint16_t>(dst, count, value);
-    case 4: return launch_fill<std::uint32_t>(dst, count, value);
-    case 8: return launch_fill<std::uint64_t>(dst, count, value);
-    case 16: return launch_fill<Word16>(dst, count, value);
-    default: throw TypeError("cuda_fill: unsupported dtype " + std::string(to_string(dtype)));
+    case 1:
+      return launch_fill<std::uint8_t>(dst, count, value);
+    case 2:
+      return launch_fill<std::uint16_t>(dst, count, value);
+    case 4:
+      return launch_fill<std::uint32_t>(dst, count, value);
+    case 8:
+      return launch_fill<std::uint64_t>(dst, count, value);
+    case 16:
+      return launch_fill<Word16>(dst, count, value);
+    default:
+      throw TypeError("cuda_fill: unsupported dtype " + std::string(to_string(dtype)));
   }
 }
 
 void cuda_arange(void* dst, DType dtype, long long count, const void* start, const void* step) {
-  with_real_type(dtype, "arange",
-                 [&]<typename T>() { launch_arange<T>(dst, count, start, step); });
+  with_real_type(dtype, "arange", [&]<typename T>() { launch_arange<T>(dst, count, start, step); });
 }
 
 void cuda_linspace(void* dst, DType dtype, long long count, double start, double step,

@@ -11,11 +11,11 @@
 #include <new>
 #include <string>
 
-#include <cunumpy/memory_block.hpp>
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/emulated_stream.hpp>
 #include <cunumpy/internal/page_map.hpp>
+#include <cunumpy/memory_block.hpp>
 
 namespace cunumpy::detail {
 namespace {
@@ -49,13 +49,13 @@ void* allocate(std::size_t bytes) {
   // kernels see the host's TLB behaviour).
   const bool huge = bytes >= kHugePage;
   const std::size_t mapped = huge ? huge_length(bytes) : page_round(bytes);
-  void* p = huge ? map_huge(bytes)
-                 : mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = huge
+                ? map_huge(bytes)
+                : mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (huge && p == nullptr) p = MAP_FAILED;
   if (p == MAP_FAILED)
-    throw BackendError("emulated device: cannot allocate " + std::to_string(bytes) +
-                       " bytes (" + std::strerror(errno) +
-                       "); free device arrays or use a smaller problem");
+    throw BackendError("emulated device: cannot allocate " + std::to_string(bytes) + " bytes (" +
+                       std::strerror(errno) + "); free device arrays or use a smaller problem");
   Arena& a = arena();
   std::lock_guard lock(a.mutex);
   a.blocks.emplace(static_cast<const char*>(p), Arena::Block{bytes, mapped});

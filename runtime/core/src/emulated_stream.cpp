@@ -82,18 +82,19 @@ Worker::~Worker() {
   } else {
     thread_.join();
   }
-  if (error_) {
-    try {
-      std::rethrow_exception(error_);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr,
-                   "cunumpy: error: work on an emulated stream failed and the stream was "
-                   "destroyed before a synchronisation reported it: %s\n",
-                   e.what());
-    } catch (...) {
-      std::fprintf(stderr,
-                   "cunumpy: error: work on an emulated stream failed (unknown exception)\n");
-    }
+  if (error_) report_unreported(error_);
+}
+
+void report_unreported(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "cunumpy: error: work on an emulated stream failed and the stream was destroyed "
+                 "before a synchronisation reported it: %s\n",
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "cunumpy: error: work on an emulated stream failed (unknown exception)\n");
   }
 }
 

@@ -19,13 +19,17 @@
 namespace cunumpy {
 
 namespace detail {
-bool counting_active() noexcept { return core_context().ledger.active.load(std::memory_order_relaxed) != 0; }
+bool counting_active() noexcept {
+  return core_context().ledger.active.load(std::memory_order_relaxed) != 0;
+}
 }  // namespace detail
 
 namespace {
 
 using Registry = detail::Ledger;
-Registry& registry() { return detail::core_context().ledger; }
+Registry& registry() {
+  return detail::core_context().ledger;
+}
 
 // "    where: description (xN)" lines, grouped by call site and description in order of first
 // appearance.
@@ -72,20 +76,28 @@ void append_section(std::string& out, const std::vector<Event>& events,
 
 std::string_view to_string(TransferKind kind) noexcept {
   switch (kind) {
-    case TransferKind::to_host: return "to_host";
-    case TransferKind::to_device: return "to_device";
-    case TransferKind::kernel_conversion: return "kernel_conversion";
-    case TransferKind::fallback: return "fallback";
+    case TransferKind::to_host:
+      return "to_host";
+    case TransferKind::to_device:
+      return "to_device";
+    case TransferKind::kernel_conversion:
+      return "kernel_conversion";
+    case TransferKind::fallback:
+      return "fallback";
   }
   return "unknown";
 }
 
 std::string_view to_string(SyncKind kind) noexcept {
   switch (kind) {
-    case SyncKind::device: return "device";
-    case SyncKind::stream: return "stream";
-    case SyncKind::mpi: return "mpi";
-    case SyncKind::reduction: return "reduction";
+    case SyncKind::device:
+      return "device";
+    case SyncKind::stream:
+      return "stream";
+    case SyncKind::mpi:
+      return "mpi";
+    case SyncKind::reduction:
+      return "reduction";
   }
   return "unknown";
 }
@@ -99,8 +111,8 @@ namespace detail {
 namespace {
 // Appends an event to every active counter: to its `events` list, counted in `counts`.
 template <typename Event, typename Kind, typename Events, typename Counts>
-void record_everywhere(Kind kind, std::string description, const std::source_location& where, Events events,
-                       Counts counts) {
+void record_everywhere(Kind kind, std::string description, const std::source_location& where,
+                       Events events, Counts counts) {
   const std::string location = format_location(where);
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
@@ -111,7 +123,8 @@ void record_everywhere(Kind kind, std::string description, const std::source_loc
 }
 }  // namespace
 
-void record_transfer_event(TransferKind kind, std::string description, const std::source_location& where) {
+void record_transfer_event(TransferKind kind, std::string description,
+                           const std::source_location& where) {
   record_everywhere<TransferEvent>(kind, std::move(description), where, &TransferCounter::events_,
                                    &TransferCounter::counts_);
 }
@@ -131,7 +144,9 @@ TransferCounter::TransferCounter() {
   r.active.fetch_add(1, std::memory_order_relaxed);
 }
 
-TransferCounter::~TransferCounter() { stop(); }
+TransferCounter::~TransferCounter() {
+  stop();
+}
 
 void TransferCounter::stop() noexcept {
   Registry& r = registry();
@@ -152,15 +167,18 @@ std::vector<TransferEvent> TransferCounter::kernel_conversion_calls() const {
 std::string TransferCounter::report() const {
   std::string out;
   append_section<TransferEvent, TransferKind>(out, events_, counts_, "transfer");
-  if (!syncs_.empty()) append_section<SyncEvent, SyncKind>(out, syncs_, sync_counts_, "synchronisation");
+  if (!syncs_.empty())
+    append_section<SyncEvent, SyncKind>(out, syncs_, sync_counts_, "synchronisation");
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }
 
 void AssertNoTransfers::check() const {
   if (counter_.total() > 0)
-    throw TransferAssertionError("assert_no_transfers: the block made transfers through "
-                                 "cunumpy:\n" + counter_.report());
+    throw TransferAssertionError(
+        "assert_no_transfers: the block made transfers through "
+        "cunumpy:\n" +
+        counter_.report());
 }
 
 // ---- NVTX --------------------------------------------------------------------------------
@@ -204,7 +222,9 @@ void NvtxRange::push(const char* name, std::optional<int> color) {
   nvtxDomainRangePushEx(s.domain, &attributes);
 }
 
-void NvtxRange::pop() noexcept { nvtxDomainRangePop(nvtx().domain); }
+void NvtxRange::pop() noexcept {
+  nvtxDomainRangePop(nvtx().domain);
+}
 
 std::size_t detail::nvtx_registered_names() noexcept {
   NvtxState& s = nvtx();
@@ -212,7 +232,9 @@ std::size_t detail::nvtx_registered_names() noexcept {
   return s.names.size();
 }
 #else
-std::size_t detail::nvtx_registered_names() noexcept { return 0; }
+std::size_t detail::nvtx_registered_names() noexcept {
+  return 0;
+}
 #endif
 
 // ---- timed regions -------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 #include <cunumpy/stream.hpp>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -62,12 +62,8 @@ void Stream::reset() noexcept {
     auto* worker = static_cast<emulated::StreamHandle*>(handle_);
     try {
       (*worker)->drain();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr,
-                   "cunumpy: error: work on an emulated stream failed and the stream was "
-                   "destroyed before a synchronisation reported it: %s\n",
-                   e.what());
     } catch (...) {
+      emulated::report_unreported(std::current_exception());
     }
     delete worker;  // events recorded on it keep the worker until they go
   }

@@ -214,7 +214,8 @@ std::uint64_t Runtime::seed() const {
 namespace detail {
 int threads_per_rank(int node_cores, int affinity_cores, int ranks_on_node) noexcept {
   node_cores = std::max(node_cores, 1);
-  if (affinity_cores > 0 && affinity_cores < node_cores) return affinity_cores;  // bound by the launcher
+  if (affinity_cores > 0 && affinity_cores < node_cores)
+    return affinity_cores;  // bound by the launcher
   return std::max(1, node_cores / std::max(ranks_on_node, 1));
 }
 }  // namespace detail
@@ -223,7 +224,8 @@ namespace detail {
 std::string configure_host_threads(const LauncherInfo& launcher) {
 #if defined(_OPENMP)
   if (const char* set = std::getenv("OMP_NUM_THREADS"); set != nullptr && *set != '\0')
-    return std::to_string(omp_get_max_threads()) + " OpenMP thread(s) (OMP_NUM_THREADS=" + set + ")";
+    return std::to_string(omp_get_max_threads()) + " OpenMP thread(s) (OMP_NUM_THREADS=" + set +
+           ")";
   const int node = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   int affinity = 0;
   cpu_set_t mask;
@@ -234,7 +236,9 @@ std::string configure_host_threads(const LauncherInfo& launcher) {
   omp_set_num_threads(threads);
   return std::to_string(threads) + " OpenMP thread(s) (" + std::to_string(node) + " cores, " +
          std::to_string(launcher.local_size) + " rank(s) on the node" +
-         (affinity > 0 && affinity < node ? ", " + std::to_string(affinity) + " in this rank's affinity" : "") +
+         (affinity > 0 && affinity < node
+              ? ", " + std::to_string(affinity) + " in this rank's affinity"
+              : "") +
          "; set OMP_NUM_THREADS to choose)";
 #else
   (void)launcher;

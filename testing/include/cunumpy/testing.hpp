@@ -85,9 +85,7 @@ struct AgreeOptions {
 namespace detail {
 
 template <typename T>
-struct is_array : std::false_type {};
-template <typename T>
-struct is_array<Array<T>> : std::true_type {};
+using is_array = cunumpy::detail::is_array_type<T>;  // kernel.hpp's
 
 template <typename T>
 double magnitude(const T& v) {

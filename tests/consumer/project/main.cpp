@@ -9,9 +9,10 @@ int main() {
   auto counter = cn::count_transfers();
   auto x = cn::arange<double>(0.0, 10.0, 1.0);
   auto v = x.view<1>();
-  cn::parallel_for("square", x.size(), CUNUMPY_LAMBDA(long long i) { v(i) = v(i) * v(i); });
-  const double sum = cn::parallel_reduce("sum", x.size(), cn::ReduceOp::sum,
-                                         CUNUMPY_LAMBDA(long long i) { return v(i); });
+  cn::parallel_for(
+      "square", x.size(), CUNUMPY_LAMBDA(long long i) { v(i) = v(i) * v(i); });
+  const double sum = cn::parallel_reduce(
+      "sum", x.size(), cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
   auto h = cn::to_host(x);
   std::printf("backend %s, sum %.0f, h(3) %.0f\n%s\n", cn::to_string(cn::get_backend()).data(), sum,
               h(3), counter.report().c_str());

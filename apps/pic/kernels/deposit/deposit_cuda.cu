@@ -4,10 +4,12 @@
 
 #include "pic_kernels.hpp"
 
-extern "C" __global__ void deposit(const double* x, const double* y, double* ne, long long nx, long long ny,
-                                   int order, bool two, double inv_dx, double inv_dy, double q, long long n) {
+extern "C" __global__ void deposit(const double* x, const double* y, double* ne, long long nx,
+                                   long long ny, int order, bool two, double inv_dx, double inv_dy,
+                                   double q, long long n) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= n) return;
   const pic::kernels::Grid grid{nx, ny, order, two, inv_dx, inv_dy};
-  pic::kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) { cunumpy_atomic_add(&ne[c], q * w); });
+  pic::kernels::for_each_node(
+      grid, x[i], y[i], [&](long long c, double w, int) { cunumpy_atomic_add(&ne[c], q * w); });
 }

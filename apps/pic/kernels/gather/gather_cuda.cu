@@ -2,9 +2,10 @@
 // y, ey and ey_p are not read or written (pass x, ex and ex_p).
 #include "pic_kernels.hpp"
 
-extern "C" __global__ void gather(const double* x, const double* y, const double* ex, const double* ey,
-                                  double* ex_p, double* ey_p, long long nx, long long ny, int order, bool two,
-                                  double inv_dx, double inv_dy, long long n) {
+extern "C" __global__ void gather(const double* x, const double* y, const double* ex,
+                                  const double* ey, double* ex_p, double* ey_p, long long nx,
+                                  long long ny, int order, bool two, double inv_dx, double inv_dy,
+                                  long long n) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= n) return;
   const pic::kernels::Grid grid{nx, ny, order, two, inv_dx, inv_dy};

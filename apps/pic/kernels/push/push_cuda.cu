@@ -4,8 +4,8 @@
 #include "pic_kernels.hpp"
 
 extern "C" __global__ void push(double* x, double* y, double* vx, double* vy, const double* ex_p,
-                                const double* ey_p, double* energy, double dv, double dt, double lx, double ly,
-                                double mass, bool move, bool two, long long n) {
+                                const double* ey_p, double* energy, double dv, double dt, double lx,
+                                double ly, double mass, bool move, bool two, long long n) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= n) return;
   const double old_x = vx[i];

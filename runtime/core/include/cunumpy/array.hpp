@@ -71,7 +71,8 @@ class Array {
   // library wrapped with borrow_block); the block must hold the shape.
   static Array adopt(std::shared_ptr<MemoryBlock> memory, Shape shape) {
     if (memory == nullptr || memory->bytes() < bytes_for(shape))
-      throw ValueError("Array::adopt: the allocation is smaller than shape " + shape.str() + " needs");
+      throw ValueError("Array::adopt: the allocation is smaller than shape " + shape.str() +
+                       " needs");
     Array a;
     a.memory_ = std::move(memory);
     a.shape_ = shape;
@@ -160,8 +161,9 @@ class Array {
   // The bytes an array of `shape` takes; ValueError for an empty shape.
   static std::size_t bytes_for(const Shape& shape) {
     if (shape.rank() == 0)
-      throw ValueError("Array: a shape of rank 1 to 4 is required, got an empty shape; pass "
-                       "e.g. Shape{n} or Shape{nx, ny}");
+      throw ValueError(
+          "Array: a shape of rank 1 to 4 is required, got an empty shape; pass "
+          "e.g. Shape{n} or Shape{nx, ny}");
     if (shape.size() > std::numeric_limits<long long>::max() / static_cast<long long>(sizeof(T)))
       detail::throw_too_many_bytes(shape, sizeof(T));
     return static_cast<std::size_t>(shape.size()) * sizeof(T);
@@ -219,10 +221,11 @@ Array<T> ones(Shape shape) {
 template <RealElement T>
 Array<T> arange(T start, T stop, T step, Backend backend) {
   if (step == T(0))
-    throw ValueError("arange: step must not be zero, got step=0; pass a positive step to "
-                     "count up or a negative step to count down");
-  const double span = (static_cast<double>(stop) - static_cast<double>(start)) /
-                      static_cast<double>(step);
+    throw ValueError(
+        "arange: step must not be zero, got step=0; pass a positive step to "
+        "count up or a negative step to count down");
+  const double span =
+      (static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step);
   const long long n = span > 0 ? static_cast<long long>(std::ceil(span)) : 0;
   Array<T> a = empty<T>(Shape{n}, backend);
   if (a.backend() == Backend::cuda) {
@@ -245,10 +248,8 @@ Array<T> arange(T stop) {
 // `num` values evenly spaced from start to stop (stop included when `endpoint`), as
 // NumPy's linspace.  ValueError for a negative num.
 template <RealElement T>
-Array<T> linspace(double start, double stop, long long num, Backend backend,
-                  bool endpoint = true) {
-  if (num < 0)
-    throw ValueError("linspace: num must be non-negative, got " + std::to_string(num));
+Array<T> linspace(double start, double stop, long long num, Backend backend, bool endpoint = true) {
+  if (num < 0) throw ValueError("linspace: num must be non-negative, got " + std::to_string(num));
   const long long divisions = endpoint ? num - 1 : num;
   const double step = divisions > 0 ? (stop - start) / static_cast<double>(divisions) : 0.0;
   Array<T> a = empty<T>(Shape{num}, backend);
@@ -273,9 +274,9 @@ template <Element T>
 Array<T> from_host(std::span<const T> values, Shape shape, Backend backend,
                    std::source_location where = std::source_location::current()) {
   if (static_cast<long long>(values.size()) != shape.size())
-    throw ValueError("from_host: " + std::to_string(values.size()) +
-                     " values given for shape " + shape.str() + " of " +
-                     std::to_string(shape.size()) + " elements; pass exactly as many values as "
+    throw ValueError("from_host: " + std::to_string(values.size()) + " values given for shape " +
+                     shape.str() + " of " + std::to_string(shape.size()) +
+                     " elements; pass exactly as many values as "
                      "the shape holds");
   Array<T> a = empty<T>(shape, backend);
   detail::copy_memory(a.data(), a.backend(), values.data(), Backend::host, a.nbytes());

@@ -59,7 +59,9 @@ class [[nodiscard]] UseBackend {
   Backend previous_;
   std::string previous_reason_;
 };
-[[nodiscard]] inline UseBackend use_backend(Backend backend) { return UseBackend(backend); }
+[[nodiscard]] inline UseBackend use_backend(Backend backend) {
+  return UseBackend(backend);
+}
 
 // Whether a CUDA device can be used by this process (cached).  Without one,
 // cuda_unavailable_reason() says why: "built without CUDA", "no driver: cudaGetDeviceCount

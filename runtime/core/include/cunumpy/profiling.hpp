@@ -40,9 +40,7 @@ class TransferCounter {
   long long to_device() const noexcept { return count(TransferKind::to_device); }
   long long kernel_conversions() const noexcept { return count(TransferKind::kernel_conversion); }
   long long fallbacks() const noexcept { return count(TransferKind::fallback); }
-  long long count(TransferKind kind) const noexcept {
-    return counts_[static_cast<int>(kind)];
-  }
+  long long count(TransferKind kind) const noexcept { return counts_[static_cast<int>(kind)]; }
   long long total() const noexcept { return static_cast<long long>(events_.size()); }
   const std::vector<TransferEvent>& events() const noexcept { return events_; }
   std::vector<TransferEvent> kernel_conversion_calls() const;
@@ -76,7 +74,9 @@ class TransferCounter {
 };
 
 // Starts a counter: `auto counter = count_transfers();`.
-[[nodiscard]] inline TransferCounter count_transfers() { return {}; }
+[[nodiscard]] inline TransferCounter count_transfers() {
+  return {};
+}
 
 // Scope form of assert_no_transfers: when the scope ends normally, throws
 // TransferAssertionError with the report if a transfer was made inside it.  When the scope
@@ -121,7 +121,9 @@ class NvtxRange {
   }
   explicit NvtxRange(const std::string& name, std::optional<int> color = std::nullopt)
       : NvtxRange(name.c_str(), color) {}
-  ~NvtxRange() { pop(); }
+  ~NvtxRange() {
+    pop();
+  }
 #else
   explicit NvtxRange(const char*, std::optional<int> = std::nullopt) {}
   explicit NvtxRange(const std::string&, std::optional<int> = std::nullopt) {}

@@ -47,9 +47,9 @@
 namespace cunumpy {
 
 struct RuntimeOptions {
-  std::optional<Backend> backend;   // default: the environment (CUNUMPY_BACKEND)
-  std::optional<bool> mpi;          // default: launched_under_mpi()
-  bool probe_cuda_awareness = true; // run the collective probe on the cuda backend
+  std::optional<Backend> backend;     // default: the environment (CUNUMPY_BACKEND)
+  std::optional<bool> mpi;            // default: launched_under_mpi()
+  bool probe_cuda_awareness = true;   // run the collective probe on the cuda backend
   std::optional<std::uint64_t> seed;  // the random streams' seed (default: drawn by rank 0, shared)
 };
 

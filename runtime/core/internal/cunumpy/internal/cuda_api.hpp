@@ -61,7 +61,8 @@ struct LaunchDims {
   unsigned int grid[3];
   unsigned int block[3];
 };
-void launch_kernel(void* kernel, const LaunchDims& dims, void** args, std::size_t shared_mem, void* stream);
+void launch_kernel(void* kernel, const LaunchDims& dims, void** args, std::size_t shared_mem,
+                   void* stream);
 // Lets `kernel` use up to `bytes` of dynamic shared memory (above the default 48 KiB).
 void set_max_dynamic_shared_memory(void* kernel, int bytes);
 // The current device's compute capability as major * 10 + minor (90 for an H100/H200).

@@ -68,6 +68,9 @@ struct EventState {
   std::uint64_t ticket = 0;
 };
 
+// Prints an error of queued work that no synchronisation reported (a stream destroyed first).
+void report_unreported(const std::exception_ptr& error) noexcept;
+
 // Waits for the work queued on every emulated stream (a device synchronisation).
 void drain_all();
 
