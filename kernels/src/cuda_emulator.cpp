@@ -21,6 +21,7 @@
 #include <mutex>
 #include <random>
 #include <regex>
+#include <span>
 #include <sstream>
 
 #include <cunumpy/build_config.hpp>
@@ -100,6 +101,7 @@ struct Lane {
   ctx::fiber fiber;  // the thread's context while it is suspended
   StackBounds stack;
   void* fake_stack = nullptr;  // ASan's, while suspended
+  bool retire = false;         // the pool ends: return instead of waiting for the next block
   uint3 thread{};
   bool waiting = false;  // at __syncthreads
   bool done = false;
@@ -114,7 +116,7 @@ struct Lane {
 // switches back to the scheduler, which opens the barrier or completes the warp operations.
 struct BlockRun {
   std::vector<unsigned char> shared;  // dynamic shared memory of the block
-  std::vector<Lane>* lanes = nullptr;
+  std::span<Lane> lanes;              // the block's threads (of the host thread's lane pool)
   Lane* current = nullptr;
   bool fibers = false;
   std::exception_ptr failure;
@@ -122,7 +124,9 @@ struct BlockRun {
   ctx::fiber scheduler;                      // the scheduler's context while a round runs
   Lane* resumer = nullptr;                   // who switched last (nullptr: the scheduler)
   bool aborting = false;                     // the block failed: suspended threads unwind
-  StackBounds host_stack;                    // the scheduler's stack
+  EmulatedKernel* kernel = nullptr;          // what the block's threads run
+  void** args = nullptr;
+  StackBounds host_stack;  // the scheduler's stack
   void* host_fake_stack = nullptr;
 };
 
@@ -141,7 +145,7 @@ thread_local BlockRun* t_run = nullptr;
 
 // The next thread after `from` that can run in this round, or nullptr.
 Lane* next_runnable(BlockRun& run, Lane* from) {
-  Lane* end = run.lanes->data() + run.lanes->size();
+  Lane* end = run.lanes.data() + run.lanes.size();
   for (Lane* l = from; l < end; ++l)
     if (!l->done && !l->waiting && !l->at_warp) return l;
   return nullptr;
@@ -209,12 +213,12 @@ unsigned long long hook_warp(int op, unsigned mask, unsigned long long value, in
 
 unsigned hook_active_mask() {
   BlockRun* run = t_run;
-  if (run == nullptr || run->lanes == nullptr || run->current == nullptr) return 0xffffffffu;
-  const auto me = static_cast<std::size_t>(run->current - run->lanes->data());
+  if (run == nullptr || run->lanes.empty() || run->current == nullptr) return 0xffffffffu;
+  const auto me = static_cast<std::size_t>(run->current - run->lanes.data());
   const std::size_t base = me / 32 * 32;
   unsigned bits = 0;
-  for (std::size_t l = base; l < std::min(base + 32, run->lanes->size()); ++l)
-    if (!(*run->lanes)[l].done) bits |= 1u << (l - base);
+  for (std::size_t l = base; l < std::min(base + 32, run->lanes.size()); ++l)
+    if (!run->lanes[l].done) bits |= 1u << (l - base);
   return bits;
 }
 
@@ -252,7 +256,7 @@ std::string block_name(const uint3& b) {
 
 // Completes the warp operations every live lane of a warp has reached; returns whether any
 // did.  A warp whose lanes wait at different warp operations is an error.
-bool resolve_warps(std::vector<Lane>& lanes, const std::string& kernel, const uint3& block,
+bool resolve_warps(std::span<Lane> lanes, const std::string& kernel, const uint3& block,
                    std::exception_ptr& failure) {
   using namespace cunumpy_emulator;
   bool resolved = false;
@@ -335,44 +339,108 @@ bool resolve_warps(std::vector<Lane>& lanes, const std::string& kernel, const ui
   return resolved;
 }
 
+// The threads of a block are fibers kept from block to block and launch to launch, one pool
+// per host thread (a block has at most 1024 threads): each runs the kernel of the block it is
+// given, then waits to be given the next.  Creating 256 fibers per block cost a tenth of a
+// barrier-heavy launch.
+void lane_body(Lane& lane) {
+  BlockRun* run = t_run;
+  for (;;) {
+    if (!run->aborting && !lane.retire) {
+      try {
+        run->kernel->entry(run->args);
+      } catch (const LaneAborted&) {
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;
+      } catch (...) {
+        if (!run->failure) run->failure = std::current_exception();
+      }
+    }
+    lane.done = true;
+    if (lane.retire) return;
+    StackBounds to;
+    ctx::fiber target = hand_over(*run, &lane, to);
+    asan_start_switch(&lane.fake_stack, to);
+    ctx::fiber from = std::move(target).resume();  // until a block takes this thread again
+    asan_finish_switch(lane.fake_stack);
+    run = t_run;
+    park(*run, std::move(from));
+  }
+}
+
+struct LanePool {
+  ctx::pooled_fixedsize_stack stacks{64 * 1024 + 448};  // see emulate_launch
+  std::unique_ptr<Lane[]> lanes = std::make_unique<Lane[]>(1024);
+  std::size_t created = 0;
+
+  void grow(std::size_t n) {
+    for (; created < n; ++created) {
+      Lane& lane = lanes[created];
+      lane.fiber = ctx::fiber(std::allocator_arg, RecordingStack{&stacks, &lane},
+                              [&lane](ctx::fiber&& from) {
+                                asan_finish_switch(nullptr);
+                                park(*t_run, std::move(from));
+                                lane_body(lane);
+                                // Retired (the host thread ends): back to the one who retired it.
+                                StackBounds to;
+                                ctx::fiber target = hand_over(*t_run, &lane, to);
+                                asan_start_switch(nullptr, to);  // this stack ends here
+                                return target;
+                              });
+    }
+  }
+  // At the host thread's end every lane returns through the emulator's own code (annotated
+  // switches), so no fiber is left for Boost's forced unwinding.
+  ~LanePool() {
+    BlockRun run;
+    run.failure = std::make_exception_ptr(Error("retired"));  // hand_over: back to here
+    run.host_stack = host_thread_stack();
+    BlockRun* previous = t_run;
+    t_run = &run;
+    run.lanes = std::span<Lane>(lanes.get(), created);
+    for (std::size_t i = 0; i < created; ++i) {
+      Lane& lane = lanes[i];
+      if (!lane.fiber) continue;
+      lane.retire = true;
+      run.resumer = nullptr;
+      run.current = &lane;
+      asan_start_switch(&run.host_fake_stack, lane.stack);
+      ctx::fiber from = std::move(lane.fiber).resume();
+      asan_finish_switch(run.host_fake_stack);
+      park(run, std::move(from));
+    }
+    t_run = previous;
+  }
+};
+
+LanePool& lane_pool() {
+  static thread_local LanePool pool;
+  return pool;
+}
+
 void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& block, void** args,
-               BlockRun& run, ctx::pooled_fixedsize_stack& stacks) {
+               BlockRun& run) {
   const long long n = block.product();
   if (!k.barriers) {  // no barrier: the threads one after the other, in the kernel's library
     k.block(args);
     return;
   }
   run.fibers = true;
-  std::vector<Lane> lanes(static_cast<std::size_t>(n));
-  run.lanes = &lanes;
   run.index = &index;
   run.aborting = false;
+  run.kernel = &k;
+  run.args = args;
   // Read once per host thread (for the main thread glibc reads /proc/self/maps to find it).
   static thread_local const StackBounds host_stack = host_thread_stack();
   run.host_stack = host_stack;
+  LanePool& pool = lane_pool();
+  pool.grow(static_cast<std::size_t>(n));
+  run.lanes = std::span<Lane>(pool.lanes.get(), static_cast<std::size_t>(n));
+  std::span<Lane> lanes = run.lanes;
   for (long long t = 0; t < n; ++t) {
     Lane& lane = lanes[static_cast<std::size_t>(t)];
     lane.thread = thread_of(t, block);
-    lane.fiber = ctx::fiber(std::allocator_arg, RecordingStack{&stacks, &lane},
-                            [&lane, &k, args, &run](ctx::fiber&& from) {
-                              asan_finish_switch(nullptr);
-                              park(run, std::move(from));
-                              if (!run.aborting) {
-                                try {
-                                  k.entry(args);
-                                } catch (const LaneAborted&) {
-                                } catch (const ctx::detail::forced_unwind&) {
-                                  throw;
-                                } catch (...) {
-                                  if (!run.failure) run.failure = std::current_exception();
-                                }
-                              }
-                              lane.done = true;
-                              StackBounds to;
-                              ctx::fiber target = hand_over(run, &lane, to);
-                              asan_start_switch(nullptr, to);  // this stack ends here
-                              return target;
-                            });
+    lane.done = lane.waiting = lane.at_warp = false;
   }
   // One thread from the scheduler; it runs the round on (or returns at once).
   auto resume_from_scheduler = [&](Lane* first) {
@@ -445,7 +513,7 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
     for (Lane& lane : lanes) lane.waiting = false;  // all arrived: the barrier opens
   }
   run.fibers = false;
-  run.lanes = nullptr;
+  run.lanes = {};
 }
 
 // ---- compilation ----------------------------------------------------------------------------
@@ -599,10 +667,9 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
                            static_cast<unsigned>(block.z));
     index.grid_dim = dim3(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
                           static_cast<unsigned>(grid.z));
-    // Fiber stacks are kept from launch to launch (64 KiB each, a pool per host thread).  The
-    // extra 448 bytes stagger the stacks' tops across cache sets: with a stride of exactly
-    // 64 KiB every switch to the next thread would miss in the same few sets.
-    static thread_local ctx::pooled_fixedsize_stack stacks(64 * 1024 + 448);
+    // Fiber stacks (LanePool) are 64 KiB each; the extra 448 bytes stagger the stacks' tops
+    // across cache sets: with a stride of exactly 64 KiB every switch to the next thread would
+    // miss in the same few sets.
     // Runs of consecutive blocks per host thread (each thread then streams through memory, which
     // the prefetchers follow), small enough that uneven blocks still balance.
 #pragma omp for schedule(dynamic, chunk)
@@ -612,7 +679,7 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
                      static_cast<unsigned>((b / grid.x) % grid.y),
                      static_cast<unsigned>(b / (grid.x * grid.y))};
       try {
-        run_block(k, index, block, args, run, stacks);
+        run_block(k, index, block, args, run);
       } catch (...) {
         if (!run.failure) run.failure = std::current_exception();
       }
