@@ -8,6 +8,7 @@
 #include <cunumpy/backend.hpp>
 #include <cunumpy/build_config.hpp>
 #include <cunumpy/comm.hpp>
+#include <cunumpy/decomposition.hpp>
 #include <cunumpy/device.hpp>
 #include <cunumpy/device_mirror.hpp>
 #include <cunumpy/errors.hpp>
