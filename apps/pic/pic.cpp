@@ -240,7 +240,9 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   }
   if (config.kernels == "rtc") {
     s->energy = cn::empty<double>({s->n_local});
-    kernel_catalog().compile_all(2);  // at setup: the first step pays no compilation
+    // At setup, so the first step pays no compilation; only the cuda backend runs the NVRTC
+    // images (the host backend runs the host kernels, the emulated one compiles its own).
+    if (s->backend == cn::Backend::cuda) kernel_catalog().compile_all(2);
   }
   return s;
 }

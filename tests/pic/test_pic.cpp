@@ -19,6 +19,7 @@
 
 #include "dispersion.hpp"
 #include "pic.hpp"
+#include "test_environment.hpp"
 
 namespace cn = cunumpy;
 
@@ -206,19 +207,7 @@ TEST(PicGpu, CudaRunsTheLoopWithoutTransfersAndMatchesTheHostDensity) {
 // ---- outputs: checked before the run, written atomically, every failure an error --------------
 
 namespace {
-struct Scratch {
-  std::filesystem::path path;
-  Scratch() {
-    path = std::filesystem::temp_directory_path() /
-           ("pic-out-" + std::to_string(getpid()) + "-" +
-            std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    std::filesystem::create_directories(path);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using Scratch = cunumpy_test::TempDir;
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::ostringstream s;

@@ -12,6 +12,7 @@
 #include <cunumpy/index.cuh>
 #include <cunumpy/kernel.hpp>
 #include <cunumpy/reduce.cuh>
+#include <cunumpy/testing.hpp>
 
 #ifndef CUNUMPY_BOUNDS_CHECK
 #error "test_cuda is compiled with CUNUMPY_BOUNDS_CHECK, so the device bounds check is built"
@@ -133,14 +134,7 @@ void check_block_sum_to() {
 }
 
 namespace {
-class OnGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cn::cuda_available()) GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
-    cn::set_backend(cn::Backend::cuda);
-  }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
-};
+using OnGpu = cn::testing::OnCuda;
 }  // namespace
 
 TEST_F(OnGpu, CreationAndTransfers) {

@@ -16,6 +16,7 @@
 
 #include "kernel_sources.hpp"
 #include "on_backend.hpp"
+#include "test_environment.hpp"
 
 namespace cn = cunumpy;
 namespace fs = std::filesystem;
@@ -23,25 +24,6 @@ namespace fs = std::filesystem;
 using namespace cunumpy_test;
 
 namespace {
-
-// A scratch folder, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path =
-        fs::temp_directory_path() / ("cunumpy-test-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  void write(const std::string& name, const std::string& text) const {
-    fs::create_directories((path / name).parent_path());
-    std::ofstream(path / name) << text;
-  }
-};
 
 // The cache in a folder of its own for one test.
 struct ScopedCache {
@@ -69,19 +51,10 @@ struct ScopedCache {
 };
 
 // Skips when NVRTC cannot be loaded on this machine (it is part of the CUDA toolkit).
-#define REQUIRE_NVRTC()                                                         \
-  do {                                                                          \
-    try {                                                                       \
-      cn::CudaKernel probe("extern \"C\" __global__ void probe() {}", "probe"); \
-      probe.compile();                                                          \
-    } catch (const cn::BackendError& e) {                                       \
-      GTEST_SKIP() << "NVRTC is not available: " << e.what();                   \
-    }                                                                           \
+#define REQUIRE_NVRTC()                                               \
+  do {                                                                \
+    if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available"; \
   } while (0)
-
-bool nvrtc_or_compiler() {
-  return std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0;
-}
 
 }  // namespace
 
@@ -624,7 +597,7 @@ TEST(Launch, NeedsADeviceBackendAndChecksSharedMemoryFirst) {
   EXPECT_NO_THROW(k(cn::threads(0), x, out, 0)) << "a zero-size grid launches nothing";
   EXPECT_THROW(k(cn::threads(256), x, out), cn::TypeError)
       << "arguments are checked before anything else";
-  if (!nvrtc_or_compiler()) GTEST_SKIP() << "no host compiler for the emulator";
+  if (!have_host_compiler()) GTEST_SKIP() << "no host compiler for the emulator";
   EXPECT_NO_THROW(k({.n_threads = 256, .shared_mem = 128 * 8}, x, out, 256))
       << "the Launch of a call written with designated initialisers, run by the emulator";
   cn::CudaKernel from_first(kBlockSum, "block_sum",

@@ -10,6 +10,7 @@
 
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/testing.hpp>
 
 #include "kernel_sources.hpp"
 
@@ -31,14 +32,7 @@ __global__ void layout_in_the_device_pass() {
 
 namespace {
 
-class OnGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cn::cuda_available()) GTEST_SKIP() << "no CUDA device: " << cn::cuda_unavailable_reason();
-    cn::set_backend(cn::Backend::cuda);
-  }
-  void TearDown() override { cn::set_backend(cn::Backend::host); }
-};
+using OnGpu = cn::testing::OnCuda;
 
 }  // namespace
 

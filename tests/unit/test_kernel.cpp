@@ -14,14 +14,12 @@
 
 #include "kernel_sources.hpp"
 #include "on_backend.hpp"
+#include "test_environment.hpp"
 
 namespace cn = cunumpy;
+using cunumpy_test::have_host_compiler;
 
 namespace {
-
-bool have_host_compiler() {
-  return std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0;
-}
 
 int g_host_calls = 0;
 void axpy_host(double a, const cn::Array<double>& x, const cn::Array<double>& y, long long n) {

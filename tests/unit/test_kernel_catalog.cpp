@@ -15,28 +15,15 @@
 #include <cunumpy/kernel_catalog.hpp>
 
 #include "kernel_sources.hpp"
+#include "test_environment.hpp"
 
 namespace cn = cunumpy;
 namespace fs = std::filesystem;
+using cunumpy_test::have_host_compiler;
+using cunumpy_test::nvrtc_available;
+using cunumpy_test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("cunumpy-catalog-" + std::to_string(getpid()) + "-" +
-                                        std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  void write(const fs::path& rel, const std::string& text) const {
-    fs::create_directories((path / rel).parent_path());
-    std::ofstream(path / rel) << text;
-  }
-};
 
 void scale_host(const cn::Array<double>& x, double a, long long n) {
   for (long long i = 0; i < n; ++i) x(i) *= a;
@@ -59,16 +46,6 @@ extern "C" __global__ void broken(double* x, long long n) { x[0] = undefined_nam
 const char* kWrongSource = R"(
 extern "C" __global__ void wrong(double* x, long long n) {}
 )";
-
-bool nvrtc_available() {
-  try {
-    cn::CudaKernel probe("extern \"C\" __global__ void probe() {}", "probe");
-    probe.compile();
-    return true;
-  } catch (const cn::BackendError&) {
-    return false;
-  }
-}
 
 }  // namespace
 
@@ -99,7 +76,7 @@ TEST(KernelCatalog, FindsCudaSourcesInItsFolderAndSummarisesThePort) {
   }
   EXPECT_THROW(catalog.add("scale", scale_host), cn::ValueError);
   // The call runs the emulator's CUDA kernel on the emulated backend, the host one on host.
-  if (std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0) {
+  if (have_host_compiler()) {
     auto on = cn::use_backend(cn::Backend::emulated);
     auto x = cn::full<double>({10}, 2.0);
     typed(cn::threads(10), x, 3.0, 10LL);
@@ -247,8 +224,7 @@ TEST(HostImplementations, TheEnvironmentChoosesForEveryKernel) {
 }
 
 TEST(HostImplementations, ALoaderOpensASharedLibraryOnFirstUse) {
-  if (std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) != 0)
-    GTEST_SKIP() << "no host compiler to build the library";
+  if (!have_host_compiler()) GTEST_SKIP() << "no host compiler to build the library";
   TempDir dir;
   dir.write("twice.c", "int twice(int x) { return 2 * x + 7; }\n");
   const fs::path lib = dir.path / "libtwice.so";

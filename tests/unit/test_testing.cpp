@@ -12,15 +12,13 @@
 #include <cunumpy/testing.hpp>
 
 #include "kernel_sources.hpp"
+#include "test_environment.hpp"
 
 namespace cn = cunumpy;
+using cunumpy_test::have_host_compiler;
 namespace ct = cunumpy::testing;
 
 namespace {
-
-bool have_host_compiler() {
-  return std::system((cn::emulation_compiler() + " --version > /dev/null 2>&1").c_str()) == 0;
-}
 
 // axpy's host twin and its arguments: the same values on both sides, from the seed.
 void axpy_host(double a, const cn::Array<double>& x, const cn::Array<double>& y, long long n) {

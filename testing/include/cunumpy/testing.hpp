@@ -62,6 +62,17 @@ class OnBackend : public ::testing::TestWithParam<Backend> {
   void TearDown() override { set_backend(Backend::host); }
 };
 
+// Runs each test on the GPU (the cuda backend selected), skipping it with the reason where
+// there is none; the host again after it.
+class OnCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+    set_backend(Backend::cuda);
+  }
+  void TearDown() override { set_backend(Backend::host); }
+};
+
 // Runs each test with the emulated device selected, and the host again after it.
 class OnEmulated : public ::testing::Test {
  protected:
