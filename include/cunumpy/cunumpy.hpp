@@ -12,6 +12,7 @@
 #include <cunumpy/device.hpp>
 #include <cunumpy/device_mirror.hpp>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/halo.hpp>
 #include <cunumpy/host_staging.hpp>
 #include <cunumpy/launcher.hpp>
 #include <cunumpy/memory.hpp>

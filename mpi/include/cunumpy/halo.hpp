@@ -1,0 +1,127 @@
+// cunumpy/halo.hpp: the guard cells of decomposed field arrays, exchanged with the neighbours.
+//
+//   cunumpy::CartesianDecomposition d(world, {nx, ny});
+//   cunumpy::HaloExchange halo(world, d, {.guard = 2});
+//   auto rho = cunumpy::zeros<double>(halo.field_shape());   // (nx_local + 4, ny_local + 4)
+//   deposit(rho);                                             // writes into the guards too
+//   halo.sum(rho);       // guards added into the owners' cells (the deposit)
+//   solve(rho, e);
+//   halo.begin_fill(e);  // owners' cells copied into the neighbours' guards (before a gather)
+//   interior_work();     // overlaps the exchange
+//   halo.end();
+//
+// A field array holds a rank's owned cells with `guard` cells on both sides of every axis:
+// shape (n0 + 2g[, n1 + 2g[, n2 + 2g]]), owned cell (i, j) at (i + g, j + g).  Several
+// components go in one more axis, last (default) or first (`component_axis`).  Any element
+// type; `sum` needs an arithmetic one.
+//
+// Every neighbour of the 3^ndim - 1 around the rank (diagonals included, so the corners are
+// right) gets one message per exchange, all posted at once: begin_* packs and posts them,
+// end() waits and unpacks, in a fixed order (so the sums come out the same on every run).
+// Packing and unpacking are parallel loops on the array's own side (the device for device
+// arrays).  Device buffers go to MPI as they are when MPI is CUDA-aware; else through
+// persistent pinned staging buffers, one copy each way per exchange, counted as transfers.
+// Messages to this rank itself (a periodic axis with one rank) are copied, without MPI.
+// Past a non-periodic boundary nothing is exchanged: the guards there keep their values
+// (the application's boundary condition).  After `sum`, the guards keep their own
+// contributions; a `fill` makes them consistent again.
+//
+// The first exchange of a field layout (element type, component count) checks with one small
+// collective that every rank passes the same: a mismatch is a ValueError on every rank, not a
+// hang or a short message.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include <cunumpy/array.hpp>
+#include <cunumpy/comm.hpp>
+#include <cunumpy/decomposition.hpp>
+
+namespace cunumpy {
+
+struct HaloOptions {
+  int guard = 1;            // guard cells on each side of every axis (at most the owned cells)
+  int component_axis = -1;  // where a component axis is: -1 last, 0 first
+  int tag = 7100;           // the first of the 27 message tags this exchange uses
+};
+
+enum class HaloMode { fill, sum };
+
+// What an exchange moved: messages and bytes sent to other ranks (self copies excluded),
+// and the staged host <-> device copies.
+struct HaloStats {
+  long long exchanges = 0, messages = 0, bytes_sent = 0, staged_copies = 0;
+};
+
+namespace detail {
+// A field array without its element type.
+struct HaloField {
+  void* data;
+  Backend backend;
+  DType dtype;
+  int element_size;
+  Shape shape;
+};
+class HaloImpl;
+}  // namespace detail
+
+class HaloExchange {
+ public:
+  HaloExchange(const Comm& comm, const CartesianDecomposition& decomposition,
+               HaloOptions options = {});
+  ~HaloExchange();
+  HaloExchange(HaloExchange&&) noexcept;
+  HaloExchange& operator=(HaloExchange&&) noexcept;
+
+  const CartesianDecomposition& decomposition() const noexcept;
+  int guard() const noexcept;
+  // The shape of this rank's field array: owned cells plus the guards, and a component axis
+  // when components > 1 (where options.component_axis says).
+  Shape field_shape(long long components = 1) const;
+  // The owned cells of a field array along `axis`: [guard, guard + local cells).
+  IndexRange interior(int axis) const;
+
+  // Blocking forms: begin + end.
+  template <Element T>
+  void fill(const Array<T>& field, std::source_location where = std::source_location::current()) {
+    begin_fill(field, where);
+    end();
+  }
+  template <Element T>
+  void sum(const Array<T>& field, std::source_location where = std::source_location::current()) {
+    begin_sum(field, where);
+    end();
+  }
+  // Non-blocking: packs and posts; the field must not be written until end() returns (the
+  // owned cells may be read).  One exchange at a time per HaloExchange.
+  template <Element T>
+  void begin_fill(const Array<T>& field,
+                  std::source_location where = std::source_location::current()) {
+    begin(HaloMode::fill, erase(field), where);
+  }
+  template <Element T>
+  void begin_sum(const Array<T>& field,
+                 std::source_location where = std::source_location::current()) {
+    begin(HaloMode::sum, erase(field), where);
+  }
+  // Waits for the messages and unpacks them (the guards filled, or the sums added).
+  void end();
+  bool pending() const noexcept;
+
+  const HaloStats& stats() const noexcept;
+  void reset_stats() noexcept;
+
+ private:
+  template <Element T>
+  static detail::HaloField erase(const Array<T>& a) {
+    return {a.data(), a.backend(), dtype_of<T>(), static_cast<int>(sizeof(T)), a.shape()};
+  }
+  void begin(HaloMode mode, const detail::HaloField& field, std::source_location where);
+  std::unique_ptr<detail::HaloImpl> impl_;
+};
+
+}  // namespace cunumpy
