@@ -17,6 +17,7 @@
 #include <cunumpy/launcher.hpp>
 #include <cunumpy/memory.hpp>
 #include <cunumpy/memory_block.hpp>
+#include <cunumpy/migration.hpp>
 #include <cunumpy/morton.cuh>
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>

@@ -1,0 +1,173 @@
+// cunumpy/migration.hpp: particles that left a rank's part of a decomposed box move to the
+// rank that owns their new cell.
+//
+//   cunumpy::CartesianDecomposition d(world, {nx, ny});
+//   cunumpy::ParticleMigration migration(world, d, {0.0, 0.0}, {lx, ly});
+//   cunumpy::ParticleColumns particles;                     // once: references to the arrays
+//   particles.position(x).position(y).column(vx).column(vy).column(id);
+//   ...
+//   push(x, y, vx, vy, n);
+//   n = migration.migrate(particles, n);                    // rows [0, n) are the particles
+//
+// Particles are rows of SoA arrays: one position array per axis (double, the first `ndim`
+// columns given with position()), and any number of other arrays of any element type whose
+// first axis is the particle (any width: (capacity,), (capacity, 3), ...).  Row i of every
+// array is particle i; rows past the count are spare capacity.
+//
+// One migrate() call: each particle's owner is computed from its position (periodic axes
+// wrap the position into the box first), on the arrays' side; if some leave, a stable sort
+// by destination (cunumpy::sort_by_key) groups them, and their rows are packed into one
+// record per particle; the ranks exchange their counts (one alltoall), then each sends its
+// records straight to the owning rank, neighbour or not (a far jump costs nothing more), and
+// appends what it receives after the particles that stayed (kept in their order).  Arrays
+// grow by `growth` when they must (capacity kept from call to call, so a steady state does
+// not reallocate); a grown array is a new one: the references given to ParticleColumns are
+// updated, other copies of the old handles are not.  Device records go to MPI as they are
+// when it is CUDA-aware (no transfer), else through pinned staging (one counted copy each
+// way).  The destination counts are read back like a reduction's result.
+//
+// A particle outside the box along a bounded axis (or at a NaN position) is an error on every
+// rank (ValueError with the counts per rank; nothing is dropped); so are ranks whose rows do
+// not match (another number of columns or widths).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include <cunumpy/array.hpp>
+#include <cunumpy/comm.hpp>
+#include <cunumpy/decomposition.hpp>
+
+namespace cunumpy {
+
+namespace detail {
+// A particle array without its element type.
+class ParticleColumn {
+ public:
+  virtual ~ParticleColumn() = default;
+  virtual void* data() const = 0;
+  virtual Backend backend() const = 0;
+  virtual long long capacity() const = 0;  // rows
+  virtual long long row_bytes() const = 0;
+  virtual DType dtype() const = 0;
+  virtual std::string describe() const = 0;
+  // The spare array (same row shape, on the same side), at least `rows` rows.
+  virtual void* spare(long long rows) = 0;
+  // The spare array becomes the column's array (the user's handle is updated), the old one
+  // the spare.
+  virtual void swap_spare() = 0;
+};
+
+template <Element T>
+class ParticleColumnOf final : public ParticleColumn {
+ public:
+  explicit ParticleColumnOf(Array<T>& a) : array_(a) {}
+  void* data() const override { return array_.data(); }
+  Backend backend() const override { return array_.backend(); }
+  long long capacity() const override { return array_.ndim() == 0 ? 0 : array_.shape(0); }
+  long long row_bytes() const override {
+    const long long rows = capacity();
+    return rows == 0 ? static_cast<long long>(sizeof(T)) * width(array_.shape())
+                     : static_cast<long long>(array_.nbytes()) / rows;
+  }
+  DType dtype() const override { return dtype_of<T>(); }
+  std::string describe() const override {
+    return describe_array("particle array", array_.shape(), dtype_name<T>());
+  }
+  void* spare(long long rows) override {
+    if (spare_.data() == nullptr || spare_.shape(0) < rows || spare_.backend() != backend() ||
+        width(spare_.shape()) != width(array_.shape()))
+      spare_ = Array<T>(with_rows(array_.shape(), rows), backend());
+    return spare_.data();
+  }
+  void swap_spare() override { std::swap(array_, spare_); }
+
+ private:
+  static long long width(const Shape& s) {
+    long long w = 1;
+    for (int a = 1; a < s.rank(); ++a) w *= s[a];
+    return w;
+  }
+  static Shape with_rows(const Shape& s, long long rows) {
+    switch (s.rank()) {
+      case 1:
+        return Shape{rows};
+      case 2:
+        return Shape{rows, s[1]};
+      case 3:
+        return Shape{rows, s[1], s[2]};
+      default:
+        return Shape{rows, s[1], s[2], s[3]};
+    }
+  }
+  Array<T>& array_;
+  Array<T> spare_;
+};
+
+class MigrationImpl;
+}  // namespace detail
+
+// References to the arrays of a particle set (kept: the arrays themselves may be replaced by
+// grown ones, and the references are updated).  Build it once, where the arrays live.
+class ParticleColumns {
+ public:
+  ParticleColumns& position(Array<double>& axis) {
+    if (!columns_.empty() && positions_ != static_cast<int>(columns_.size()))
+      throw ValueError("ParticleColumns: give the positions first, then the other columns");
+    columns_.push_back(std::make_unique<detail::ParticleColumnOf<double>>(axis));
+    ++positions_;
+    return *this;
+  }
+  template <Element T>
+  ParticleColumns& column(Array<T>& values) {
+    columns_.push_back(std::make_unique<detail::ParticleColumnOf<T>>(values));
+    return *this;
+  }
+  int positions() const noexcept { return positions_; }
+  std::size_t size() const noexcept { return columns_.size(); }
+  detail::ParticleColumn& operator[](std::size_t i) const { return *columns_[i]; }
+
+ private:
+  std::vector<std::unique_ptr<detail::ParticleColumn>> columns_;
+  int positions_ = 0;
+};
+
+struct MigrationOptions {
+  double growth = 1.5;  // a full array grows to max(needed, growth * capacity) rows
+  int tag = 7200;       // the message tag
+};
+
+struct MigrationStats {
+  long long migrations = 0, sent = 0, received = 0, messages = 0, bytes_sent = 0, staged_copies = 0,
+            reallocations = 0;
+};
+
+class ParticleMigration {
+ public:
+  // The box is [lower, upper) along each axis of `decomposition` (the first ndim entries).
+  ParticleMigration(const Comm& comm, const CartesianDecomposition& decomposition,
+                    std::array<double, 3> lower, std::array<double, 3> upper,
+                    MigrationOptions options = {});
+  ~ParticleMigration();
+  ParticleMigration(ParticleMigration&&) noexcept;
+  ParticleMigration& operator=(ParticleMigration&&) noexcept;
+
+  // Moves the particles in rows [0, count) that this rank does not own to their owners and
+  // takes in those it owns from the others; returns the new count.  Collective.
+  long long migrate(ParticleColumns& particles, long long count,
+                    std::source_location where = std::source_location::current());
+
+  // The rank owning a position (periodic axes wrapped); ValueError outside a bounded axis.
+  int owner_of(std::array<double, 3> position) const;
+
+  const MigrationStats& stats() const noexcept;
+  void reset_stats() noexcept;
+
+ private:
+  std::unique_ptr<detail::MigrationImpl> impl_;
+};
+
+}  // namespace cunumpy

@@ -1,0 +1,347 @@
+// The particle migration (migration.hpp).
+#include <cunumpy/migration.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <cunumpy/algorithms.hpp>
+#include <cunumpy/errors.hpp>
+#include <cunumpy/internal/migration_kernels.hpp>
+#include <cunumpy/ledger.hpp>
+#include <cunumpy/memory.hpp>
+#include <cunumpy/memory_block.hpp>
+#include <cunumpy/mpi_buffer.hpp>
+#include <cunumpy/transfer.hpp>
+
+namespace cunumpy {
+
+namespace detail {
+
+namespace {
+long long round8(long long n) {
+  return (n + 7) / 8 * 8;
+}
+}  // namespace
+
+class MigrationImpl {
+ public:
+  MigrationImpl(const Comm& comm, const CartesianDecomposition& d, std::array<double, 3> lower,
+                std::array<double, 3> upper, MigrationOptions o)
+      : comm_(comm), d_(d), o_(o) {
+    if (comm.size() != d.ranks() || comm.rank() != d.rank())
+      throw ValueError("ParticleMigration: the decomposition is for rank " +
+                       std::to_string(d.rank()) + " of " + std::to_string(d.ranks()) +
+                       ", the communicator is rank " + std::to_string(comm.rank()) + " of " +
+                       std::to_string(comm.size()) +
+                       "; build the decomposition from the same communicator");
+    if (!(o.growth >= 1.0))
+      throw ValueError("ParticleMigration: growth must be at least 1, got " +
+                       std::to_string(o.growth));
+    g_.ndim = d.ndim();
+    g_.ranks = d.ranks();
+    g_.me = d.rank();
+    for (int a = 0; a < d.ndim(); ++a) {
+      if (!(std::isfinite(lower[a]) && std::isfinite(upper[a]) && upper[a] > lower[a]))
+        throw ValueError("ParticleMigration: the box along axis " + std::to_string(a) +
+                         " must be finite with lower < upper, got [" + std::to_string(lower[a]) +
+                         ", " + std::to_string(upper[a]) + ")");
+      g_.cells[a] = d.cells()[a];
+      g_.dims[a] = d.dims()[a];
+      g_.periodic[a] = d.periodic(a);
+      g_.lower[a] = lower[a];
+      g_.length[a] = upper[a] - lower[a];
+    }
+  }
+
+  int owner_of(std::array<double, 3> p) const {
+    std::array<long long, 3> cell{0, 0, 0};
+    for (int a = 0; a < g_.ndim; ++a) {
+      double x = p[a] - g_.lower[a];
+      if (g_.periodic[a]) x -= g_.length[a] * std::floor(x / g_.length[a]);
+      const double s = x / g_.length[a] * static_cast<double>(g_.cells[a]);
+      if (!(s >= 0.0 && s < static_cast<double>(g_.cells[a])))
+        throw ValueError("ParticleMigration::owner_of: position " + std::to_string(p[a]) +
+                         " is outside the box [" + std::to_string(g_.lower[a]) + ", " +
+                         std::to_string(g_.lower[a] + g_.length[a]) + ") along bounded axis " +
+                         std::to_string(a));
+      cell[a] = std::min(static_cast<long long>(s), g_.cells[a] - 1);
+    }
+    return d_.owner_of(cell);
+  }
+
+  long long migrate(ParticleColumns& cols, long long count, const std::source_location& where) {
+    const Layout lay = layout_of(cols, count);
+    const Backend b = lay.backend;
+    const int P = comm_.size();
+    ++stats_.migrations;
+
+    // 1. Destinations, and how many leave.
+    Array<std::uint32_t> keys(Shape{std::max<long long>(count, 1)}, b);
+    double* pos[3] = {nullptr, nullptr, nullptr};
+    for (int a = 0; a < g_.ndim; ++a) pos[a] = static_cast<double*>(cols[a].data());
+    const long long leaving = count == 0 ? 0 : assign_destinations(b, g_, pos, count, keys.data());
+
+    // 2. Grouped by destination (stable: the particles that stay keep their order).
+    std::vector<long long> send(static_cast<std::size_t>(P), 0);
+    long long bad = 0, stay = count;
+    Array<std::int64_t> order;
+    if (leaving > 0) {
+      Array<std::uint32_t> exact =
+          keys.size() == count ? keys : Array<std::uint32_t>(Shape{count}, b);
+      if (exact.data() != keys.data())
+        copy_memory(exact.data(), b, keys.data(), b, static_cast<std::size_t>(count) * 4);
+      auto [sorted, ord] = sort_by_key(exact);
+      order = ord;
+      stay = count - leaving;
+      Array<long long> starts(Shape{P + 2}, b);
+      key_starts(b, sorted.data(), stay, count, P + 2, starts.data());
+      std::vector<long long> s(static_cast<std::size_t>(P + 2));
+      read_small(s.data(), starts.data(), b, (P + 2) * sizeof(long long), where);
+      // Segment k runs from its start to the next present start (or the end).
+      long long next = count;
+      for (int k = P + 1; k >= 1; --k) {
+        if (s[k] < 0) continue;
+        const long long n_k = next - s[k];
+        next = s[k];
+        if (k == P + 1)
+          bad = n_k;
+        else
+          send[k - 1] = n_k;
+      }
+    }
+
+    // 3. Counts, bad particles and row layouts of every rank, in one alltoall.
+    std::vector<long long> out(3 * static_cast<std::size_t>(P)), in(out.size());
+    for (int r = 0; r < P; ++r) {
+      out[3 * r] = send[r];
+      out[3 * r + 1] = bad;
+      out[3 * r + 2] = lay.signature;
+    }
+    comm_.alltoall<long long>(out, std::span<long long>(in));
+    check_everyone(in, bad, lay);
+    std::vector<long long> recv(static_cast<std::size_t>(P));
+    long long incoming = 0, outgoing = 0;
+    for (int r = 0; r < P; ++r) {
+      recv[r] = in[3 * r];
+      incoming += recv[r];
+      outgoing += send[r];
+    }
+    const long long rb = lay.records.record_bytes;
+
+    // 4. The leaving particles' records, and the exchange.
+    ensure(send_, outgoing * rb, b);
+    ensure(recv_, incoming * rb, b);
+    if (outgoing > 0)
+      gather_records(b, lay.records, order.data(), stay, outgoing,
+                     reinterpret_cast<char*>(send_.data()));
+    const bool remote = outgoing > 0 || incoming > 0;
+    if (remote) exchange(send, recv, rb, b, where);
+
+    // 5. The particles that stayed, in order, then those that arrived.
+    const long long total = stay + incoming;
+    const long long capacity = lay.capacity;
+    const bool grow = total > capacity;
+    const long long new_capacity =
+        grow ? std::max(total, static_cast<long long>(std::ceil(o_.growth * capacity))) : capacity;
+    if (grow) ++stats_.reallocations;
+    if (leaving > 0 || grow) {
+      // Into the spare arrays (the stayers gathered by the sorted order, or copied as they
+      // are), which then become the particle arrays.
+      RecordLayout target = lay.records;
+      for (std::size_t c = 0; c < cols.size(); ++c) {
+        const long long rows = grow ? new_capacity : std::max(capacity, total);
+        char* spare = static_cast<char*>(cols[c].spare(rows));
+        const long long row = lay.records.columns[c].row_bytes;
+        if (leaving > 0)
+          gather_rows(b, static_cast<const char*>(cols[c].data()), spare, row, order.data(), stay,
+                      lay.records.word);
+        else if (stay > 0)
+          copy_memory(spare, b, cols[c].data(), b, static_cast<std::size_t>(stay * row));
+        target.columns[c].data = spare;
+      }
+      scatter_records(b, target, stay, incoming, reinterpret_cast<const char*>(recv_.data()));
+      for (std::size_t c = 0; c < cols.size(); ++c) cols[c].swap_spare();
+    } else {
+      scatter_records(b, lay.records, stay, incoming, reinterpret_cast<const char*>(recv_.data()));
+    }
+    stats_.sent += outgoing;
+    stats_.received += incoming;
+    return total;
+  }
+
+  MigrationStats stats_;
+
+ private:
+  struct Layout {
+    RecordLayout records;
+    Backend backend = Backend::host;
+    long long capacity = 0;
+    long long signature = 0;  // the columns' row sizes, hashed: ranks must agree
+  };
+
+  Layout layout_of(ParticleColumns& cols, long long count) const {
+    if (cols.positions() != g_.ndim)
+      throw ValueError("ParticleMigration::migrate: " + std::to_string(g_.ndim) +
+                       " position array(s) expected (one per axis of the decomposition), got " +
+                       std::to_string(cols.positions()));
+    if (cols.size() > static_cast<std::size_t>(max_particle_columns))
+      throw ValueError("ParticleMigration::migrate: at most " +
+                       std::to_string(max_particle_columns) + " particle arrays, got " +
+                       std::to_string(cols.size()));
+    Layout lay;
+    lay.backend = cols[0].backend();
+    lay.capacity = cols[0].capacity();
+    long long offset = 0, signature = 1469598103934665603LL;
+    bool w8 = true, w4 = true;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      const ParticleColumn& col = cols[c];
+      if (col.backend() != lay.backend)
+        throw ValueError(
+            "ParticleMigration::migrate: the particle arrays live on different "
+            "backends (" +
+            std::string(to_string(lay.backend)) + " and " + std::string(to_string(col.backend())) +
+            " for " + col.describe() + "); keep them on one side");
+      if (col.capacity() != lay.capacity || count > col.capacity() || count < 0)
+        throw ValueError(
+            "ParticleMigration::migrate: every particle array needs the same number "
+            "of rows, at least the count " +
+            std::to_string(count) + "; the first has " + std::to_string(lay.capacity) + ", " +
+            col.describe() + " has " + std::to_string(col.capacity()));
+      const long long rb = col.row_bytes();
+      w8 = w8 && rb % 8 == 0;
+      w4 = w4 && rb % 4 == 0;
+      lay.records.columns[c] = {static_cast<char*>(col.data()), rb, offset};
+      offset += round8(rb);
+      signature = (signature ^ (rb * 131 + static_cast<long long>(col.dtype()))) * 1099511628211LL;
+    }
+    lay.records.count = static_cast<int>(cols.size());
+    lay.records.record_bytes = offset;
+    lay.records.word = w8 ? 8 : w4 ? 4 : 1;
+    lay.signature = signature;
+    return lay;
+  }
+
+  // Every rank sees every rank's bad count and layout signature: all raise the same error.
+  void check_everyone(const std::vector<long long>& in, long long bad, const Layout& lay) const {
+    const int P = comm_.size();
+    bool any_bad = false, mismatch = false;
+    for (int r = 0; r < P; ++r) {
+      any_bad = any_bad || in[3 * r + 1] > 0;
+      mismatch = mismatch || in[3 * r + 2] != lay.signature;
+    }
+    if (!any_bad && !mismatch) return;
+    std::ostringstream m;
+    if (any_bad) {
+      m << "ParticleMigration: particles outside the box along a bounded axis (or at NaN "
+           "positions), per rank:";
+      for (int r = 0; r < P; ++r) m << (r > 0 ? "," : "") << " rank " << r << ": " << in[3 * r + 1];
+      m << "; nothing was moved or dropped: apply the boundary condition (reflect, absorb) "
+           "before migrating";
+      (void)bad;
+    } else {
+      m << "ParticleMigration: the ranks passed particle arrays with different rows (another "
+           "number of arrays, element types or widths); this rank: "
+        << lay.records.count << " array(s) of " << lay.records.record_bytes
+        << " bytes per particle; every rank must migrate the same kind of particles";
+    }
+    throw ValueError(m.str());
+  }
+
+  template <typename T>
+  static void ensure(Array<T>& a, long long elements, Backend b) {
+    const long long n = std::max<long long>(elements, 1);
+    if (a.data() == nullptr || a.size() < n || a.backend() != b)
+      a = Array<T>(Shape{std::max<long long>(n, a.data() ? a.size() * 3 / 2 : n)}, b);
+  }
+
+  // A few values from the arrays' side, read like a reduction's result.
+  static void read_small(void* dst, const void* src, Backend b, std::size_t bytes,
+                         const std::source_location& where) {
+    copy_memory(dst, Backend::host, src, b, bytes);
+    if (location_of(b) == Location::device)
+      record_sync(
+          SyncKind::reduction, [] { return std::string("particle migration counts"); }, where);
+  }
+
+  void exchange(const std::vector<long long>& send, const std::vector<long long>& recv,
+                long long rb, Backend b, const std::source_location& where) {
+    const int P = comm_.size();
+    const bool device = location_of(b) == Location::device;
+    std::uint8_t* send_mpi = send_.data();
+    std::uint8_t* recv_mpi = recv_.data();
+    const bool any_remote_out =
+        std::any_of(send.begin(), send.end(), [](long long v) { return v > 0; });
+    if (device) synchronize_backend(b, SyncKind::mpi, "particle migration", where);
+    const bool staged = device && !device_pointer_ok(b);
+    if (staged) {
+      if (send_host_.size() != send_.size()) send_host_ = pinned_empty<std::uint8_t>(send_.shape());
+      if (recv_host_.size() != recv_.size()) recv_host_ = pinned_empty<std::uint8_t>(recv_.shape());
+      if (any_remote_out) {
+        copy(send_host_, send_, where);
+        ++stats_.staged_copies;
+      }
+      send_mpi = send_host_.data();
+      recv_mpi = recv_host_.data();
+    }
+    std::vector<Request> requests;
+    long long offset = 0;
+    for (int r = 0; r < P; ++r) {
+      if (recv[r] > 0)
+        requests.push_back(comm_.irecv(
+            std::span<std::uint8_t>(recv_mpi + offset, static_cast<std::size_t>(recv[r] * rb)), r,
+            o_.tag));
+      offset += recv[r] * rb;
+    }
+    offset = 0;
+    for (int r = 0; r < P; ++r) {
+      if (send[r] > 0) {
+        requests.push_back(
+            comm_.isend(std::span<const std::uint8_t>(send_mpi + offset,
+                                                      static_cast<std::size_t>(send[r] * rb)),
+                        r, o_.tag));
+        ++stats_.messages;
+        stats_.bytes_sent += send[r] * rb;
+      }
+      offset += send[r] * rb;
+    }
+    Request::wait_all(requests);
+    if (staged && offset >= 0 &&
+        std::any_of(recv.begin(), recv.end(), [](long long v) { return v > 0; })) {
+      copy(recv_, recv_host_, where);
+      ++stats_.staged_copies;
+    }
+  }
+
+  Comm comm_;
+  CartesianDecomposition d_;
+  MigrationOptions o_;
+  MigrationGeometry g_;
+  Array<std::uint8_t> send_, recv_, send_host_, recv_host_;
+};
+
+}  // namespace detail
+
+ParticleMigration::ParticleMigration(const Comm& comm, const CartesianDecomposition& decomposition,
+                                     std::array<double, 3> lower, std::array<double, 3> upper,
+                                     MigrationOptions options)
+    : impl_(std::make_unique<detail::MigrationImpl>(comm, decomposition, lower, upper, options)) {}
+ParticleMigration::~ParticleMigration() = default;
+ParticleMigration::ParticleMigration(ParticleMigration&&) noexcept = default;
+ParticleMigration& ParticleMigration::operator=(ParticleMigration&&) noexcept = default;
+
+long long ParticleMigration::migrate(ParticleColumns& particles, long long count,
+                                     std::source_location where) {
+  return impl_->migrate(particles, count, where);
+}
+int ParticleMigration::owner_of(std::array<double, 3> position) const {
+  return impl_->owner_of(position);
+}
+const MigrationStats& ParticleMigration::stats() const noexcept {
+  return impl_->stats_;
+}
+void ParticleMigration::reset_stats() noexcept {
+  impl_->stats_ = {};
+}
+
+}  // namespace cunumpy

@@ -1,0 +1,131 @@
+// The particle migration's loops (internal/migration_kernels.hpp).  Compiled as CUDA when the
+// CUDA backend is built, so that they run on the device for device arrays.
+#include <cunumpy/internal/migration_kernels.hpp>
+
+#include <cmath>
+
+#include <cunumpy/parallel.hpp>
+
+namespace cunumpy::detail {
+
+namespace {
+struct Positions {
+  double* p[3];
+};
+
+template <typename W>
+void copy_records(const RecordLayout& L, const std::int64_t* order, long long first,
+                  long long count, char* buffer, bool gather) {
+  const RecordLayout layout = L;  // captured by value
+  const long long wpr = layout.record_bytes / static_cast<long long>(sizeof(W));
+  if (gather)
+    CUNUMPY_FOR(
+        "migration pack", count, j, W* out = reinterpret_cast<W*>(buffer) + j * wpr;
+        const long long row = order[first + j]; for (int c = 0; c < layout.count; ++c) {
+          const long long words = layout.columns[c].row_bytes / static_cast<long long>(sizeof(W));
+          const W* src = reinterpret_cast<const W*>(layout.columns[c].data) + row * words;
+          W* dst = out + layout.columns[c].offset / static_cast<long long>(sizeof(W));
+          for (long long k = 0; k < words; ++k) dst[k] = src[k];
+        });
+  else
+    CUNUMPY_FOR(
+        "migration unpack", count, j, const W* in = reinterpret_cast<const W*>(buffer) + j * wpr;
+        const long long row = first + j; for (int c = 0; c < layout.count; ++c) {
+          const long long words = layout.columns[c].row_bytes / static_cast<long long>(sizeof(W));
+          W* dst = reinterpret_cast<W*>(layout.columns[c].data) + row * words;
+          const W* src = in + layout.columns[c].offset / static_cast<long long>(sizeof(W));
+          for (long long k = 0; k < words; ++k) dst[k] = src[k];
+        });
+}
+
+template <typename W>
+void rows_by_order(const char* src, char* dst, long long row_bytes, const std::int64_t* order,
+                   long long count) {
+  const long long words = row_bytes / static_cast<long long>(sizeof(W));
+  const W* s = reinterpret_cast<const W*>(src);
+  W* d = reinterpret_cast<W*>(dst);
+  CUNUMPY_FOR("migration compact", count, j, const long long row = order[j];
+              for (long long k = 0; k < words; ++k) d[j * words + k] = s[row * words + k];);
+}
+}  // namespace
+
+long long assign_destinations(Backend backend, const MigrationGeometry& geometry,
+                              double* const* positions, long long n, std::uint32_t* keys) {
+  auto guard = use_backend(backend);
+  const MigrationGeometry g = geometry;
+  Positions pos{
+      {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
+  return CUNUMPY_REDUCE(
+      "migration destinations", n, ReduceOp::sum, i, long long rank = 0; bool bad = false;
+      for (int a = 0; a < g.ndim; ++a) {
+        double x = pos.p[a][i] - g.lower[a];
+        const double len = g.length[a];
+        if (g.periodic[a]) {
+          x -= len * floor(x / len);
+          if (x >= len) x -= len;
+          pos.p[a][i] = g.lower[a] + x;
+        }
+        const long long n_a = g.cells[a];
+        const double s = x / len * static_cast<double>(n_a);
+        long long cell = 0;
+        if (!(s >= 0.0 && s < static_cast<double>(n_a))) {  // NaN too
+          bad = true;
+        } else {
+          cell = static_cast<long long>(s);
+          if (cell >= n_a) cell = n_a - 1;
+        }
+        // The part holding `cell` (split_range's parts): the largest c with n c / P <= cell.
+        const long long c = (static_cast<long long>(g.dims[a]) * (cell + 1) - 1) / n_a;
+        rank = rank * g.dims[a] + c;
+      } const std::uint32_t key = bad            ? static_cast<std::uint32_t>(g.ranks + 1)
+                                  : rank == g.me ? 0u
+                                                 : static_cast<std::uint32_t>(rank + 1);
+      keys[i] = key; return key == 0u ? 0LL : 1LL;);
+}
+
+void key_starts(Backend backend, const std::uint32_t* sorted, long long first, long long n,
+                int nkeys, long long* starts) {
+  auto guard = use_backend(backend);
+  CUNUMPY_FOR("migration starts", nkeys, k, starts[k] = -1;);
+  CUNUMPY_FOR("migration segments", n - first, j, const long long i = first + j;
+              if (i == first || sorted[i] != sorted[i - 1]) starts[sorted[i]] = i;);
+}
+
+void gather_records(Backend backend, const RecordLayout& layout, const std::int64_t* order,
+                    long long first, long long count, char* out) {
+  if (count == 0) return;
+  auto guard = use_backend(backend);
+  if (layout.word == 8)
+    copy_records<std::uint64_t>(layout, order, first, count, out, true);
+  else if (layout.word == 4)
+    copy_records<std::uint32_t>(layout, order, first, count, out, true);
+  else
+    copy_records<std::uint8_t>(layout, order, first, count, out, true);
+}
+
+void scatter_records(Backend backend, const RecordLayout& layout, long long first_row,
+                     long long count, const char* in) {
+  if (count == 0) return;
+  auto guard = use_backend(backend);
+  char* buffer = const_cast<char*>(in);
+  if (layout.word == 8)
+    copy_records<std::uint64_t>(layout, nullptr, first_row, count, buffer, false);
+  else if (layout.word == 4)
+    copy_records<std::uint32_t>(layout, nullptr, first_row, count, buffer, false);
+  else
+    copy_records<std::uint8_t>(layout, nullptr, first_row, count, buffer, false);
+}
+
+void gather_rows(Backend backend, const char* src, char* dst, long long row_bytes,
+                 const std::int64_t* order, long long count, int word) {
+  if (count == 0) return;
+  auto guard = use_backend(backend);
+  if (word == 8)
+    rows_by_order<std::uint64_t>(src, dst, row_bytes, order, count);
+  else if (word == 4)
+    rows_by_order<std::uint32_t>(src, dst, row_bytes, order, count);
+  else
+    rows_by_order<std::uint8_t>(src, dst, row_bytes, order, count);
+}
+
+}  // namespace cunumpy::detail

@@ -1,0 +1,260 @@
+// Particle migration at 1, 2 and 4 ranks, on host and emulated arrays: particles reach the
+// rank that owns their cell with every column (of any type and width) intact, from any start
+// (a far jump is one hop), across one or several ranks, wrapped on periodic axes; arrays grow
+// when a rank receives more than it holds and keep their capacity afterwards; errors for a
+// particle outside a bounded axis and for ranks with different columns, on every rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace cn = cunumpy;
+
+namespace {
+
+constexpr long long kPerRank = 500;
+const double kLx = 3.0, kLy = 2.0;
+
+struct Particles {
+  cn::Array<double> x, y, vx;
+  cn::Array<std::int64_t> id;
+  cn::Array<std::int32_t> tag3;  // width 3: id * 3 + k
+  cn::ParticleColumns columns;
+  long long n = 0;
+};
+
+// Particle `id` of the global set: positions spread over the whole box (and beyond it, for
+// the periodic wrap) by a low-discrepancy rule.
+double x_of(long long id) {
+  return std::fmod(0.618034 * static_cast<double>(id) * 7.1, kLx);
+}
+double y_of(long long id) {
+  return std::fmod(0.414214 * static_cast<double>(id) * 5.3, kLy);
+}
+
+void make(Particles& p, const cn::Comm& world, cn::Backend b, long long capacity) {
+  const long long first = kPerRank * world.rank();
+  std::vector<double> x(capacity, 0.0), y(capacity, 0.0), vx(capacity, 0.0);
+  std::vector<std::int64_t> id(capacity, -1);
+  std::vector<std::int32_t> tag(3 * capacity, -1);
+  for (long long i = 0; i < kPerRank; ++i) {
+    const long long g = first + i;
+    x[i] = x_of(g);
+    y[i] = y_of(g);
+    vx[i] = 0.5 * static_cast<double>(g);
+    id[i] = g;
+    for (int k = 0; k < 3; ++k) tag[3 * i + k] = static_cast<std::int32_t>(g * 3 + k);
+  }
+  p.x = cn::from_host<double>(std::span<const double>(x), {capacity}, b);
+  p.y = cn::from_host<double>(std::span<const double>(y), {capacity}, b);
+  p.vx = cn::from_host<double>(std::span<const double>(vx), {capacity}, b);
+  p.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(id), {capacity}, b);
+  p.tag3 = cn::from_host<std::int32_t>(std::span<const std::int32_t>(tag), {capacity, 3}, b);
+  p.columns = cn::ParticleColumns();
+  p.columns.position(p.x).position(p.y).column(p.vx).column(p.id).column(p.tag3);
+  p.n = kPerRank;
+}
+
+// Every particle on this rank is owned by it and carries its own columns; the ids over all
+// ranks are each id once.
+void check(const Particles& p, const cn::Comm& world, const cn::ParticleMigration& m) {
+  const auto x = cn::to_host(p.x), y = cn::to_host(p.y), vx = cn::to_host(p.vx);
+  const auto id = cn::to_host(p.id);
+  const auto tag = cn::to_host(p.tag3);
+  long long wrong = 0;
+  std::vector<long long> mine;
+  for (long long i = 0; i < p.n; ++i) {
+    const long long g = id(i);
+    mine.push_back(g);
+    if (m.owner_of({x(i), y(i), 0.0}) != world.rank()) ++wrong;
+    if (!(x(i) >= 0.0 && x(i) < kLx && y(i) >= 0.0 && y(i) < kLy)) ++wrong;
+    if (vx(i) != 0.5 * static_cast<double>(g)) ++wrong;
+    for (int k = 0; k < 3; ++k)
+      if (tag(i, k) != g * 3 + k) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0) << "rank " << world.rank();
+  const auto counts = world.allgather(p.n);
+  std::vector<long long> displs(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  const long long total = displs.back() + counts.back();
+  ASSERT_EQ(total, kPerRank * world.size());
+  std::vector<long long> all(static_cast<std::size_t>(total));
+  world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
+  std::sort(all.begin(), all.end());
+  for (long long i = 0; i < total; ++i) ASSERT_EQ(all[i], i);
+}
+
+// Moves every particle by (dx, dy) on the host side of the arrays.
+void shift(Particles& p, double dx, double dy) {
+  auto x = cn::to_host(p.x), y = cn::to_host(p.y);
+  for (long long i = 0; i < p.n; ++i) {
+    x(i) += dx;
+    y(i) += dy;
+  }
+  cn::copy(p.x, x);
+  cn::copy(p.y, y);
+}
+
+}  // namespace
+
+class MigrationMpi : public ::testing::TestWithParam<cn::Backend> {};
+
+TEST_P(MigrationMpi, ParticlesReachTheirOwnersWithTheirColumns) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, GetParam(), 4 * kPerRank);
+  // From anywhere in the box: most particles jump straight to a far owner.
+  p.n = m.migrate(p.columns, p.n);
+  check(p, world, m);
+  // One rank over, several ranks over, and past the box's end (wrapped back in).
+  for (auto [dx, dy] : {std::pair{0.11, 0.0}, {1.3, -0.7}, {-7.9, 5.05}}) {
+    shift(p, dx, dy);
+    p.n = m.migrate(p.columns, p.n);
+    check(p, world, m);
+  }
+  EXPECT_EQ(m.stats().migrations, 4);
+  if (world.size() > 1) EXPECT_GT(m.stats().sent, 0);
+  const long long sent = world.allreduce(m.stats().sent, cn::Op::sum);
+  const long long received = world.allreduce(m.stats().received, cn::Op::sum);
+  EXPECT_EQ(sent, received);
+}
+
+TEST_P(MigrationMpi, StayingParticlesKeepTheirOrder) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, GetParam(), 4 * kPerRank);
+  p.n = m.migrate(p.columns, p.n);
+  const auto before = cn::to_host(p.id);
+  std::vector<std::int64_t> kept(before.host_span().begin(), before.host_span().begin() + p.n);
+  shift(p, 0.05, 0.0);
+  p.n = m.migrate(p.columns, p.n);
+  const auto after = cn::to_host(p.id);
+  // The particles still here come first, in the order they had.
+  std::vector<std::int64_t> now(after.host_span().begin(), after.host_span().begin() + p.n);
+  std::vector<std::int64_t> expected;
+  for (std::int64_t g : kept)
+    if (std::find(now.begin(), now.end(), g) != now.end()) expected.push_back(g);
+  ASSERT_LE(expected.size(), now.size());
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), now.begin()));
+}
+
+TEST_P(MigrationMpi, ArraysGrowWhenNeededAndKeepTheirCapacity) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, GetParam(), kPerRank);  // no spare rows
+  // Everyone into rank 0's corner: rank 0 must hold them all.
+  {
+    auto x = cn::to_host(p.x), y = cn::to_host(p.y);
+    for (long long i = 0; i < p.n; ++i) {
+      x(i) = 0.01 + 1e-4 * static_cast<double>(i);
+      y(i) = 0.01;
+    }
+    cn::copy(p.x, x);
+    cn::copy(p.y, y);
+  }
+  p.n = m.migrate(p.columns, p.n);
+  EXPECT_EQ(p.n, world.rank() == 0 ? kPerRank * world.size() : 0);
+  if (world.rank() == 0 && world.size() > 1) {
+    EXPECT_GE(p.x.shape(0), p.n);
+    EXPECT_EQ(m.stats().reallocations, 1);
+  }
+  check(p, world, m);
+  // Back over the box: rank 0 sends; nobody grows again, capacities stay.
+  const long long capacity = p.x.shape(0);
+  {
+    auto x = cn::to_host(p.x), y = cn::to_host(p.y);
+    const auto id = cn::to_host(p.id);
+    for (long long i = 0; i < p.n; ++i) {
+      x(i) = x_of(id(i));
+      y(i) = y_of(id(i));
+    }
+    cn::copy(p.x, x);
+    cn::copy(p.y, y);
+  }
+  const long long reallocations = m.stats().reallocations;
+  p.n = m.migrate(p.columns, p.n);
+  check(p, world, m);
+  if (world.rank() == 0) EXPECT_EQ(p.x.shape(0), capacity);
+  if (world.rank() == 0) EXPECT_EQ(m.stats().reallocations, reallocations);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MigrationMpi,
+                         ::testing::Values(cn::Backend::host, cn::Backend::emulated),
+                         [](const auto& info) { return std::string(cn::to_string(info.param)); });
+
+TEST(MigrationMpiDevice, NoTransferWhenMpiIsCudaAwareOneCopyEachWayWhenStaged) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  for (bool aware : {true, false}) {
+    cn::set_mpi_cuda_aware(aware);
+    cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+    Particles p;
+    make(p, world, cn::Backend::emulated, 4 * kPerRank);
+    auto counter = cn::count_transfers();
+    p.n = m.migrate(p.columns, p.n);
+    counter.stop();
+    const long long expected = aware || world.size() == 1 ? 0 : 2;
+    EXPECT_EQ(counter.total(), expected) << counter.report();
+    EXPECT_EQ(m.stats().staged_copies, expected);
+    check(p, world, m);
+  }
+  cn::set_mpi_cuda_aware(std::nullopt);
+}
+
+TEST(MigrationMpiErrors, AParticleOutsideABoundedAxisIsAnErrorOnEveryRank) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20}, {.periodic = {true, false, true}});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, cn::Backend::host, 2 * kPerRank);
+  if (world.rank() == world.size() - 1) p.y(3) = kLy + 0.5;  // past the bounded y axis
+  const long long n = p.n;
+  try {
+    p.n = m.migrate(p.columns, p.n);
+    ADD_FAILURE() << "no error";
+  } catch (const cn::ValueError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank " + std::to_string(world.size() - 1) + ": 1"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("nothing was moved"), std::string::npos) << what;
+  }
+  EXPECT_EQ(p.n, n);
+  EXPECT_THROW(m.owner_of({0.5, -0.1, 0.0}), cn::ValueError);
+}
+
+TEST(MigrationMpiErrors, RanksWithDifferentColumnsAreAnErrorOnEveryRank) {
+  const cn::Comm world = cn::Comm::world();
+  if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, cn::Backend::host, 2 * kPerRank);
+  auto extra = cn::zeros<float>({2 * kPerRank});
+  if (world.rank() == 0) p.columns.column(extra);
+  EXPECT_THROW(p.n = m.migrate(p.columns, p.n), cn::ValueError);
+}
+
+TEST(MigrationErrors, BadArguments) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  EXPECT_THROW(cn::ParticleMigration(world, d, {0.0, 0.0, 0.0}, {kLx, 0.0, 0.0}), cn::ValueError);
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  cn::Array<double> x = cn::zeros<double>({10}), vx = cn::zeros<double>({10});
+  cn::ParticleColumns one;
+  one.position(x).column(vx);
+  EXPECT_THROW(m.migrate(one, 10), cn::ValueError);  // two position arrays needed
+  cn::ParticleColumns order;
+  order.column(vx);
+  EXPECT_THROW(order.position(x), cn::ValueError);  // positions come first
+}
