@@ -11,7 +11,9 @@
 #include <cunumpy/decomposition.hpp>
 #include <cunumpy/device.hpp>
 #include <cunumpy/device_mirror.hpp>
+#include <cunumpy/distributed_fft.hpp>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/fft.hpp>
 #include <cunumpy/halo.hpp>
 #include <cunumpy/host_staging.hpp>
 #include <cunumpy/launcher.hpp>

@@ -1,0 +1,55 @@
+// cunumpy/fft.hpp: real <-> complex FFTs of arrays on any backend, one plan interface: FFTW on
+// host memory (the host and emulated backends), cuFFT on cuda.
+//
+//   cunumpy::FftPlan fft({nx, ny});                         // on the active backend
+//   auto rho_k = cunumpy::empty<std::complex<double>>(fft.spectrum_shape());  // (nx, ny/2+1)
+//   fft.forward(rho, rho_k);                                // unnormalised, as numpy.fft.rfftn
+//   fft.inverse(rho_k, rho);                                // times nx * ny: divide yourself
+//
+// The transforms are NumPy's rfftn / irfftn without normalisation: forward is
+// sum_x f(x) e^{-2 pi i k.x / n}, inverse the sum with e^{+...}, so inverse(forward(f)) is
+// f * size.  The spectrum holds the last axis's non-negative frequencies (n/2 + 1 of them).
+// inverse may overwrite its input spectrum (FFTW's and cuFFT's complex-to-real transforms do).
+// A plan is for one shape and backend and runs on any arrays of them, on the current stream
+// on cuda (the work is queued: no synchronisation).  The host plans are made with
+// FFTW_ESTIMATE under a lock (FFTW's planner is not thread-safe); arrays that are not
+// SIMD-aligned get a plan of their own.  The element type is double (complex<double>).
+#pragma once
+
+#include <complex>
+#include <memory>
+#include <source_location>
+
+#include <cunumpy/array.hpp>
+
+namespace cunumpy {
+
+namespace detail {
+class FftImpl;
+}
+
+class FftPlan {
+ public:
+  // `shape`: 1 to 3 axes of at least one point each.
+  explicit FftPlan(Shape shape, Backend backend = get_backend());
+  ~FftPlan();
+  FftPlan(FftPlan&&) noexcept;
+  FftPlan& operator=(FftPlan&&) noexcept;
+
+  const Shape& shape() const noexcept;
+  // The shape of the spectrum: the last axis n/2 + 1.
+  Shape spectrum_shape() const;
+  Backend backend() const noexcept;
+
+  void forward(const Array<double>& real, const Array<std::complex<double>>& spectrum) const;
+  void inverse(const Array<std::complex<double>>& spectrum, const Array<double>& real) const;
+
+  // The same on raw memory of the plan's backend (the arrays' layouts: C order, contiguous).
+  void forward(const double* real, std::complex<double>* spectrum) const;
+  void inverse(std::complex<double>* spectrum, double* real) const;
+
+ private:
+  std::unique_ptr<detail::FftImpl> impl_;
+};
+
+}  // namespace cunumpy

@@ -1,0 +1,441 @@
+// The distributed FFT (distributed_fft.hpp).
+#include <cunumpy/distributed_fft.hpp>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include <cunumpy/errors.hpp>
+#include <cunumpy/fft.hpp>
+#include <cunumpy/internal/box_copy.hpp>
+#include <cunumpy/memory.hpp>
+#include <cunumpy/memory_block.hpp>
+#include <cunumpy/mpi_buffer.hpp>
+#include <cunumpy/transfer.hpp>
+
+#if CUNUMPY_HAS_FFTW_MPI
+#include <fftw3-mpi.h>
+#endif
+
+namespace cunumpy {
+
+namespace detail {
+
+namespace {
+IndexRange intersect(IndexRange a, IndexRange b) {
+  const long long lo = std::max(a.begin, b.begin), hi = std::min(a.end, b.end);
+  return {lo, std::max(lo, hi)};
+}
+long long length(IndexRange r) {
+  return r.end - r.begin;
+}
+}  // namespace
+
+class DistributedFftImpl {
+ public:
+  DistributedFftImpl(const Comm& comm, const CartesianDecomposition& d, DistributedFftOptions o,
+                     Backend b)
+      : comm_(comm), d_(d), g_(o.guard), b_(b), nd_(d.ndim()) {
+    if (comm.size() != d.ranks() || comm.rank() != d.rank())
+      throw ValueError("DistributedFft: the decomposition is for rank " + std::to_string(d.rank()) +
+                       " of " + std::to_string(d.ranks()) + ", the communicator is rank " +
+                       std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+                       "; build the decomposition from the same communicator");
+    if (g_ < 0)
+      throw ValueError("DistributedFft: the guard width must be 0 or more, got " +
+                       std::to_string(g_));
+    for (int a = 0; a < nd_; ++a)
+      if (!d.periodic(a))
+        throw ValueError("DistributedFft: axis " + std::to_string(a) +
+                         " is not periodic; the FFT solves periodic problems only");
+    for (int a = 0; a < 3; ++a) n_[a] = a < nd_ ? d.cells()[a] : 1;
+    const Shape global = shape_of(std::vector<long long>(n_.begin(), n_.begin() + nd_));
+    if (comm.size() == 1) {
+      local_ = std::make_unique<FftPlan>(global, b);
+      spectrum_ = Array<std::complex<double>>(local_->spectrum_shape(), b);
+      if (g_ > 0) contiguous_ = Array<double>(global, b);
+      return;
+    }
+#if CUNUMPY_HAS_FFTW_MPI
+    make_distributed();
+#else
+    throw BackendError(
+        "DistributedFft: this cunumpy was built without FFTW's MPI transforms, so it runs on one "
+        "rank only (" +
+        std::to_string(comm.size()) +
+        " here); install libfftw3-mpi-dev (Debian) and rebuild cunumpy with MPI");
+#endif
+  }
+
+  ~DistributedFftImpl() {
+#if CUNUMPY_HAS_FFTW_MPI
+    if (forward_) fftw_destroy_plan(forward_);
+    if (backward_) fftw_destroy_plan(backward_);
+#endif
+  }
+
+  Shape field_shape() const {
+    std::vector<long long> dims;
+    for (int a = 0; a < nd_; ++a) dims.push_back(d_.local_cells(a) + 2LL * g_);
+    return shape_of(dims);
+  }
+
+  long long frequency(int axis, long long index) const {
+    if (axis < 0 || axis >= nd_)
+      throw ValueError("DistributedFft::frequency: axis " + std::to_string(axis) + " of " +
+                       std::to_string(nd_));
+    const long long n = n_[axis];
+    return index <= n / 2 ? index : index - n;
+  }
+
+  void forward(const Array<double>& field, const std::source_location& where) {
+    check_field(field, "forward");
+    ++stats_.transforms;
+    if (local_) {
+      if (g_ == 0) {
+        local_->forward(field, spectrum_);
+        return;
+      }
+      pack_box(b_, field.data(), interior_box(), contiguous_.data());
+      local_->forward(contiguous_, spectrum_);
+      return;
+    }
+#if CUNUMPY_HAS_FFTW_MPI
+    // My block's rows in each rank's input slab, packed on the field's side.
+    const int P = comm_.size();
+    std::vector<long long> sc(P), sd(P), rc(P), rd(P);
+    long long total_send = 0, total_recv = 0;
+    std::vector<Box> send_boxes(P), recv_boxes(P);
+    for (int r = 0; r < P; ++r) {
+      send_boxes[r] = block_box(d_.rank(), intersect(block(d_.rank(), 0), in_[r]), true);
+      recv_boxes[r] = slab_box(r, intersect(block(r, 0), in_[d_.rank()]), in_[d_.rank()]);
+      sc[r] = send_boxes[r].units();
+      rc[r] = recv_boxes[r].units();
+      sd[r] = total_send;
+      rd[r] = total_recv;
+      total_send += sc[r];
+      total_recv += rc[r];
+    }
+    ensure(send_dev_, total_send, b_);
+    ensure(recv_host_, total_recv, Backend::host);
+    for (int r = 0; r < P; ++r)
+      if (sc[r] > 0) pack_box(b_, field.data(), send_boxes[r], send_dev_.data() + sd[r]);
+    exchange_to_host(send_dev_, sc, sd, recv_host_, rc, rd, where);
+    // Into FFTW's input slab (real rows padded in 2D/3D; complex numbers in 1D).
+    const long long rows = length(in_[d_.rank()]);
+    if (nd_ == 1) {
+      std::complex<double>* slab = slab_.data();
+      std::fill(slab, slab + rows, std::complex<double>(0.0, 0.0));
+      for (int r = 0; r < P; ++r) {
+        const IndexRange part = intersect(block(r, 0), in_[d_.rank()]);
+        for (long long i = 0; i < length(part); ++i)
+          slab[part.begin - in_[d_.rank()].begin + i] = {recv_host_.data()[rd[r] + i], 0.0};
+      }
+    } else {
+      for (int r = 0; r < P; ++r)
+        if (rc[r] > 0)
+          unpack_box(Backend::host, slab_.data(), recv_boxes[r], recv_host_.data() + rd[r]);
+    }
+    fftw_execute(forward_);
+    if (b_ != Backend::host) {
+      copy(spectrum_, spectrum_host_, where);
+      ++stats_.staged_copies;
+    }
+#else
+    (void)where;
+#endif
+  }
+
+  void inverse(const Array<double>& field, const std::source_location& where) {
+    check_field(field, "inverse");
+    ++stats_.transforms;
+    if (local_) {
+      if (g_ == 0) {
+        local_->inverse(spectrum_, field);
+        return;
+      }
+      local_->inverse(spectrum_, contiguous_);
+      unpack_box(b_, field.data(), interior_box(), contiguous_.data());
+      return;
+    }
+#if CUNUMPY_HAS_FFTW_MPI
+    if (b_ != Backend::host) {
+      copy(spectrum_host_, spectrum_, where);
+      ++stats_.staged_copies;
+    }
+    fftw_execute(backward_);
+    // The output slab (the forward input's distribution) back to the ranks' blocks.
+    const int P = comm_.size();
+    const IndexRange mine = in_[d_.rank()];
+    std::vector<long long> sc(P), sd(P), rc(P), rd(P);
+    long long total_send = 0, total_recv = 0;
+    std::vector<Box> send_boxes(P), recv_boxes(P);
+    for (int r = 0; r < P; ++r) {
+      send_boxes[r] = slab_box(r, intersect(block(r, 0), mine), mine);
+      recv_boxes[r] = block_box(d_.rank(), intersect(block(d_.rank(), 0), in_[r]), true);
+      sc[r] = send_boxes[r].units();
+      rc[r] = recv_boxes[r].units();
+      sd[r] = total_send;
+      rd[r] = total_recv;
+      total_send += sc[r];
+      total_recv += rc[r];
+    }
+    ensure(send_host_, total_send, Backend::host);
+    ensure(recv_dev_, total_recv, b_);
+    if (nd_ == 1) {
+      const std::complex<double>* slab = slab_.data();
+      for (int r = 0; r < P; ++r) {
+        const IndexRange part = intersect(block(r, 0), mine);
+        for (long long i = 0; i < length(part); ++i)
+          send_host_.data()[sd[r] + i] = slab[part.begin - mine.begin + i].real();
+      }
+    } else {
+      for (int r = 0; r < P; ++r)
+        if (sc[r] > 0)
+          pack_box(Backend::host, slab_.data(), send_boxes[r], send_host_.data() + sd[r]);
+    }
+    exchange_from_host(send_host_, sc, sd, recv_dev_, rc, rd, where);
+    for (int r = 0; r < P; ++r)
+      if (rc[r] > 0) unpack_box(b_, field.data(), recv_boxes[r], recv_dev_.data() + rd[r]);
+#else
+    (void)where;
+#endif
+  }
+
+  Comm comm_;
+  CartesianDecomposition d_;
+  int g_;
+  Backend b_;
+  int nd_;
+  std::array<long long, 3> n_{1, 1, 1};
+  std::unique_ptr<FftPlan> local_;
+  Array<double> contiguous_;
+  Array<std::complex<double>> spectrum_;
+  long long spectrum_begin_ = 0;
+  bool half_last_ = true;
+  DistributedFftStats stats_;
+
+ private:
+  static Shape shape_of(const std::vector<long long>& d) {
+    switch (d.size()) {
+      case 1:
+        return Shape{d[0]};
+      case 2:
+        return Shape{d[0], d[1]};
+      default:
+        return Shape{d[0], d[1], d[2]};
+    }
+  }
+
+  void check_field(const Array<double>& field, const char* what) const {
+    if (!(field.shape() == field_shape()))
+      throw ValueError(std::string("DistributedFft::") + what + ": the field on rank " +
+                       std::to_string(d_.rank()) + " must have shape " + field_shape().str() +
+                       " (owned cells plus " + std::to_string(g_) +
+                       " guard cells on each side), got " + field.shape().str());
+    if (field.backend() != b_)
+      throw ValueError(std::string("DistributedFft::") + what + ": the plan runs on " +
+                       std::string(to_string(b_)) + ", the field is on " +
+                       std::string(to_string(field.backend())) +
+                       "; make the plan on the field's backend");
+  }
+
+  // Rank r's coordinates in the rank grid (row-major, last axis fastest).
+  std::array<int, 3> coords_of(int r) const {
+    std::array<int, 3> c{0, 0, 0};
+    for (int a = nd_ - 1; a >= 0; --a) {
+      c[a] = r % d_.dims()[a];
+      r /= d_.dims()[a];
+    }
+    return c;
+  }
+  IndexRange block(int r, int axis) const {
+    return d_.owned_by(axis, coords_of(r)[axis]);
+  }
+
+  // The owned cells of a field array (with guards), as a box of doubles.
+  Box field_box_base() const {
+    Box b;
+    b.unit = sizeof(double);
+    for (int a = 0; a < nd_; ++a) b.dims[4 - nd_ + a] = d_.local_cells(a) + 2LL * g_;
+    return b;
+  }
+  Box interior_box() const {
+    Box b = field_box_base();
+    for (int a = 0; a < nd_; ++a) {
+      b.begin[4 - nd_ + a] = g_;
+      b.extent[4 - nd_ + a] = d_.local_cells(a);
+    }
+    return b;
+  }
+  // Rows `rows` (global, along axis 0) of rank r's block within its field array (r is this
+  // rank: the boxes index this rank's field).
+  Box block_box(int r, IndexRange rows, bool) const {
+    Box b = field_box_base();
+    const IndexRange own = block(r, 0);
+    b.begin[4 - nd_] = rows.begin - own.begin + g_;
+    b.extent[4 - nd_] = length(rows);
+    for (int a = 1; a < nd_; ++a) {
+      b.begin[4 - nd_ + a] = g_;
+      b.extent[4 - nd_ + a] = d_.local_cells(a);
+    }
+    return b;
+  }
+  // Rows `rows` (global) of rank r's block within this rank's slab `slab` (2D/3D: padded real
+  // rows of the FFTW layout).
+  Box slab_box(int r, IndexRange rows, IndexRange slab) const {
+    Box b;
+    b.unit = sizeof(double);
+    b.dims[4 - nd_] = length(slab);
+    for (int a = 1; a < nd_; ++a) b.dims[4 - nd_ + a] = n_[a];
+    if (nd_ > 1) b.dims[3] = 2 * (n_[nd_ - 1] / 2 + 1);
+    b.begin[4 - nd_] = rows.begin - slab.begin;
+    b.extent[4 - nd_] = length(rows);
+    const std::array<int, 3> c = coords_of(r);
+    for (int a = 1; a < nd_; ++a) {
+      const IndexRange own = d_.owned_by(a, c[a]);
+      b.begin[4 - nd_ + a] = own.begin;
+      b.extent[4 - nd_ + a] = length(own);
+    }
+    return b;
+  }
+
+  static void ensure(Array<double>& a, long long n, Backend b) {
+    n = std::max<long long>(n, 1);
+    if (a.data() == nullptr || a.size() != n || a.backend() != b)
+      a = b == Backend::host || location_of(b) == Location::host ? pinned_empty<double>(Shape{n})
+                                                                 : Array<double>(Shape{n}, b);
+  }
+
+  void count_sent(const std::vector<long long>& sc) {
+    for (int r = 0; r < comm_.size(); ++r)
+      if (r != comm_.rank()) stats_.bytes_sent += sc[r] * static_cast<long long>(sizeof(double));
+  }
+
+  void exchange_to_host(const Array<double>& send, const std::vector<long long>& sc,
+                        const std::vector<long long>& sd, const Array<double>& recv,
+                        const std::vector<long long>& rc, const std::vector<long long>& rd,
+                        const std::source_location& where) {
+    MpiBuffer<double> s(send, true, false, std::nullopt, where);
+    if (s.staged()) ++stats_.staged_copies;
+    comm_.alltoallv<double>(s.span(), sc, sd, recv.host_span(), rc, rd);
+    count_sent(sc);
+  }
+  void exchange_from_host(const Array<double>& send, const std::vector<long long>& sc,
+                          const std::vector<long long>& sd, const Array<double>& recv,
+                          const std::vector<long long>& rc, const std::vector<long long>& rd,
+                          const std::source_location& where) {
+    MpiBuffer<double> r(recv, false, true, std::nullopt, where);
+    comm_.alltoallv<double>(send.host_span(), sc, sd, r.span(), rc, rd);
+    if (r.staged()) ++stats_.staged_copies;
+    r.finish();
+    count_sent(sc);
+  }
+
+#if CUNUMPY_HAS_FFTW_MPI
+  void make_distributed() {
+    static std::once_flag once;
+    std::call_once(once, [] { fftw_mpi_init(); });
+    MPI_Comm c = comm_.native();
+    ptrdiff_t local_n0 = 0, start0 = 0, alloc = 0;
+    long long spectrum_rows = 0;
+    std::vector<long long> spectrum_dims;
+    if (nd_ == 1) {
+      ptrdiff_t ni, is, no, os;
+      alloc = fftw_mpi_local_size_1d(n_[0], c, FFTW_FORWARD, FFTW_ESTIMATE, &ni, &is, &no, &os);
+      local_n0 = ni;
+      start0 = is;
+      spectrum_begin_ = os;
+      spectrum_rows = no;
+      spectrum_dims = {static_cast<long long>(no)};
+      half_last_ = false;
+    } else {
+      std::vector<ptrdiff_t> cdims(n_.begin(), n_.begin() + nd_);
+      cdims[nd_ - 1] = n_[nd_ - 1] / 2 + 1;
+      alloc = fftw_mpi_local_size(nd_, cdims.data(), c, &local_n0, &start0);
+      spectrum_begin_ = start0;
+      spectrum_rows = local_n0;
+      spectrum_dims = {static_cast<long long>(local_n0)};
+      for (int a = 1; a < nd_; ++a) spectrum_dims.push_back(cdims[a]);
+    }
+    // Every rank's input slab (the forward's input and the backward's output).
+    const long long mine[2] = {static_cast<long long>(start0), static_cast<long long>(local_n0)};
+    std::vector<long long> all(2 * static_cast<std::size_t>(comm_.size()));
+    comm_.allgather<long long>(std::span<const long long>(mine, 2), std::span<long long>(all));
+    in_.resize(comm_.size());
+    for (int r = 0; r < comm_.size(); ++r) in_[r] = {all[2 * r], all[2 * r] + all[2 * r + 1]};
+    // The slab: host memory (pinned when the field is on a device).
+    const long long n_alloc = std::max<long long>(alloc, 1);
+    slab_ = b_ == Backend::host ? Array<std::complex<double>>(Shape{n_alloc}, Backend::host)
+                                : pinned_empty<std::complex<double>>(Shape{n_alloc});
+    std::fill(slab_.data(), slab_.data() + n_alloc, std::complex<double>(0.0, 0.0));
+    long long spectrum_size = 1;
+    for (long long v : spectrum_dims) spectrum_size *= v;
+    // The spectrum is the first part of the slab (a view, never freed by itself).
+    spectrum_host_ = Array<std::complex<double>>::adopt(
+        borrow_block(slab_.data(),
+                     static_cast<std::size_t>(std::max<long long>(spectrum_size, 1)) *
+                         sizeof(std::complex<double>),
+                     slab_.is_pinned() ? MemoryKind::pinned : MemoryKind::host),
+        shape_of(spectrum_dims));
+    spectrum_ = b_ == Backend::host ? spectrum_host_
+                                    : Array<std::complex<double>>(shape_of(spectrum_dims), b_);
+    (void)spectrum_rows;
+    auto* data = reinterpret_cast<fftw_complex*>(slab_.data());
+    if (nd_ == 1) {
+      forward_ = fftw_mpi_plan_dft_1d(n_[0], data, data, c, FFTW_FORWARD, FFTW_ESTIMATE);
+      backward_ = fftw_mpi_plan_dft_1d(n_[0], data, data, c, FFTW_BACKWARD, FFTW_ESTIMATE);
+    } else {
+      std::vector<ptrdiff_t> rdims(n_.begin(), n_.begin() + nd_);
+      forward_ = fftw_mpi_plan_dft_r2c(nd_, rdims.data(), reinterpret_cast<double*>(data), data, c,
+                                       FFTW_ESTIMATE);
+      backward_ = fftw_mpi_plan_dft_c2r(nd_, rdims.data(), data, reinterpret_cast<double*>(data), c,
+                                        FFTW_ESTIMATE);
+    }
+    if (!forward_ || !backward_)
+      throw Error("DistributedFft: FFTW could not plan a distributed transform of " + d_.str());
+  }
+  fftw_plan forward_ = nullptr, backward_ = nullptr;
+#endif
+  std::vector<IndexRange> in_;
+  Array<std::complex<double>> slab_, spectrum_host_;
+  Array<double> send_dev_, recv_dev_, send_host_, recv_host_;
+};
+
+}  // namespace detail
+
+DistributedFft::DistributedFft(const Comm& comm, const CartesianDecomposition& decomposition,
+                               DistributedFftOptions options, Backend backend)
+    : impl_(std::make_unique<detail::DistributedFftImpl>(comm, decomposition, options, backend)) {}
+DistributedFft::~DistributedFft() = default;
+DistributedFft::DistributedFft(DistributedFft&&) noexcept = default;
+DistributedFft& DistributedFft::operator=(DistributedFft&&) noexcept = default;
+Shape DistributedFft::field_shape() const {
+  return impl_->field_shape();
+}
+const Array<std::complex<double>>& DistributedFft::spectrum() const noexcept {
+  return impl_->spectrum_;
+}
+long long DistributedFft::spectrum_begin() const noexcept {
+  return impl_->spectrum_begin_;
+}
+bool DistributedFft::half_last() const noexcept {
+  return impl_->half_last_;
+}
+long long DistributedFft::frequency(int axis, long long index) const {
+  return impl_->frequency(axis, index);
+}
+bool DistributedFft::distributed() const noexcept {
+  return impl_->local_ == nullptr;
+}
+void DistributedFft::forward(const Array<double>& field, std::source_location where) {
+  impl_->forward(field, where);
+}
+void DistributedFft::inverse(const Array<double>& field, std::source_location where) {
+  impl_->inverse(field, where);
+}
+const DistributedFftStats& DistributedFft::stats() const noexcept {
+  return impl_->stats_;
+}
+
+}  // namespace cunumpy
