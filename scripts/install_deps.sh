@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev libfftw3-dev libfftw3-mpi-dev libcli11-dev libssl-dev libboost-context-dev
+  petsc-dev
   slurm-wlm munge
   python3-numpy python3-h5py python3-matplotlib python3-venv python3-pip
 )

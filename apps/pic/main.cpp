@@ -65,6 +65,15 @@ int main(int argc, char** argv) {
          "builtin (parallel_for loops compiled with the program) | rtc (the kernel catalog: "
          "host versions, CUDA sources compiled at run time)")
       ->check(CLI::IsMember({"builtin", "rtc"}));
+  bool replicate = false;
+  auto* decompose = app.add_flag(
+      "--decompose", config.decompose,
+      "split the grid over the ranks (halo exchange, particle migration, distributed FFT) "
+      "instead of replicating it on every rank");
+  app.add_flag("--replicate", replicate,
+               "the whole grid on every rank, the density summed by an allreduce (the default; "
+               "for small grids)")
+      ->excludes(decompose);
   bool status = false;
   app.add_flag("--status", status, "print the kernel catalog's porting status and exit");
   try {
@@ -147,6 +156,11 @@ int main(int argc, char** argv) {
       std::printf(
           "  %.3g particle-steps/s, %.2f ns per particle-step, transfers in the loop: %lld\n",
           r.particle_steps_per_second, r.ns_per_particle_step, r.transfers_in_loop);
+      std::printf(
+          "  grid %s: %.0f bytes sent per step per rank (max %.0f); the replicated grid's "
+          "allreduce: %.0f\n",
+          r.decomposed ? "decomposed" : "replicated", r.bytes_sent_per_step,
+          r.max_bytes_sent_per_step, r.replicated_bytes_per_step);
       std::printf("\n  %-12s %10s %8s\n", "phase", "seconds", "share");
       double total = 0.0;
       for (const auto& [name, seconds] : r.phase_seconds) total += seconds;

@@ -84,96 +84,16 @@ void validate(const Config& c, int ranks) {
   if (c.sort_every < 0) fail("--sort-every must be 0 (never) or positive");
   if (c.kernels != "builtin" && c.kernels != "rtc")
     fail("--kernels must be builtin or rtc, got " + c.kernels);
+  if (c.decompose && c.kernels == "rtc")
+    fail(
+        "--decompose runs the builtin kernels (the catalog's CUDA kernels take the replicated "
+        "grid); drop --kernels rtc or --decompose");
 }
 
 std::vector<Species> species_of(const Config& c) {
   if (c.beam_velocity > 0.0) return {{0.5, c.beam_velocity, c.vth}, {0.5, -c.beam_velocity, c.vth}};
   return {{1.0, 0.0, c.vth}};
 }
-
-// The FFTs of the Poisson solve: FFTW plans over host-addressable memory (host and the
-// emulated device), cuFFT plans on cuda.  Both execute on the arrays given at each call
-// (same layout and alignment as the planned ones), so one object serves E_x and E_y.
-class Fft {
- public:
-  Fft(int dim, int nx, int ny, double* real, double* complex_in, double* real_out,
-      double* complex_out, cn::Backend b)
-      : backend_(b) {
-    if (b == cn::Backend::cuda) {
-#if CUNUMPY_CUDA_COMPILATION()
-      if (dim == 1) {
-        check(cufftPlan1d(&forward_, nx, CUFFT_D2Z, 1), "cufftPlan1d");
-        check(cufftPlan1d(&inverse_, nx, CUFFT_Z2D, 1), "cufftPlan1d");
-      } else {
-        check(cufftPlan2d(&forward_, nx, ny, CUFFT_D2Z), "cufftPlan2d");
-        check(cufftPlan2d(&inverse_, nx, ny, CUFFT_Z2D), "cufftPlan2d");
-      }
-      return;
-#else
-      throw cn::BackendError("the PIC mini-app was compiled without CUDA");
-#endif
-    }
-    auto* cin = reinterpret_cast<fftw_complex*>(complex_in);
-    auto* cout = reinterpret_cast<fftw_complex*>(complex_out);
-    if (dim == 1) {
-      plan_forward_ = fftw_plan_dft_r2c_1d(nx, real, cin, FFTW_ESTIMATE);
-      plan_inverse_ = fftw_plan_dft_c2r_1d(nx, cout, real_out, FFTW_ESTIMATE);
-    } else {
-      plan_forward_ = fftw_plan_dft_r2c_2d(nx, ny, real, cin, FFTW_ESTIMATE);
-      plan_inverse_ = fftw_plan_dft_c2r_2d(nx, ny, cout, real_out, FFTW_ESTIMATE);
-    }
-  }
-  ~Fft() {
-    if (plan_forward_) fftw_destroy_plan(plan_forward_);
-    if (plan_inverse_) fftw_destroy_plan(plan_inverse_);
-#if CUNUMPY_CUDA_COMPILATION()
-    if (backend_ == cn::Backend::cuda) {
-      cufftDestroy(forward_);
-      cufftDestroy(inverse_);
-    }
-#endif
-  }
-  Fft(const Fft&) = delete;
-  Fft& operator=(const Fft&) = delete;
-
-  void forward(double* real, double* complex) {
-#if CUNUMPY_CUDA_COMPILATION()
-    if (backend_ == cn::Backend::cuda) {
-      check(
-          cufftSetStream(forward_, static_cast<cudaStream_t>(cn::current_stream().native_handle())),
-          "cufftSetStream");
-      check(cufftExecD2Z(forward_, real, reinterpret_cast<cufftDoubleComplex*>(complex)),
-            "cufftExecD2Z");
-      return;
-    }
-#endif
-    fftw_execute_dft_r2c(plan_forward_, real, reinterpret_cast<fftw_complex*>(complex));
-  }
-  void inverse(double* complex, double* real) {
-#if CUNUMPY_CUDA_COMPILATION()
-    if (backend_ == cn::Backend::cuda) {
-      check(
-          cufftSetStream(inverse_, static_cast<cudaStream_t>(cn::current_stream().native_handle())),
-          "cufftSetStream");
-      check(cufftExecZ2D(inverse_, reinterpret_cast<cufftDoubleComplex*>(complex), real),
-            "cufftExecZ2D");
-      return;
-    }
-#endif
-    fftw_execute_dft_c2r(plan_inverse_, reinterpret_cast<fftw_complex*>(complex), real);
-  }
-
- private:
-#if CUNUMPY_CUDA_COMPILATION()
-  static void check(cufftResult r, const char* what) {
-    if (r != CUFFT_SUCCESS)
-      throw cn::CudaError(std::string(what) + " failed with cuFFT error " + std::to_string(r), r);
-  }
-  cufftHandle forward_ = 0, inverse_ = 0;
-#endif
-  cn::Backend backend_;
-  fftw_plan plan_forward_ = nullptr, plan_inverse_ = nullptr;
-};
 
 }  // namespace
 
@@ -193,11 +113,25 @@ struct State {
   cn::Array<double> x, y, vx, vy;  // particles (y, vy empty in 1D)
   cn::Array<double> ex_p, ey_p;    // field at the particles
   cn::Array<double> energy;        // per-particle kinetic energy (the rtc push)
-  cn::Array<double> ne, rho, ex, ey;    // grid (nodes)
-  cn::Array<double> rho_k, ex_k, ey_k;  // Fourier space, interleaved complex
-  std::unique_ptr<Fft> fft;  // plans run on any arrays of their layout: one for E_x and E_y
+  cn::Array<double> ne, rho, ex, ey;  // grid (nodes); decomposed: this rank's, with guards
+  cn::Array<std::complex<double>> rho_k, ex_k, ey_k;  // Fourier space (replicated)
+  std::unique_ptr<cn::FftPlan> fft;  // replicated: runs on any arrays of its layout
   std::map<std::string, double> phase;
+  // The decomposed grid (config.decompose): each rank owns a block of cells, its particles
+  // are those in the block; guards summed after the deposit and filled before the gather.
+  std::unique_ptr<cn::CartesianDecomposition> decomposition;
+  std::unique_ptr<cn::HaloExchange> halo, halo_y;  // halo_y: E_y's fill, beside E_x's
+  std::unique_ptr<cn::DistributedFft> dfft;
+  std::unique_ptr<cn::ParticleMigration> migration;
+  cn::ParticleColumns columns;
+  cn::Array<std::int64_t> id;
+  long long lnx = 0, lny = 1, x0 = 0, y0 = 0, guard = 0, row = 1;  // row: guarded length of y
+  cn::Array<std::complex<double>> rho_local_k;                     // this rank's modes of rho
 };
+
+bool decomposed(const State& s) {
+  return s.decomposition != nullptr;
+}
 
 void initialise(State& s);
 void deposit(State& s);
@@ -226,20 +160,57 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   s->density_per_particle = static_cast<double>(s->cells) / static_cast<double>(s->n_global);
   s->particle_mass = s->lx * s->ly / static_cast<double>(s->n_global);
   const cn::Shape grid = config.dim == 2 ? cn::Shape{s->nx, s->ny} : cn::Shape{s->nx};
-  for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(grid);
-  for (cn::Array<double>* a : {&s->rho_k, &s->ex_k, &s->ey_k}) *a = cn::zeros<double>({2 * s->nk});
-  s->fft = std::make_unique<Fft>(config.dim, s->nx, s->ny, s->rho.data(), s->rho_k.data(),
-                                 s->ex.data(), s->ex_k.data(), s->backend);
-  s->x = cn::empty<double>({s->n_local});
-  s->vx = cn::empty<double>({s->n_local});
-  s->ex_p = cn::empty<double>({s->n_local});
+  // Decomposed: particles move between ranks, so their arrays keep spare rows.
+  const long long capacity = config.decompose ? s->n_local + s->n_local / 4 + 64 : s->n_local;
+  if (config.decompose) {
+    const cn::DecompositionOptions periodic{.periodic = {true, true, true}};
+    s->decomposition = std::make_unique<cn::CartesianDecomposition>(
+        config.dim == 2 ? cn::CartesianDecomposition(comm, {s->nx, s->ny}, periodic)
+                        : cn::CartesianDecomposition(comm, {s->nx}, periodic));
+    const cn::CartesianDecomposition& d = *s->decomposition;
+    // The stencil reaches order nodes past the particle's cell (and one before it for TSC); one
+    // more on each side covers a cell index rounded across a rank's edge.
+    s->guard = config.order + 1;
+    s->halo = std::make_unique<cn::HaloExchange>(
+        comm, d, cn::HaloOptions{.guard = static_cast<int>(s->guard)});
+    s->halo_y = std::make_unique<cn::HaloExchange>(
+        comm, d, cn::HaloOptions{.guard = static_cast<int>(s->guard), .tag = 7150});
+    s->dfft = std::make_unique<cn::DistributedFft>(
+        comm, d, cn::DistributedFftOptions{.guard = static_cast<int>(s->guard)}, s->backend);
+    s->migration = std::make_unique<cn::ParticleMigration>(
+        comm, d, std::array<double, 3>{0.0, 0.0, 0.0}, std::array<double, 3>{s->lx, s->ly, 1.0});
+    s->lnx = d.local_cells(0);
+    s->lny = config.dim == 2 ? d.local_cells(1) : 1;
+    s->x0 = d.owned(0).begin;
+    s->y0 = config.dim == 2 ? d.owned(1).begin : 0;
+    s->row = config.dim == 2 ? s->lny + 2 * s->guard : 1;
+    const cn::Shape local = s->halo->field_shape();
+    for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(local);
+    s->rho_local_k = cn::zeros<std::complex<double>>(s->dfft->spectrum().shape());
+    s->id = cn::empty<std::int64_t>({capacity});
+  } else {
+    for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(grid);
+    s->fft = std::make_unique<cn::FftPlan>(grid, s->backend);
+    for (auto* a : {&s->rho_k, &s->ex_k, &s->ey_k})
+      *a = cn::zeros<std::complex<double>>(s->fft->spectrum_shape());
+  }
+  s->x = cn::empty<double>({capacity});
+  s->vx = cn::empty<double>({capacity});
+  s->ex_p = cn::empty<double>({capacity});
   if (config.dim == 2) {
-    s->y = cn::empty<double>({s->n_local});
-    s->vy = cn::empty<double>({s->n_local});
-    s->ey_p = cn::empty<double>({s->n_local});
+    s->y = cn::empty<double>({capacity});
+    s->vy = cn::empty<double>({capacity});
+    s->ey_p = cn::empty<double>({capacity});
+  }
+  if (config.decompose) {  // here: the columns refer to the state's arrays where they stay
+    s->columns.position(s->x);
+    if (config.dim == 2) s->columns.position(s->y);
+    s->columns.column(s->vx);
+    if (config.dim == 2) s->columns.column(s->vy);
+    s->columns.column(s->id);
   }
   if (config.kernels == "rtc") {
-    s->energy = cn::empty<double>({s->n_local});
+    s->energy = cn::empty<double>({capacity});
     // At setup, so the first step pays no compilation; only the cuda backend runs the NVRTC
     // images (the host backend runs the host kernels, the emulated one compiles its own).
     if (s->backend == cn::Backend::cuda) kernel_catalog().compile_all(2);
@@ -266,6 +237,10 @@ void initialise(State& s) {
   double* vx = s.vx.data();
   double* y = two ? s.y.data() : nullptr;
   double* vy = two ? s.vy.data() : nullptr;
+  if (decomposed(s)) {
+    std::int64_t* id = s.id.data();
+    CUNUMPY_FOR("particle ids", s.n_local, i, id[i] = first + i;);
+  }
   // Every particle is a function of its global id only: the same particles for any number of
   // ranks.  Two beams alternate by id; each beam takes the velocity samples of id / 2.
   CUNUMPY_FOR(
@@ -291,7 +266,20 @@ void initialise(State& s) {
 }
 
 kernels::Grid grid_of(const State& s) {
-  return {s.nx, s.ny, s.config.order, s.dim == 2, 1.0 / s.dx, 1.0 / s.dy};
+  kernels::Grid g{s.nx, s.ny, s.config.order, s.dim == 2, 1.0 / s.dx, 1.0 / s.dy};
+  if (decomposed(s)) {
+    g.local = true;
+    g.x0 = s.x0;
+    g.y0 = s.y0;
+    g.guard = s.guard;
+    g.row = s.row;
+  }
+  return g;
+}
+
+// The field arrays' node count: the whole grid (replicated) or this rank's with its guards.
+long long grid_nodes(const State& s) {
+  return s.ne.size();
 }
 
 // The host backend's deposit: each OpenMP thread accumulates into a private grid (no
@@ -322,7 +310,7 @@ void deposit(State& s) {
                                                              grid.inv_dy, q, n);
     return;
   }
-  if (!s.config.deterministic && s.backend == cn::Backend::host) {
+  if (!s.config.deterministic && s.backend == cn::Backend::host && !decomposed(s)) {
     deposit_private_grids(s);
     return;
   }
@@ -350,9 +338,28 @@ void deposit(State& s) {
                 if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
                 value[i * points + point] = llround(w * quantum);
               }););
-  const cn::Array<double> sums = cn::segment_sum(keys, values, s.cells);
+  const long long nodes = grid_nodes(s);
+  const cn::Array<double> sums = cn::segment_sum(keys, values, nodes);
   const double* sum = sums.data();
   s.ne_scale = q / quantum;
+  if (decomposed(s)) {
+    // The same integer sums on the rank's guarded nodes, without wrapping (the halo sum adds
+    // the periodic images, still exactly).
+    const long long row = s.row, ext_x = s.lnx + 2 * s.guard;
+    CUNUMPY_FOR(
+        "deposit spread", nodes, c, const long long ci = c / row, cj = c % row; double acc = 0.0;
+        for (int a = 0; a <= order; ++a) {
+          if (ci - a < 0) continue;
+          if (!two) {
+            acc += sum[(ci - a) * points + a];
+            continue;
+          }
+          for (int b = 0; b <= order; ++b)
+            if (cj - b >= 0) acc += sum[((ci - a) * row + (cj - b)) * points + a * (order + 1) + b];
+        } ne[c] = acc;);
+    (void)ext_x;
+    return;
+  }
   CUNUMPY_FOR(
       "deposit spread", s.cells, c, const long long ci = c / ny, cj = c % ny; double acc = 0.0;
       for (int a = 0; a <= order; ++a) {
@@ -366,32 +373,79 @@ void deposit(State& s) {
       } ne[c] = acc;);
 }
 
+// E_k = -i k rho_k / |k|^2 (times `norm`, the inverse transform's 1 / cells) for the modes
+// in `rk` (interleaved complex): mode m is global (i0 + m / cols, m % cols); axis 0's index
+// maps to its signed frequency, axis 1 holds the non-negative ones (2D).
+void poisson(const double* rk, double* exk, double* eyk, long long modes, long long i0,
+             long long cols, long long nx, double kx0, double ky0, double norm, bool two) {
+  CUNUMPY_FOR(
+      "poisson", modes, m, const long long i = i0 + m / cols, j = m % cols;
+      const double kx = kx0 * static_cast<double>(i <= nx / 2 ? i : i - nx);
+      const double ky = two ? ky0 * static_cast<double>(j) : 0.0;
+      const double k2 = kx * kx + ky * ky; const double f = k2 > 0.0 ? norm / k2 : 0.0;
+      const double re = rk[2 * m], im = rk[2 * m + 1]; if (exk != nullptr) {
+        exk[2 * m] = kx * im * f;
+        exk[2 * m + 1] = -kx * re * f;
+      } if (eyk != nullptr) {
+        eyk[2 * m] = ky * im * f;
+        eyk[2 * m + 1] = -ky * re * f;
+      });
+}
+
+double* interleaved(const cn::Array<std::complex<double>>& a) {
+  return reinterpret_cast<double*>(a.data());
+}
+
 void solve(State& s) {
-  const long long nx = s.nx, nyh = s.dim == 2 ? s.ny / 2 + 1 : 1;
   const bool two = s.dim == 2;
   const double kx0 = 2.0 * M_PI / s.lx, ky0 = 2.0 * M_PI / s.ly,
                norm = 1.0 / static_cast<double>(s.cells);
   const double* ne = s.ne.data();
   double* rho = s.rho.data();
   const double ne_scale = s.ne_scale;
-  CUNUMPY_FOR("charge", s.cells, c, rho[c] = 1.0 - ne[c] * ne_scale;);
-  s.fft->forward(s.rho.data(), s.rho_k.data());
-  const double* rk = s.rho_k.data();
-  double* exk = s.ex_k.data();
-  double* eyk = two ? s.ey_k.data() : nullptr;
-  // E_k = -i k rho_k / |k|^2, with the inverse transform's 1 / cells folded in.
-  CUNUMPY_FOR(
-      "poisson", s.nk, m, const long long i = m / nyh, j = m % nyh;
-      const double kx = kx0 * static_cast<double>(i <= nx / 2 ? i : i - nx);
-      const double ky = two ? ky0 * static_cast<double>(j) : 0.0;
-      const double k2 = kx * kx + ky * ky; const double f = k2 > 0.0 ? norm / k2 : 0.0;
-      const double re = rk[2 * m], im = rk[2 * m + 1]; exk[2 * m] = kx * im * f;
-      exk[2 * m + 1] = -kx * re * f; if (two) {
-        eyk[2 * m] = ky * im * f;
-        eyk[2 * m + 1] = -ky * re * f;
-      });
-  s.fft->inverse(s.ex_k.data(), s.ex.data());
-  if (two) s.fft->inverse(s.ey_k.data(), s.ey.data());
+  CUNUMPY_FOR("charge", grid_nodes(s), c, rho[c] = 1.0 - ne[c] * ne_scale;);
+  if (!decomposed(s)) {
+    const long long cols = two ? s.ny / 2 + 1 : 1;
+    s.fft->forward(s.rho, s.rho_k);
+    poisson(interleaved(s.rho_k), interleaved(s.ex_k), two ? interleaved(s.ey_k) : nullptr, s.nk, 0,
+            cols, s.nx, kx0, ky0, norm, two);
+    s.fft->inverse(s.ex_k, s.ex);
+    if (two) s.fft->inverse(s.ey_k, s.ey);
+    return;
+  }
+  // Decomposed: the distributed transform; each rank multiplies its modes; E_x and E_y come
+  // back one after the other through the plan's spectrum.
+  cn::DistributedFft& fft = *s.dfft;
+  fft.forward(s.rho);
+  const cn::Array<std::complex<double>>& k = fft.spectrum();
+  cn::copy(s.rho_local_k, k);
+  const long long modes = k.size();
+  const long long cols = two ? k.shape(1) : 1;
+  poisson(interleaved(s.rho_local_k), interleaved(k), nullptr, modes, fft.spectrum_begin(), cols,
+          s.nx, kx0, ky0, norm, two);
+  fft.inverse(s.ex);
+  if (two) {
+    poisson(interleaved(s.rho_local_k), nullptr, interleaved(k), modes, fft.spectrum_begin(), cols,
+            s.nx, kx0, ky0, norm, two);
+    fft.inverse(s.ey);
+  }
+}
+
+// Decomposed: the field at this rank's guards from their owners, E_x and E_y at once.
+void fill_fields(State& s) {
+  s.halo->begin_fill(s.ex);
+  if (s.dim == 2) s.halo_y->begin_fill(s.ey);
+  s.halo->end();
+  if (s.dim == 2) s.halo_y->end();
+}
+
+// Decomposed: particles that left the rank's block go to its owner; the per-particle work
+// arrays follow the particle arrays' capacity.
+void migrate(State& s) {
+  s.n_local = s.migration->migrate(s.columns, s.n_local);
+  const long long capacity = s.x.shape(0);
+  for (cn::Array<double>* a : {&s.ex_p, &s.ey_p, &s.energy})
+    if (a->data() != nullptr && a->shape(0) != capacity) *a = cn::empty<double>({capacity});
 }
 
 void gather(State& s) {
@@ -471,6 +525,37 @@ void resort(State& s) {
                                                       static_cast<long long>(y[i] * inv_dy), ny))
                                                 : 0ull;
               k[i] = cunumpy_morton_encode2(cx, cy););
+  if (decomposed(s)) {
+    // The arrays have spare rows: the first n_local are sorted and put back in place (the
+    // migration's columns refer to these arrays).
+    const long long n = s.n_local;
+    auto head = [&](const auto& a) {
+      using T = typename std::decay_t<decltype(a)>::value_type;
+      cn::Array<T> h = cn::empty<T>({n});
+      cn::detail::copy_memory(h.data(), h.backend(), a.data(), a.backend(), n * sizeof(T));
+      return h;
+    };
+    auto back = [&](const auto& sorted, const auto& a) {
+      using T = typename std::decay_t<decltype(a)>::value_type;
+      cn::detail::copy_memory(a.data(), a.backend(), sorted.data(), sorted.backend(),
+                              n * sizeof(T));
+    };
+    if (two) {
+      auto [sk, order, x2, y2, vx2, vy2, id2] =
+          cn::sort_by_key(keys, head(s.x), head(s.y), head(s.vx), head(s.vy), head(s.id));
+      back(x2, s.x);
+      back(y2, s.y);
+      back(vx2, s.vx);
+      back(vy2, s.vy);
+      back(id2, s.id);
+    } else {
+      auto [sk, order, x2, vx2, id2] = cn::sort_by_key(keys, head(s.x), head(s.vx), head(s.id));
+      back(x2, s.x);
+      back(vx2, s.vx);
+      back(id2, s.id);
+    }
+    return;
+  }
   if (two) {
     auto [sk, order, x2, y2, vx2, vy2] = cn::sort_by_key(keys, s.x, s.y, s.vx, s.vy);
     s.x = x2;
@@ -485,21 +570,52 @@ void resort(State& s) {
 }
 
 namespace {
+// Sums f(node) over the nodes this rank owns: all of them (replicated), or its block without
+// the guards (decomposed); summed over the ranks when decomposed.
+template <typename F>
+double owned_sum(State& s, const char* name, F f) {
+  if (!decomposed(s)) return cn::parallel_reduce(name, s.cells, cn::ReduceOp::sum, f);
+  const long long ny = s.lny, g = s.guard, row = s.row;
+  const bool two = s.dim == 2;
+  const double local = cn::parallel_reduce(
+      name, s.lnx * s.lny, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long c) {
+        const long long i = c / ny + g, j = c % ny + (two ? g : 0);
+        return f(i * row + j);
+      });
+  return s.comm.allreduce(local, cn::Op::sum);
+}
+
 double field_energy(State& s) {
   const double* ex = s.ex.data();
   const double* ey = s.dim == 2 ? s.ey.data() : nullptr;
   const double cell = s.dx * s.dy;
-  return CUNUMPY_REDUCE("field energy", s.cells, cn::ReduceOp::sum, c,
-                        const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0);
-                        return 0.5 * e2 * cell;);
+  return owned_sum(
+      s, "field energy", CUNUMPY_LAMBDA(long long c) {
+        const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0);
+        return 0.5 * e2 * cell;
+      });
 }
 // The field energy of mode (k, 0): |E_k|^2 / cells^2 * volume, from rho_k (E_k = -i k rho_k / k^2).
 double mode_energy(State& s) {
-  const long long m = s.dim == 2 ? (s.ny / 2 + 1) : 1;  // index of (i = 1, j = 0)
-  const double* rk = s.rho_k.data();
   const double k = 2.0 * M_PI / s.lx;
   const double scale =
       s.lx * s.ly / (static_cast<double>(s.cells) * static_cast<double>(s.cells) * k * k);
+  long long m = s.dim == 2 ? (s.ny / 2 + 1) : 1;  // index of (i = 1, j = 0)
+  const double* rk = interleaved(s.rho_k);
+  if (decomposed(s)) {  // on the rank whose modes hold row 1 of axis 0
+    const cn::Array<std::complex<double>>& local = s.rho_local_k;
+    const long long begin = s.dfft->spectrum_begin(), rows = local.size() == 0 ? 0 : local.shape(0);
+    double mine = 0.0;
+    if (begin <= 1 && 1 < begin + rows) {
+      m = (1 - begin) * (s.dim == 2 ? local.shape(1) : 1);
+      rk = interleaved(local);
+      mine = cn::parallel_reduce(
+          "mode energy", 1, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long) {
+            return (rk[2 * m] * rk[2 * m] + rk[2 * m + 1] * rk[2 * m + 1]) * scale;
+          });
+    }
+    return s.comm.allreduce(mine, cn::Op::sum);
+  }
   return cn::parallel_reduce(
       "mode energy", 1, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long) {
         return (rk[2 * m] * rk[2 * m] + rk[2 * m + 1] * rk[2 * m + 1]) * scale;
@@ -509,12 +625,28 @@ double mode_energy(State& s) {
 double total_charge(State& s) {
   const double* rho = s.rho.data();
   const double cell = s.dx * s.dy;
-  return CUNUMPY_REDUCE("total charge", s.cells, cn::ReduceOp::sum, c, return rho[c] * cell;);
+  return owned_sum(
+      s, "total charge", CUNUMPY_LAMBDA(long long c) { return rho[c] * cell; });
 }
 
 void deposit_and_sum(State& s) {
   phase(s, "deposit", [&] { deposit(s); });
-  phase(s, "comm", [&] { cn::allreduce(s.comm, s.ne, cn::Op::sum); });
+  if (decomposed(s))
+    phase(s, "halo", [&] { s.halo->sum(s.ne); });
+  else
+    phase(s, "comm", [&] { cn::allreduce(s.comm, s.ne, cn::Op::sum); });
+}
+
+// Bytes this rank sent to others since the statistics were reset (decomposed), or what one
+// step's allreduce of the replicated grid sends per rank with the ring algorithm,
+// 2 (P - 1) / P of the grid.
+double bytes_sent(const State& s) {
+  if (!decomposed(s)) {
+    const double p = s.comm.size();
+    return 2.0 * (p - 1.0) / p * static_cast<double>(s.cells) * sizeof(double);
+  }
+  return static_cast<double>(s.halo->stats().bytes_sent + s.halo_y->stats().bytes_sent +
+                             s.migration->stats().bytes_sent + s.dfft->stats().bytes_sent);
 }
 }  // namespace
 
@@ -528,13 +660,21 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.gamma_theory = theory.imag();
 
   initialise(*s);
+  if (decomposed(*s)) migrate(*s);        // every particle to the rank that owns its cell
   if (config.sort_every > 0) resort(*s);  // start in cell order: the grid accesses stay local
   // t = 0: fields of the initial particles, then velocities back by half a step (leapfrog).
   deposit_and_sum(*s);
   solve(*s);
+  if (decomposed(*s)) fill_fields(*s);
   gather(*s);
   push(*s, -0.5, false);
   s->phase.clear();
+  if (decomposed(*s)) {
+    s->halo->reset_stats();
+    s->halo_y->reset_stats();
+    s->migration->reset_stats();
+  }
+  const double bytes_before = decomposed(*s) ? bytes_sent(*s) : 0.0;
 
   const int report_every = std::max(1, config.steps / 10);
   const auto start = std::chrono::steady_clock::now();
@@ -545,9 +685,11 @@ Results run(const Config& config, const cn::Comm& comm) {
     // Fields at t_n from x_n.
     deposit_and_sum(*s);
     phase(*s, "solve", [&] { solve(*s); });
+    if (decomposed(*s)) phase(*s, "halo", [&] { fill_fields(*s); });
     phase(*s, "gather", [&] { gather(*s); });
     double kinetic = 0.0, p = 0.0;
     phase(*s, "push", [&] { kinetic = push(*s, 1.0, true); });
+    if (decomposed(*s)) phase(*s, "migration", [&] { migrate(*s); });
     phase(*s, "diagnostics", [&] {
       p = momentum(*s);
       const double local[2] = {kinetic, p};
@@ -582,6 +724,21 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.particle_steps_per_second = particle_steps / r.seconds;
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
   r.phase_seconds = s->phase;
+  r.decomposed = decomposed(*s);
+  {
+    const double mine =
+        decomposed(*s) ? (bytes_sent(*s) - bytes_before) / config.steps : bytes_sent(*s);
+    r.bytes_sent_per_step = comm.allreduce(mine, cn::Op::sum) / comm.size();
+    r.max_bytes_sent_per_step = comm.allreduce(mine, cn::Op::max);
+    r.replicated_bytes_per_step =
+        2.0 * (comm.size() - 1.0) / comm.size() * static_cast<double>(s->cells) * sizeof(double);
+    r.particles_final = comm.allreduce(s->n_local, cn::Op::sum);
+    if (config.keep_ids && decomposed(*s)) {
+      const auto ids = cn::to_host(s->id);
+      r.ids.assign(ids.host_span().begin(), ids.host_span().begin() + s->n_local);
+      std::sort(r.ids.begin(), r.ids.end());
+    }
+  }
 
   const Fit fit =
       r.gamma_theory < 0.0 ? fit_damped(r.time, r.mode_energy) : fit_growing(r.time, r.mode_energy);
@@ -597,6 +754,36 @@ Results run(const Config& config, const cn::Comm& comm) {
 cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   auto s = make_state(config, comm);
   initialise(*s);
+  if (decomposed(*s)) {
+    // Each rank's owned nodes after the halo sum, put together into the whole grid.
+    migrate(*s);
+    deposit(*s);
+    s->halo->sum(s->ne);
+    const auto ne = cn::to_host(s->ne);
+    std::vector<double> block;
+    for (long long i = 0; i < s->lnx; ++i)
+      for (long long j = 0; j < s->lny; ++j)
+        block.push_back(ne.host_span()[(i + s->guard) * s->row + j + (s->dim == 2 ? s->guard : 0)] *
+                        s->ne_scale);
+    const long long mine[4] = {s->x0, s->lnx, s->y0, s->lny};
+    std::vector<long long> shapes(4 * static_cast<std::size_t>(comm.size()));
+    comm.allgather<long long>(std::span<const long long>(mine, 4), std::span<long long>(shapes));
+    std::vector<long long> counts(comm.size()), displs(comm.size());
+    for (int r = 0; r < comm.size(); ++r) {
+      counts[r] = shapes[4 * r + 1] * shapes[4 * r + 3];
+      displs[r] = r == 0 ? 0 : displs[r - 1] + counts[r - 1];
+    }
+    std::vector<double> all(static_cast<std::size_t>(s->cells));
+    comm.allgatherv<double>(block, std::span<double>(all), counts, displs);
+    auto out = cn::empty<double>(s->dim == 2 ? cn::Shape{s->nx, s->ny} : cn::Shape{s->nx},
+                                 cn::Backend::host);
+    for (int r = 0; r < comm.size(); ++r)
+      for (long long i = 0; i < shapes[4 * r + 1]; ++i)
+        for (long long j = 0; j < shapes[4 * r + 3]; ++j)
+          out.host_span()[(shapes[4 * r] + i) * s->ny + shapes[4 * r + 2] + j] =
+              all[displs[r] + i * shapes[4 * r + 3] + j];
+    return out;
+  }
   deposit(*s);
   cn::allreduce(comm, s->ne, cn::Op::sum);
   auto host = cn::to_host(s->ne);
@@ -742,9 +929,9 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"k\": " << json_number(config.k) << ",\n"
        << "  \"shape\": \"" << (config.order == 1 ? "cic" : "tsc") << "\",\n"
        << "  \"deposit\": \""
-       << (config.deterministic  ? "deterministic"
-           : r.backend == "host" ? "private grids"
-                                 : "atomic")
+       << (config.deterministic                   ? "deterministic"
+           : r.backend == "host" && !r.decomposed ? "private grids"
+                                                  : "atomic")
        << "\",\n"
        << "  \"kernels\": \"" << config.kernels << "\",\n"
        << "  \"quiet_start\": " << (config.quiet ? "true" : "false") << ",\n"
@@ -763,6 +950,11 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"ns_per_particle_step\": " << json_number(r.ns_per_particle_step) << ",\n"
        << "  \"particle_steps_per_second\": " << json_number(r.particle_steps_per_second) << ",\n"
        << "  \"transfers_in_loop\": " << r.transfers_in_loop << ",\n"
+       << "  \"grid\": \"" << (r.decomposed ? "decomposed" : "replicated") << "\",\n"
+       << "  \"bytes_sent_per_step_per_rank\": " << json_number(r.bytes_sent_per_step) << ",\n"
+       << "  \"max_bytes_sent_per_step\": " << json_number(r.max_bytes_sent_per_step) << ",\n"
+       << "  \"replicated_allreduce_bytes_per_step\": " << json_number(r.replicated_bytes_per_step)
+       << ",\n"
        << "  \"phase_seconds\": {";
   bool first = true;
   for (const auto& [name, seconds] : r.phase_seconds) {

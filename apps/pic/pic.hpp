@@ -3,12 +3,17 @@
 // on a fixed neutralising ion background).
 //
 // One step: deposit the electron density (CIC or TSC; by atomics on the device, private
-// per-thread grids on the host, or deterministically by
-// quantised per-particle contributions summed with segment_sum), sum it over the ranks (the
-// grid is replicated, the particles are decomposed), solve Poisson's equation by FFT (FFTW on
-// host and emulated, cuFFT on cuda), gather the field at the particles, leapfrog push, and
-// every `sort_every` steps re-sort the particles along a Morton curve of their cells.  The
-// loop makes no host/device transfer; each phase is an NVTX range and a timed region.
+// per-thread grids on the host, or deterministically by quantised per-particle contributions
+// summed with segment_sum), sum it over the ranks, solve Poisson's equation by FFT
+// (cunumpy::FftPlan: FFTW on host and emulated, cuFFT on cuda), gather the field at the
+// particles, leapfrog push, and every `sort_every` steps re-sort the particles along a Morton
+// curve of their cells.  Two layouts: replicated (the grid on every rank, the particles split
+// by id, the density summed with an allreduce of the whole grid) and decomposed (--decompose:
+// each rank owns a block of cells and the particles in it; cunumpy::HaloExchange sums the
+// deposit's guards and fills the field's, cunumpy::DistributedFft solves, and
+// cunumpy::ParticleMigration moves the particles that left).  The loop makes no host/device
+// transfer (decomposed on several ranks, a device's FFT data is staged: see
+// DistributedFft); each phase is an NVTX range and a timed region.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +51,11 @@ struct Config {
   // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
   // run time on cuda, the kernel emulator on emulated).  The deterministic deposit is builtin.
   std::string kernels = "builtin";
+  // The grid split over the ranks (each owns a block of cells and the particles in it: halo
+  // sum and fill, particle migration and a distributed FFT every step), instead of replicated
+  // on every rank with an allreduce of the whole density.
+  bool decompose = false;
+  bool keep_ids = false;  // decomposed: Results::ids gets this rank's particle ids at the end
   // Called on rank 0 with the results so far every `flush_every` steps (0: never), e.g. to
   // write them, so that a run killed later keeps what it computed.
   int flush_every = 0;
@@ -68,8 +78,15 @@ struct Results {
   std::map<std::string, double> phase_seconds;
   int ranks = 1;
   std::string backend;
-  int steps_done = 0;     // steps in the histories (all of them once the run completes)
-  bool complete = false;  // the run ended (not a flush during the run)
+  int steps_done = 0;  // steps in the histories (all of them once the run completes)
+  bool decomposed = false;
+  // Bytes sent to other ranks per step (the mean and the largest over the ranks): measured
+  // when decomposed (halo, migration, FFT); replicated: the allreduce's 2 (P - 1) / P of the
+  // grid per rank, which replicated_bytes_per_step gives for comparison in both cases.
+  double bytes_sent_per_step = 0, max_bytes_sent_per_step = 0, replicated_bytes_per_step = 0;
+  long long particles_final = 0;  // over all ranks
+  std::vector<long long> ids;     // keep_ids: this rank's particle ids at the end, sorted
+  bool complete = false;          // the run ended (not a flush during the run)
 };
 
 // What summary.json reports of a run's health: the largest relative change of the total energy

@@ -49,12 +49,17 @@ CUNUMPY_HD_INLINE long long wrap(long long j, long long n) {
   return j < 0 ? j + n : j;
 }
 
-// What a particle's stencil needs of the grid.
+// What a particle's stencil needs of the grid.  Replicated (local = false): nodes are global
+// and wrap.  Decomposed (local = true): nodes index the rank's field array with its guards,
+// unwrapped (node x maps to x - x0 + guard; rows of `row` nodes in 2D); the halo sum and fill
+// take care of the periodic images.
 struct Grid {
   long long nx, ny;  // ny = 1 in 1D
   int order;
   bool two;  // 2D
   double inv_dx, inv_dy;
+  bool local = false;
+  long long x0 = 0, y0 = 0, guard = 0, row = 1;
 };
 
 // Calls f(cell, weight, point) for every grid node of the stencil of the particle at (x, y)
@@ -65,14 +70,17 @@ template <typename F>
 CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
   const Stencil sx = stencil(x * g.inv_dx, g.order);
   if (!g.two) {
-    for (int a = 0; a <= g.order; ++a) f(wrap(sx.first + a, g.nx), sx.w[a], a);
+    for (int a = 0; a <= g.order; ++a)
+      f(g.local ? sx.first + a - g.x0 + g.guard : wrap(sx.first + a, g.nx), sx.w[a], a);
     return;
   }
   const Stencil sy = stencil(y * g.inv_dy, g.order);
   for (int a = 0; a <= g.order; ++a) {
-    const long long row = wrap(sx.first + a, g.nx) * g.ny;
+    const long long row =
+        g.local ? (sx.first + a - g.x0 + g.guard) * g.row : wrap(sx.first + a, g.nx) * g.ny;
     for (int b = 0; b <= g.order; ++b)
-      f(row + wrap(sy.first + b, g.ny), sx.w[a] * sy.w[b], a * (g.order + 1) + b);
+      f(row + (g.local ? sy.first + b - g.y0 + g.guard : wrap(sy.first + b, g.ny)),
+        sx.w[a] * sy.w[b], a * (g.order + 1) + b);
   }
 }
 

@@ -1,13 +1,32 @@
 // GoogleTest main for MPI tests: starts MPI (the launcher detection decides nothing here: the
-// tests are always started by mpiexec), runs the tests on every rank, and fails the program
-// on every rank if any rank failed.
+// tests are always started by mpiexec), gives each rank its share of the node's cores for
+// OpenMP as the Runtime does (4 ranks of 2 OpenMP threads each on 2 cores spend their time in
+// OpenMP's spinning barriers), runs the tests on every rank, and fails the program on every
+// rank if any rank failed.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include <unistd.h>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include <cunumpy/comm.hpp>
+#include <cunumpy/launcher.hpp>
+#include <cunumpy/runtime.hpp>
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   cunumpy::init_mpi(&argc, &argv);
+#if defined(_OPENMP)
+  if (const char* set = std::getenv("OMP_NUM_THREADS"); set == nullptr || *set == '\0') {
+    const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    omp_set_num_threads(
+        cunumpy::detail::threads_per_rank(cores, 0, cunumpy::launcher_info().local_size));
+  }
+#endif
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   {
     const cunumpy::Comm world = cunumpy::Comm::world();

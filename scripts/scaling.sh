@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Weak and strong scaling of the PIC mini-app, replicated against decomposed, at 1, 2 and 4
+# ranks (oversubscribed on a small machine): time per step and its phases, and the bytes each
+# rank sends per step (measured for the decomposed grid; the replicated grid's allreduce sends
+# 2 (P - 1) / P of the grid per rank with the ring algorithm).
+#
+#   bash scripts/scaling.sh               # the strong and weak series (a few minutes)
+#   bash scripts/scaling.sh --big         # also 2D 4096^2 cells at 4 ranks, both layouts
+#   BUILD=build-host STEPS=20 bash scripts/scaling.sh
+#
+# Needs a build with MPI (scripts/build.sh).  Prints one table; the runs' summary.json files
+# stay under $OUT (default: a temporary folder, removed at the end).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD:-$here/build}"
+pic="$build/apps/pic/pic"
+steps="${STEPS:-10}"
+big=0
+[ "${1:-}" = "--big" ] && big=1
+[ -x "$pic" ] || { echo "scaling.sh: $pic is missing; build first (bash scripts/build.sh)" >&2; exit 1; }
+out="${OUT:-$(mktemp -d)}"
+[ -z "${OUT:-}" ] && trap 'rm -rf "$out"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$here/scripts/env.sh" >/dev/null 2>&1 || true
+
+run() {  # run <name> <ranks> <layout> <cells_x> <cells_y> <particles>
+  local name=$1 np=$2 layout=$3 nx=$4 ny=$5 n=$6
+  mpiexec --oversubscribe -n "$np" "$pic" --case landau --dim 2 --cells "$nx" --cells-y "$ny" \
+    --particles "$n" --steps "$steps" --"$layout" --no-progress --flush-every 0 \
+    --output "$out/$name" --overwrite >"$out/$name.log" 2>&1 ||
+    { echo "scaling.sh: run $name failed:" >&2; tail -5 "$out/$name.log" >&2; exit 1; }
+  echo "$name $np $layout $nx $ny $n" >>"$out/runs.txt"
+}
+
+: >"$out/runs.txt"
+# Strong: one problem, more ranks.  Weak: the grid and the particles grow with the ranks.
+for np in 1 2 4; do
+  for layout in replicate decompose; do
+    run "strong-$layout-$np" "$np" "$layout" 1024 1024 2097152
+  done
+done
+for np in 1 2 4; do
+  ny=$((512 * (np >= 4 ? 2 : 1)))
+  nx=$((512 * (np >= 2 ? 2 : 1)))
+  for layout in replicate decompose; do
+    run "weak-$layout-$np" "$np" "$layout" "$nx" "$ny" $((nx * ny * 2))
+  done
+done
+if [ "$big" = 1 ]; then
+  for layout in decompose replicate; do
+    run "big-$layout-4" 4 "$layout" 4096 4096 16777216
+  done
+fi
+
+python3 - "$out" <<'EOF'
+import json, sys, os
+out = sys.argv[1]
+print(f"{'run':<22} {'ranks':>5} {'cells':>11} {'particles':>10} {'ms/step':>9} "
+      f"{'particles':>9} {'solve':>7} {'halo':>7} {'migrate':>7} {'comm':>7} "
+      f"{'MB sent/step/rank':>18} {'allreduce MB':>12}")
+for line in open(os.path.join(out, "runs.txt")):
+    name, np_, layout, nx, ny, n = line.split()
+    s = json.load(open(os.path.join(out, name, "summary.json")))
+    steps = s["steps"]
+    ph = s["phase_seconds"]
+    ms = lambda *keys: 1e3 * sum(ph.get(k, 0.0) for k in keys) / steps
+    print(f"{name:<22} {int(np_):>5} {int(nx)*int(ny):>11} {int(n):>10} "
+          f"{1e3 * s['seconds'] / steps:>9.1f} {ms('deposit', 'gather', 'push', 'sort'):>9.1f} "
+          f"{ms('solve'):>7.1f} {ms('halo'):>7.1f} {ms('migration'):>7.1f} {ms('comm'):>7.1f} "
+          f"{s['bytes_sent_per_step_per_rank'] / 1e6:>18.3f} "
+          f"{s['replicated_allreduce_bytes_per_step'] / 1e6:>12.3f}")
+print("(phases in ms per step; 'particles' = deposit + gather + push + sort; MB = 1e6 bytes)")
+EOF
