@@ -5,7 +5,7 @@
 # 2 (P - 1) / P of the grid per rank with the ring algorithm).
 #
 #   bash scripts/scaling.sh               # the strong and weak series (a few minutes)
-#   bash scripts/scaling.sh --big         # also 2D 4096^2 cells at 4 ranks, both layouts
+#   bash scripts/scaling.sh --big         # also 2D 4096^2 and 8192^2 cells at 4 ranks
 #   BUILD=build-host STEPS=20 bash scripts/scaling.sh
 #
 # Needs a build with MPI (scripts/build.sh).  Prints one table; the runs' summary.json files
@@ -19,6 +19,7 @@ big=0
 [ "${1:-}" = "--big" ] && big=1
 [ -x "$pic" ] || { echo "scaling.sh: $pic is missing; build first (bash scripts/build.sh)" >&2; exit 1; }
 out="${OUT:-$(mktemp -d)}"
+mkdir -p "$out"
 [ -z "${OUT:-}" ] && trap 'rm -rf "$out"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 source "$here/scripts/env.sh" >/dev/null 2>&1 || true
@@ -47,27 +48,31 @@ for np in 1 2 4; do
   done
 done
 if [ "$big" = 1 ]; then
+  # Grids a replicated run holds whole on every rank: 4096^2 (1 particle per cell) and 8192^2
+  # (a quarter), at 4 ranks, with fewer steps (BIG_STEPS).
+  steps="${BIG_STEPS:-5}"
   for layout in decompose replicate; do
-    run "big-$layout-4" 4 "$layout" 4096 4096 16777216
+    run "big4096-$layout-4" 4 "$layout" 4096 4096 16777216
+    run "big8192-$layout-4" 4 "$layout" 8192 8192 16777216
   done
 fi
 
 python3 - "$out" <<'EOF'
 import json, sys, os
 out = sys.argv[1]
-print(f"{'run':<22} {'ranks':>5} {'cells':>11} {'particles':>10} {'ms/step':>9} "
+print(f"{'run':<24} {'ranks':>5} {'cells':>11} {'particles':>10} {'ms/step':>9} "
       f"{'particles':>9} {'solve':>7} {'halo':>7} {'migrate':>7} {'comm':>7} "
-      f"{'MB sent/step/rank':>18} {'allreduce MB':>12}")
+      f"{'MB sent/step/rank':>18} {'allreduce MB':>12} {'peak MiB/rank':>13}")
 for line in open(os.path.join(out, "runs.txt")):
     name, np_, layout, nx, ny, n = line.split()
     s = json.load(open(os.path.join(out, name, "summary.json")))
     steps = s["steps"]
     ph = s["phase_seconds"]
     ms = lambda *keys: 1e3 * sum(ph.get(k, 0.0) for k in keys) / steps
-    print(f"{name:<22} {int(np_):>5} {int(nx)*int(ny):>11} {int(n):>10} "
+    print(f"{name:<24} {int(np_):>5} {int(nx)*int(ny):>11} {int(n):>10} "
           f"{1e3 * s['seconds'] / steps:>9.1f} {ms('deposit', 'gather', 'push', 'sort'):>9.1f} "
           f"{ms('solve'):>7.1f} {ms('halo'):>7.1f} {ms('migration'):>7.1f} {ms('comm'):>7.1f} "
           f"{s['bytes_sent_per_step_per_rank'] / 1e6:>18.3f} "
-          f"{s['replicated_allreduce_bytes_per_step'] / 1e6:>12.3f}")
+          f"{s['replicated_allreduce_bytes_per_step'] / 1e6:>12.3f} {s['peak_memory_mb_per_rank']:>13.0f}")
 print("(phases in ms per step; 'particles' = deposit + gather + push + sort; MB = 1e6 bytes)")
 EOF

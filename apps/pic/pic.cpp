@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -733,6 +734,9 @@ Results run(const Config& config, const cn::Comm& comm) {
     r.replicated_bytes_per_step =
         2.0 * (comm.size() - 1.0) / comm.size() * static_cast<double>(s->cells) * sizeof(double);
     r.particles_final = comm.allreduce(s->n_local, cn::Op::sum);
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: kilobytes on Linux
+    r.peak_memory_mb = comm.allreduce(static_cast<double>(usage.ru_maxrss) / 1024.0, cn::Op::max);
     if (config.keep_ids && decomposed(*s)) {
       const auto ids = cn::to_host(s->id);
       r.ids.assign(ids.host_span().begin(), ids.host_span().begin() + s->n_local);
@@ -953,6 +957,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"grid\": \"" << (r.decomposed ? "decomposed" : "replicated") << "\",\n"
        << "  \"bytes_sent_per_step_per_rank\": " << json_number(r.bytes_sent_per_step) << ",\n"
        << "  \"max_bytes_sent_per_step\": " << json_number(r.max_bytes_sent_per_step) << ",\n"
+       << "  \"peak_memory_mb_per_rank\": " << json_number(r.peak_memory_mb) << ",\n"
        << "  \"replicated_allreduce_bytes_per_step\": " << json_number(r.replicated_bytes_per_step)
        << ",\n"
        << "  \"phase_seconds\": {";

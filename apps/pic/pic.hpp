@@ -85,6 +85,7 @@ struct Results {
   // grid per rank, which replicated_bytes_per_step gives for comparison in both cases.
   double bytes_sent_per_step = 0, max_bytes_sent_per_step = 0, replicated_bytes_per_step = 0;
   long long particles_final = 0;  // over all ranks
+  double peak_memory_mb = 0;      // the largest peak resident memory of a rank (MiB)
   std::vector<long long> ids;     // keep_ids: this rank's particle ids at the end, sorted
   bool complete = false;          // the run ended (not a flush during the run)
 };

@@ -14,19 +14,19 @@ namespace cunumpy::detail {
 namespace {
 
 // The box's index arithmetic in plain values (captured by the loop bodies, host and device).
+// The loops run over the box's rows (its innermost axis is contiguous in the array and in the
+// buffer), so the index arithmetic (two divisions) is paid once per row, not per element.
 struct Walk {
   long long d1, d2, d3;      // array dims of the inner three axes
   long long b0, b1, b2, b3;  // box begin
   long long e1, e2, e3;      // box extent of the inner three axes
-  // The array offset (in units) of the box's unit u.
-  CUNUMPY_HD_INLINE long long offset(long long u) const {
-    const long long a3 = u % e3;
-    long long r = u / e3;
+  // The array offset (in units) of the first unit of the box's row r.
+  CUNUMPY_HD_INLINE long long row_offset(long long r) const {
     const long long a2 = r % e2;
-    r /= e2;
-    const long long a1 = r % e1;
-    const long long a0 = r / e1;
-    return (((b0 + a0) * d1 + (b1 + a1)) * d2 + (b2 + a2)) * d3 + (b3 + a3);
+    const long long q = r / e2;
+    const long long a1 = q % e1;
+    const long long a0 = q / e1;
+    return (((b0 + a0) * d1 + (b1 + a1)) * d2 + (b2 + a2)) * d3 + b3;
   }
 };
 
@@ -35,17 +35,21 @@ Walk walk_of(const Box& b) {
           b.begin[2], b.begin[3], b.extent[1], b.extent[2], b.extent[3]};
 }
 
-// Units moved as `words` words of W.
+// Rows of the box, each `row_words` words of W.
 template <typename W>
 void copy_words(const char* name, W* array, const Box& box, W* buffer, bool pack) {
   const Walk w = walk_of(box);
-  const long long words = box.unit / static_cast<long long>(sizeof(W));
+  const long long unit_words = box.unit / static_cast<long long>(sizeof(W));
+  const long long row_words = unit_words * box.extent[3];
+  const long long rows = box.units() / box.extent[3];
   if (pack)
-    CUNUMPY_FOR(name, box.units(), u, const long long at = w.offset(u) * words;
-                for (long long k = 0; k < words; ++k) buffer[u * words + k] = array[at + k];);
+    CUNUMPY_FOR(name, rows, r, const W* src = array + w.row_offset(r) * unit_words;
+                W* dst = buffer + r * row_words;
+                for (long long k = 0; k < row_words; ++k) dst[k] = src[k];);
   else
-    CUNUMPY_FOR(name, box.units(), u, const long long at = w.offset(u) * words;
-                for (long long k = 0; k < words; ++k) array[at + k] = buffer[u * words + k];);
+    CUNUMPY_FOR(name, rows, r, W* dst = array + w.row_offset(r) * unit_words;
+                const W* src = buffer + r * row_words;
+                for (long long k = 0; k < row_words; ++k) dst[k] = src[k];);
 }
 
 void copy_box(Backend backend, void* array, const Box& box, void* buffer, bool pack) {
@@ -72,8 +76,11 @@ template <typename S>
 void add_scalars(S* array, const Box& box, const S* buffer) {
   const Walk w = walk_of(box);
   const long long k = box.unit / static_cast<long long>(sizeof(S));
-  CUNUMPY_FOR("halo sum", box.units(), u, const long long at = w.offset(u) * k;
-              for (long long c = 0; c < k; ++c) array[at + c] += buffer[u * k + c];);
+  const long long row = k * box.extent[3];
+  const long long rows = box.units() / box.extent[3];
+  CUNUMPY_FOR("halo sum", rows, r, S* dst = array + w.row_offset(r) * k;
+              const S* src = buffer + r * row;
+              for (long long c = 0; c < row; ++c) dst[c] += src[c];);
 }
 
 }  // namespace

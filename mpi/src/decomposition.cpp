@@ -195,4 +195,12 @@ std::string CartesianDecomposition::str() const {
   return s;
 }
 
+void CartesianDecomposition::check_communicator(const Comm& comm, const char* who) const {
+  if (comm.size() != ranks_ || comm.rank() != rank_)
+    throw ValueError(std::string(who) + ": the decomposition is for rank " + std::to_string(rank_) +
+                     " of " + std::to_string(ranks_) + ", the communicator is rank " +
+                     std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+                     "; build the decomposition from the same communicator");
+}
+
 }  // namespace cunumpy

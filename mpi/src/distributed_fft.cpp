@@ -36,11 +36,7 @@ class DistributedFftImpl {
   DistributedFftImpl(const Comm& comm, const CartesianDecomposition& d, DistributedFftOptions o,
                      Backend b)
       : comm_(comm), d_(d), g_(o.guard), b_(b), nd_(d.ndim()) {
-    if (comm.size() != d.ranks() || comm.rank() != d.rank())
-      throw ValueError("DistributedFft: the decomposition is for rank " + std::to_string(d.rank()) +
-                       " of " + std::to_string(d.ranks()) + ", the communicator is rank " +
-                       std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
-                       "; build the decomposition from the same communicator");
+    d.check_communicator(comm, "DistributedFft");
     if (g_ < 0)
       throw ValueError("DistributedFft: the guard width must be 0 or more, got " +
                        std::to_string(g_));
@@ -103,24 +99,16 @@ class DistributedFftImpl {
 #if CUNUMPY_HAS_FFTW_MPI
     // My block's rows in each rank's input slab, packed on the field's side.
     const int P = comm_.size();
-    std::vector<long long> sc(P), sd(P), rc(P), rd(P);
-    long long total_send = 0, total_recv = 0;
-    std::vector<Box> send_boxes(P), recv_boxes(P);
-    for (int r = 0; r < P; ++r) {
-      send_boxes[r] = block_box(d_.rank(), intersect(block(d_.rank(), 0), in_[r]), true);
-      recv_boxes[r] = slab_box(r, intersect(block(r, 0), in_[d_.rank()]), in_[d_.rank()]);
-      sc[r] = send_boxes[r].units();
-      rc[r] = recv_boxes[r].units();
-      sd[r] = total_send;
-      rd[r] = total_recv;
-      total_send += sc[r];
-      total_recv += rc[r];
-    }
-    ensure(send_dev_, total_send, b_);
-    ensure(recv_host_, total_recv, Backend::host);
+    const Parts& sent = block_parts_;
+    const Parts& got = slab_parts_;
+    const std::vector<long long>& rd = got.displs;
+    ensure(send_dev_, sent.total, b_);
+    ensure(recv_host_, got.total, Backend::host);
     for (int r = 0; r < P; ++r)
-      if (sc[r] > 0) pack_box(b_, field.data(), send_boxes[r], send_dev_.data() + sd[r]);
-    exchange_to_host(send_dev_, sc, sd, recv_host_, rc, rd, where);
+      if (sent.counts[r] > 0)
+        pack_box(b_, field.data(), sent.boxes[r], send_dev_.data() + sent.displs[r]);
+    exchange_to_host(send_dev_, sent.counts, sent.displs, recv_host_, got.counts, got.displs,
+                     where);
     // Into FFTW's input slab (real rows padded in 2D/3D; complex numbers in 1D).
     const long long rows = length(in_[d_.rank()]);
     if (nd_ == 1) {
@@ -133,8 +121,8 @@ class DistributedFftImpl {
       }
     } else {
       for (int r = 0; r < P; ++r)
-        if (rc[r] > 0)
-          unpack_box(Backend::host, slab_.data(), recv_boxes[r], recv_host_.data() + rd[r]);
+        if (got.counts[r] > 0)
+          unpack_box(Backend::host, slab_.data(), got.boxes[r], recv_host_.data() + rd[r]);
     }
     fftw_execute(forward_);
     if (b_ != Backend::host) {
@@ -167,21 +155,11 @@ class DistributedFftImpl {
     // The output slab (the forward input's distribution) back to the ranks' blocks.
     const int P = comm_.size();
     const IndexRange mine = in_[d_.rank()];
-    std::vector<long long> sc(P), sd(P), rc(P), rd(P);
-    long long total_send = 0, total_recv = 0;
-    std::vector<Box> send_boxes(P), recv_boxes(P);
-    for (int r = 0; r < P; ++r) {
-      send_boxes[r] = slab_box(r, intersect(block(r, 0), mine), mine);
-      recv_boxes[r] = block_box(d_.rank(), intersect(block(d_.rank(), 0), in_[r]), true);
-      sc[r] = send_boxes[r].units();
-      rc[r] = recv_boxes[r].units();
-      sd[r] = total_send;
-      rd[r] = total_recv;
-      total_send += sc[r];
-      total_recv += rc[r];
-    }
-    ensure(send_host_, total_send, Backend::host);
-    ensure(recv_dev_, total_recv, b_);
+    const Parts& sent = slab_parts_;
+    const Parts& got = block_parts_;
+    const std::vector<long long>& sd = sent.displs;
+    ensure(send_host_, sent.total, Backend::host);
+    ensure(recv_dev_, got.total, b_);
     if (nd_ == 1) {
       const std::complex<double>* slab = slab_.data();
       for (int r = 0; r < P; ++r) {
@@ -191,12 +169,14 @@ class DistributedFftImpl {
       }
     } else {
       for (int r = 0; r < P; ++r)
-        if (sc[r] > 0)
-          pack_box(Backend::host, slab_.data(), send_boxes[r], send_host_.data() + sd[r]);
+        if (sent.counts[r] > 0)
+          pack_box(Backend::host, slab_.data(), sent.boxes[r], send_host_.data() + sd[r]);
     }
-    exchange_from_host(send_host_, sc, sd, recv_dev_, rc, rd, where);
+    exchange_from_host(send_host_, sent.counts, sent.displs, recv_dev_, got.counts, got.displs,
+                       where);
     for (int r = 0; r < P; ++r)
-      if (rc[r] > 0) unpack_box(b_, field.data(), recv_boxes[r], recv_dev_.data() + rd[r]);
+      if (got.counts[r] > 0)
+        unpack_box(b_, field.data(), got.boxes[r], recv_dev_.data() + got.displs[r]);
 #else
     (void)where;
 #endif
@@ -217,14 +197,7 @@ class DistributedFftImpl {
 
  private:
   static Shape shape_of(const std::vector<long long>& d) {
-    switch (d.size()) {
-      case 1:
-        return Shape{d[0]};
-      case 2:
-        return Shape{d[0], d[1]};
-      default:
-        return Shape{d[0], d[1], d[2]};
-    }
+    return Shape(std::span<const long long>(d));
   }
 
   void check_field(const Array<double>& field, const char* what) const {
@@ -364,6 +337,13 @@ class DistributedFftImpl {
     comm_.allgather<long long>(std::span<const long long>(mine, 2), std::span<long long>(all));
     in_.resize(comm_.size());
     for (int r = 0; r < comm_.size(); ++r) in_[r] = {all[2 * r], all[2 * r] + all[2 * r + 1]};
+    // What moves between this rank's block and the slabs: the rows of the block in rank r's
+    // slab (sent forward, received back) and the rows of r's block in this rank's slab.
+    const IndexRange mine_in = in_[d_.rank()];
+    for (int r = 0; r < comm_.size(); ++r) {
+      block_parts_.add(block_box(d_.rank(), intersect(block(d_.rank(), 0), in_[r]), true));
+      slab_parts_.add(slab_box(r, intersect(block(r, 0), mine_in), mine_in));
+    }
     // The slab: host memory (pinned when the field is on a device).
     const long long n_alloc = std::max<long long>(alloc, 1);
     slab_ = b_ == Backend::host ? Array<std::complex<double>>(Shape{n_alloc}, Backend::host)
@@ -397,7 +377,20 @@ class DistributedFftImpl {
   }
   fftw_plan forward_ = nullptr, backward_ = nullptr;
 #endif
+  // Boxes per rank, with their element counts and offsets in a message buffer.
+  struct Parts {
+    std::vector<Box> boxes;
+    std::vector<long long> counts, displs;
+    long long total = 0;
+    void add(const Box& b) {
+      boxes.push_back(b);
+      counts.push_back(b.units());
+      displs.push_back(total);
+      total += b.units();
+    }
+  };
   std::vector<IndexRange> in_;
+  Parts block_parts_, slab_parts_;
   Array<std::complex<double>> slab_, spectrum_host_;
   Array<double> send_dev_, recv_dev_, send_host_, recv_host_;
 };

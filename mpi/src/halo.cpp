@@ -54,30 +54,13 @@ struct Plan {
   bool remote = false;  // some message goes to another rank
 };
 
-Shape shape_of(const std::vector<long long>& d) {
-  switch (d.size()) {
-    case 1:
-      return Shape{d[0]};
-    case 2:
-      return Shape{d[0], d[1]};
-    case 3:
-      return Shape{d[0], d[1], d[2]};
-    default:
-      return Shape{d[0], d[1], d[2], d[3]};
-  }
-}
-
 }  // namespace
 
 class HaloImpl {
  public:
   HaloImpl(const Comm& comm, const CartesianDecomposition& d, HaloOptions o)
       : comm_(comm), d_(d), o_(o) {
-    if (comm.size() != d.ranks() || comm.rank() != d.rank())
-      throw ValueError("HaloExchange: the decomposition is for rank " + std::to_string(d.rank()) +
-                       " of " + std::to_string(d.ranks()) + ", the communicator is rank " +
-                       std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
-                       "; build the decomposition from the same communicator");
+    d.check_communicator(comm, "HaloExchange");
     if (o.guard < 0)
       throw ValueError("HaloExchange: the guard width must be 0 or more, got " +
                        std::to_string(o.guard));
@@ -115,7 +98,7 @@ class HaloImpl {
       else
         dims.push_back(components);
     }
-    return shape_of(dims);
+    return Shape(std::span<const long long>(dims));
   }
 
   void begin(HaloMode mode, const HaloField& f, const std::source_location& where) {

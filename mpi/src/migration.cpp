@@ -29,12 +29,7 @@ class MigrationImpl {
   MigrationImpl(const Comm& comm, const CartesianDecomposition& d, std::array<double, 3> lower,
                 std::array<double, 3> upper, MigrationOptions o)
       : comm_(comm), d_(d), o_(o) {
-    if (comm.size() != d.ranks() || comm.rank() != d.rank())
-      throw ValueError("ParticleMigration: the decomposition is for rank " +
-                       std::to_string(d.rank()) + " of " + std::to_string(d.ranks()) +
-                       ", the communicator is rank " + std::to_string(comm.rank()) + " of " +
-                       std::to_string(comm.size()) +
-                       "; build the decomposition from the same communicator");
+    d.check_communicator(comm, "ParticleMigration");
     if (!(o.growth >= 1.0))
       throw ValueError("ParticleMigration: growth must be at least 1, got " +
                        std::to_string(o.growth));
@@ -51,6 +46,9 @@ class MigrationImpl {
       g_.periodic[a] = d.periodic(a);
       g_.lower[a] = lower[a];
       g_.length[a] = upper[a] - lower[a];
+      g_.scale[a] = static_cast<double>(g_.cells[a]) / g_.length[a];
+      g_.own_begin[a] = d.owned(a).begin;
+      g_.own_end[a] = d.owned(a).end;
     }
   }
 
@@ -58,8 +56,12 @@ class MigrationImpl {
     std::array<long long, 3> cell{0, 0, 0};
     for (int a = 0; a < g_.ndim; ++a) {
       double x = p[a] - g_.lower[a];
-      if (g_.periodic[a]) x -= g_.length[a] * std::floor(x / g_.length[a]);
-      const double s = x / g_.length[a] * static_cast<double>(g_.cells[a]);
+      if (g_.periodic[a] && !(x >= 0.0 && x < g_.length[a])) {  // as the migration wraps
+        x -= g_.length[a] * std::floor(x / g_.length[a]);
+        if (x >= g_.length[a]) x -= g_.length[a];
+        if (x < 0.0) x = 0.0;
+      }
+      const double s = x * g_.scale[a];
       if (!(s >= 0.0 && s < static_cast<double>(g_.cells[a])))
         throw ValueError("ParticleMigration::owner_of: position " + std::to_string(p[a]) +
                          " is outside the box [" + std::to_string(g_.lower[a]) + ", " +
@@ -248,11 +250,15 @@ class MigrationImpl {
     throw ValueError(m.str());
   }
 
+  // A buffer of at least `elements`, kept from call to call (grown by half again when too
+  // small); one far larger than the call needs (after the initial far jump of every particle,
+  // say) is given back rather than held for the run.
   template <typename T>
   static void ensure(Array<T>& a, long long elements, Backend b) {
     const long long n = std::max<long long>(elements, 1);
-    if (a.data() == nullptr || a.size() < n || a.backend() != b)
-      a = Array<T>(Shape{std::max<long long>(n, a.data() ? a.size() * 3 / 2 : n)}, b);
+    const bool oversized = a.data() != nullptr && a.size() > 8 * n && a.nbytes() > (16u << 20);
+    if (a.data() == nullptr || a.size() < n || a.backend() != b || oversized)
+      a = Array<T>(Shape{std::max<long long>(n, a.data() && !oversized ? a.size() * 3 / 2 : n)}, b);
   }
 
   // A few values from the arrays' side, read like a reduction's result.

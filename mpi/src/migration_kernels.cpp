@@ -55,32 +55,39 @@ long long assign_destinations(Backend backend, const MigrationGeometry& geometry
   const MigrationGeometry g = geometry;
   Positions pos{
       {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
+  // The common case, a particle still in this rank's cells, costs a multiply and two compares
+  // per axis; the owner's coordinates (integer divisions) only for those that left.
   return CUNUMPY_REDUCE(
-      "migration destinations", n, ReduceOp::sum, i, long long rank = 0; bool bad = false;
-      for (int a = 0; a < g.ndim; ++a) {
+      "migration destinations", n, ReduceOp::sum, i, bool bad = false; bool inside = true;
+      long long cell[3] = {0, 0, 0}; for (int a = 0; a < g.ndim; ++a) {
         double x = pos.p[a][i] - g.lower[a];
         const double len = g.length[a];
-        if (g.periodic[a]) {
+        if (g.periodic[a] && !(x >= 0.0 && x < len)) {
           x -= len * floor(x / len);
           if (x >= len) x -= len;
+          if (x < 0.0) x = 0.0;
           pos.p[a][i] = g.lower[a] + x;
         }
         const long long n_a = g.cells[a];
-        const double s = x / len * static_cast<double>(n_a);
-        long long cell = 0;
+        const double s = x * g.scale[a];
         if (!(s >= 0.0 && s < static_cast<double>(n_a))) {  // NaN too
           bad = true;
-        } else {
-          cell = static_cast<long long>(s);
-          if (cell >= n_a) cell = n_a - 1;
+          continue;
         }
-        // The part holding `cell` (split_range's parts): the largest c with n c / P <= cell.
-        const long long c = (static_cast<long long>(g.dims[a]) * (cell + 1) - 1) / n_a;
-        rank = rank * g.dims[a] + c;
-      } const std::uint32_t key = bad            ? static_cast<std::uint32_t>(g.ranks + 1)
-                                  : rank == g.me ? 0u
-                                                 : static_cast<std::uint32_t>(rank + 1);
-      keys[i] = key; return key == 0u ? 0LL : 1LL;);
+        long long c = static_cast<long long>(s);
+        if (c >= n_a) c = n_a - 1;
+        cell[a] = c;
+        inside = inside && c >= g.own_begin[a] && c < g.own_end[a];
+      } std::uint32_t key = 0u;
+      if (bad) key = static_cast<std::uint32_t>(g.ranks + 1); else if (!inside) {
+        // The part holding the cell (split_range's parts): the largest c with n c / P <= cell.
+        long long rank = 0;
+        for (int a = 0; a < g.ndim; ++a)
+          rank = rank * g.dims[a] +
+                 (static_cast<long long>(g.dims[a]) * (cell[a] + 1) - 1) / g.cells[a];
+        key = rank == g.me ? 0u : static_cast<std::uint32_t>(rank + 1);
+      } keys[i] = key;
+      return key == 0u ? 0LL : 1LL;);
 }
 
 void key_starts(Backend backend, const std::uint32_t* sorted, long long first, long long n,

@@ -70,6 +70,10 @@ class CartesianDecomposition {
   long long to_local(int axis, long long global) const { return global - owned(axis).begin; }
   long long to_global(int axis, long long local) const { return local + owned(axis).begin; }
 
+  // ValueError unless `comm` is the communicator this decomposition describes (same rank and
+  // size); `who` names the caller.
+  void check_communicator(const Comm& comm, const char* who) const;
+
   // "2 x 2 ranks over 256 x 256 cells (periodic, periodic); rank 3 at (1, 1) owns [128, 256) x
   // [128, 256)".
   std::string str() const;

@@ -92,16 +92,9 @@ class ParticleColumnOf final : public ParticleColumn {
     return w;
   }
   static Shape with_rows(const Shape& s, long long rows) {
-    switch (s.rank()) {
-      case 1:
-        return Shape{rows};
-      case 2:
-        return Shape{rows, s[1]};
-      case 3:
-        return Shape{rows, s[1], s[2]};
-      default:
-        return Shape{rows, s[1], s[2], s[3]};
-    }
+    std::array<long long, Shape::max_rank> dims{};
+    for (int a = 0; a < s.rank(); ++a) dims[a] = a == 0 ? rows : s[a];
+    return Shape(std::span<const long long>(dims.data(), static_cast<std::size_t>(s.rank())));
   }
   Array<T>& array_;
   Array<T> spare_;

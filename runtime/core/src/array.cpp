@@ -7,7 +7,10 @@
 
 namespace cunumpy {
 
-Shape::Shape(std::initializer_list<long long> extents) {
+Shape::Shape(std::initializer_list<long long> extents)
+    : Shape(std::span<const long long>(extents.begin(), extents.size())) {}
+
+Shape::Shape(std::span<const long long> extents) {
   if (extents.size() < 1 || extents.size() > max_rank)
     throw ValueError("Shape: rank 1 to 4 expected, got " + std::to_string(extents.size()) +
                      " extents; reshape the data into at most 4 dimensions");

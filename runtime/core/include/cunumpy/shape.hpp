@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <string>
 
 namespace cunumpy {
@@ -18,6 +19,8 @@ class Shape {
   Shape() = default;
   // Throws ValueError for a rank outside 1..4 or a negative extent.
   Shape(std::initializer_list<long long> extents);
+  // The same from extents known at run time.
+  explicit Shape(std::span<const long long> extents);
   template <std::size_t N>
   explicit Shape(const std::array<long long, N>& extents) : Shape() {
     static_assert(N >= 1 && N <= max_rank, "arrays have rank 1 to 4");
