@@ -2,8 +2,8 @@
 #
 # The one rule of ARCHITECTURE.md: a layer includes headers of its own layer and of the
 # layers below it, never above.  Layers, lowest first, with the folders that hold them:
-#   0 device_headers   1 runtime/core   2 memory   3 kernels   4 mpi   5 runtime/startup
-#   6 include (the umbrella header)     7 testing (GoogleTest helpers)   8 apps
+#   0 device_headers   1 runtime/core   2 memory   3 kernels   4 mpi   5 io   6 runtime/startup
+#   7 include (the umbrella header)     8 testing (GoogleTest helpers)   9 apps
 # Also: a public header (what is installed) includes no library-internal header
 # (cunumpy/internal/...) and no detail/ header.  Every #include <cunumpy/...> (or
 # "cunumpy/...") of every file in these folders is checked; a header that no layer provides
@@ -13,7 +13,7 @@ if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layers.cmake: pass -DSOURCE_DIR=<the source tree>")
 endif()
 
-set(_layers device_headers runtime/core memory kernels mpi runtime/startup include testing apps)
+set(_layers device_headers runtime/core memory kernels mpi io runtime/startup include testing apps)
 
 # Which layer provides each header name (cunumpy/...), and which headers are public.
 set(_index 0)

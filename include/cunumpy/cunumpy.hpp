@@ -16,6 +16,7 @@
 #include <cunumpy/fft.hpp>
 #include <cunumpy/halo.hpp>
 #include <cunumpy/host_staging.hpp>
+#include <cunumpy/io.hpp>
 #include <cunumpy/launcher.hpp>
 #include <cunumpy/memory.hpp>
 #include <cunumpy/memory_block.hpp>

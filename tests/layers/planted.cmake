@@ -5,7 +5,7 @@
 # to name the file and the header.
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK_DIR})
-foreach(dir device_headers runtime memory kernels mpi include apps)
+foreach(dir device_headers runtime memory kernels mpi io include apps)
   file(COPY ${SOURCE_DIR}/${dir} DESTINATION ${WORK_DIR})
 endforeach()
 
@@ -31,6 +31,8 @@ if(NOT clean EQUAL 0)
 endif()
 expect_failure("an upward include (core -> mpi)" runtime/core/src/array.cpp "#include <cunumpy/comm.hpp>")
 expect_failure("an upward include (kernels -> mpi)" kernels/include/cunumpy/parallel.hpp "#include <cunumpy/mpi_buffer.hpp>")
+expect_failure("an upward include (mpi -> io)" mpi/src/halo.cpp "#include <cunumpy/openpmd.hpp>")
+expect_failure("an upward include (io -> runtime)" io/src/openpmd.cpp "#include <cunumpy/runtime.hpp>")
 expect_failure("an upward include (memory -> runtime)" memory/src/pools.cpp "#include \"cunumpy/runtime.hpp\"")
 expect_failure("an internal header in a public one" memory/include/cunumpy/memory.hpp
                "#include <cunumpy/internal/core_context.hpp>")

@@ -1,0 +1,111 @@
+// cunumpy/openpmd.hpp: openPMD 1.1 output (file-based HDF5 series), written by all ranks into
+// one file per iteration, readable by openPMD-api, openPMD-viewer, yt, VisIt and h5py.
+//
+//   cunumpy::OpenPmdSeries series("out/fields", world);         // refuses earlier output
+//   auto it = series.iteration(step, time, dt);                  // out/fields/data_<step>.h5
+//   it.mesh("rho", {}, layout, {&rho_block});                    // scalar mesh
+//   it.mesh("E", {"x", "y"}, layout, {&ex_block, &ey_block});    // vector mesh
+//   it.particles("electrons", particles);                        // this rank's particles
+//   it.close();                                                  // complete: renamed into place
+//
+// Layout (openPMD's "fileBased" encoding): `<folder>/<name>_<step>.h5`, each holding
+// /data/<step>/meshes/... and /data/<step>/particles/...  Every rank writes its block of each
+// mesh (`MeshLayout`: the global shape, this rank's offset and count, C order) and its
+// particles (offsets from a scan of the counts) into the one file, collectively with parallel
+// HDF5.  Nothing is lost: an iteration is written to a hidden temporary file of the folder,
+// flushed to the disk and renamed to its final name only when complete, so a process killed
+// during a write leaves every earlier file as it was and no partial file under a final name.
+// A folder that holds a series of the same name is refused unless `overwrite`.  Units are the
+// simulation's (unitSI 1, unitDimension as given: the mini-app is normalised).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cunumpy/array.hpp>
+#include <cunumpy/comm.hpp>
+
+namespace cunumpy {
+
+struct OpenPmdOptions {
+  std::string name = "data";  // file names: <name>_<step>.h5
+  bool overwrite = false;     // replace files of an earlier series of that name
+  std::string software = "cunumpy";
+  std::string author;  // openPMD's recommended author attribute (empty: $USER)
+};
+
+// openPMD's unitDimension: powers of (length, mass, time, current, temperature, amount,
+// luminous intensity).
+using UnitDimension = std::array<double, 7>;
+
+struct MeshLayout {
+  std::vector<long long> global;  // the whole mesh, C order (slowest axis first)
+  std::vector<long long> offset;  // this rank's block
+  std::vector<long long> count;
+  std::vector<double> spacing;           // gridSpacing
+  std::vector<double> grid_offset;       // gridGlobalOffset
+  std::vector<std::string> axis_labels;  // e.g. {"x", "y"} (C order)
+  std::vector<double> position;          // where in the cell the values sit (0: the nodes)
+};
+
+// One species' particles on this rank: positions and momenta per axis (openPMD's
+// position/positionOffset split: position holds the whole coordinate, positionOffset is 0),
+// weights, ids, and the constant charge and mass of a macro-particle.
+struct ParticleRecords {
+  std::vector<std::string> axes;                   // {"x"} or {"x", "y"}
+  std::vector<const Array<double>*> position;      // one per axis
+  std::vector<const Array<double>*> momentum;      // one per axis
+  const Array<double>* weighting = nullptr;        // per particle (nullptr: `weight` for all)
+  const Array<std::int64_t>* id = nullptr;         // per particle
+  long long count = 0;                             // rows [0, count) of the arrays
+  double weight = 1.0, charge = -1.0, mass = 1.0;  // per macro-particle
+};
+
+namespace detail {
+class OpenPmdFile;
+}
+
+class OpenPmdIteration {
+ public:
+  ~OpenPmdIteration();
+  OpenPmdIteration(OpenPmdIteration&&) noexcept;
+  OpenPmdIteration& operator=(OpenPmdIteration&&) noexcept;
+
+  // A mesh record: one dataset per component (a scalar record when `components` is empty);
+  // `data[c]` holds this rank's block of component c (layout.count's elements, C order; host
+  // arrays, or device arrays copied to the host, counted).  Collective.
+  void mesh(const std::string& record, const std::vector<std::string>& components,
+            const MeshLayout& layout, const std::vector<const Array<double>*>& data,
+            UnitDimension unit = {});
+  void particles(const std::string& species, const ParticleRecords& records);
+  // Flushes, closes and renames the file into place.  Collective.  An iteration dropped
+  // without close() (an exception on the way) leaves only its temporary file, removed.
+  void close();
+  const std::string& path() const noexcept;
+
+ private:
+  friend class OpenPmdSeries;
+  explicit OpenPmdIteration(std::unique_ptr<detail::OpenPmdFile> file);
+  std::unique_ptr<detail::OpenPmdFile> file_;
+};
+
+class OpenPmdSeries {
+ public:
+  // Creates `folder` when missing and checks that it takes files, before any output (rank 0
+  // checks, every rank gets the same answer).  IoError naming the folder otherwise.
+  OpenPmdSeries(std::string folder, const Comm& comm, OpenPmdOptions options = {});
+  OpenPmdIteration iteration(long long step, double time, double dt);
+  const std::string& folder() const noexcept { return folder_; }
+  // "<folder>/<name>_<step>.h5"
+  std::string file_of(long long step) const;
+
+ private:
+  std::string folder_;
+  Comm comm_;
+  OpenPmdOptions options_;
+};
+
+}  // namespace cunumpy

@@ -1,0 +1,215 @@
+// HDF5 handles and errors (hdf5.hpp).
+#include <cunumpy/hdf5.hpp>
+
+#include <cstdint>
+#include <mutex>
+
+namespace cunumpy::h5 {
+
+namespace {
+
+// HDF5 prints its error stack to stderr by default; the library reports it in the exception.
+void quiet_hdf5() {
+  static std::once_flag once;
+  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
+  auto* text = static_cast<std::string*>(out);
+  if (n < 4 && e->desc != nullptr) *text += std::string(text->empty() ? "" : "; ") + e->desc;
+  return 0;
+}
+
+std::string stack() {
+  std::string text;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect, &text);
+  H5Eclear2(H5E_DEFAULT);
+  return text.empty() ? "no HDF5 message" : text;
+}
+
+[[noreturn]] void fail(const char* what, const std::string& file, const std::string& object) {
+  throw IoError(std::string("HDF5: ") + what + " failed for " + object + " in " + file + ": " +
+                stack());
+}
+
+}  // namespace
+
+void check(herr_t status, const char* what, const std::string& file, const std::string& object) {
+  if (status < 0) fail(what, file, object);
+}
+
+hid_t check_id(hid_t id, const char* what, const std::string& file, const std::string& object) {
+  if (id < 0) fail(what, file, object);
+  return id;
+}
+
+template <>
+hid_t native_type<double>() {
+  return H5T_NATIVE_DOUBLE;
+}
+template <>
+hid_t native_type<float>() {
+  return H5T_NATIVE_FLOAT;
+}
+template <>
+hid_t native_type<std::int64_t>() {
+  return H5T_NATIVE_INT64;
+}
+template <>
+hid_t native_type<std::uint64_t>() {
+  return H5T_NATIVE_UINT64;
+}
+template <>
+hid_t native_type<std::int32_t>() {
+  return H5T_NATIVE_INT32;
+}
+
+bool parallel_hdf5() noexcept {
+#if defined(H5_HAVE_PARALLEL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void Object::attribute_raw(const std::string& name, const void* data, std::size_t n, hid_t type,
+                           bool scalar) const {
+  quiet_hdf5();
+  const hsize_t dims[1] = {n};
+  Handle space(check_id(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, nullptr),
+                        "H5Screate", file_, path_ + " attribute " + name),
+               H5Sclose);
+  if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
+  Handle a(check_id(H5Acreate2(id(), name.c_str(), type, space.id(), H5P_DEFAULT, H5P_DEFAULT),
+                    "H5Acreate2", file_, path_ + " attribute " + name),
+           H5Aclose);
+  check(H5Awrite(a.id(), type, data), "H5Awrite", file_, path_ + " attribute " + name);
+}
+
+void Object::attribute(const std::string& name, const std::string& value) const {
+  quiet_hdf5();
+  // A fixed-length ASCII string, as openPMD's readers expect.
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.id(), std::max<std::size_t>(value.size(), 1));
+  H5Tset_strpad(type.id(), H5T_STR_NULLPAD);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
+  Handle a(check_id(H5Acreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
+                    "H5Acreate2", file_, path_ + " attribute " + name),
+           H5Aclose);
+  const std::string padded = value.empty() ? std::string(1, '\0') : value;
+  check(H5Awrite(a.id(), type.id(), padded.data()), "H5Awrite", file_,
+        path_ + " attribute " + name);
+}
+
+void Object::attribute(const std::string& name, const std::vector<std::string>& values) const {
+  quiet_hdf5();
+  std::size_t width = 1;
+  for (const std::string& v : values) width = std::max(width, v.size());
+  std::string packed(width * values.size(), '\0');
+  for (std::size_t i = 0; i < values.size(); ++i)
+    packed.replace(i * width, values[i].size(), values[i]);
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.id(), width);
+  H5Tset_strpad(type.id(), H5T_STR_NULLPAD);
+  const hsize_t dims[1] = {values.size()};
+  Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
+  if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
+  Handle a(check_id(H5Acreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
+                    "H5Acreate2", file_, path_ + " attribute " + name),
+           H5Aclose);
+  check(H5Awrite(a.id(), type.id(), packed.data()), "H5Awrite", file_,
+        path_ + " attribute " + name);
+}
+
+Group Group::group(const std::string& relative) const {
+  quiet_hdf5();
+  const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
+  if (H5Lexists(id(), relative.c_str(), H5P_DEFAULT) > 0)
+    return Group(
+        Handle(check_id(H5Gopen2(id(), relative.c_str(), H5P_DEFAULT), "H5Gopen2", file_, full),
+               H5Gclose),
+        file_, full);
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.id(), 1);
+  return Group(
+      Handle(check_id(H5Gcreate2(id(), relative.c_str(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT),
+                      "H5Gcreate2", file_, full),
+             H5Gclose),
+      file_, full);
+}
+
+File File::create(const std::string& path, const Comm& comm) {
+  quiet_hdf5();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  bool parallel = false;
+#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
+  if (comm.size() > 1) {
+    check(H5Pset_fapl_mpio(fapl.id(), comm.native(), MPI_INFO_NULL), "H5Pset_fapl_mpio", path, "/");
+    parallel = true;
+  }
+#endif
+  if (!parallel && comm.size() > 1)
+    throw IoError("HDF5: " + path + ": " + std::to_string(comm.size()) +
+                  " ranks need a parallel HDF5 (libhdf5-openmpi-dev) to write one file");
+  Handle f(check_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), "H5Fcreate",
+                    path, "the file"),
+           H5Fclose);
+  Handle root(check_id(H5Gopen2(f.id(), "/", H5P_DEFAULT), "H5Gopen2", path, "/"), H5Gclose);
+  File out(std::move(root), path, comm, parallel);
+  out.file_handle_ = std::move(f);
+  return out;
+}
+
+void File::flush() const {
+  check(H5Fflush(file_handle_.id(), H5F_SCOPE_GLOBAL), "H5Fflush", file_, "the file");
+}
+
+void File::close() {
+  h_.reset();  // the root group
+  if (file_handle_) {
+    const hid_t id = file_handle_.id();
+    // Close everything still open in it first, so that H5Fclose really closes the file.
+    const herr_t status = H5Fclose(id);
+    file_handle_ = Handle();  // already closed (or failed): never close twice
+    check(status, "H5Fclose", file_, "the file");
+  }
+}
+
+Object write_dataset(const File& file, const Group& group, const std::string& name, hid_t type,
+                     std::span<const long long> global, std::span<const long long> offset,
+                     std::span<const long long> count, const void* data) {
+  quiet_hdf5();
+  const std::string full = group.path() + "/" + name;
+  const int rank = static_cast<int>(global.size());
+  std::vector<hsize_t> g(global.begin(), global.end()), o(offset.begin(), offset.end()),
+      c(count.begin(), count.end());
+  Handle fspace(
+      check_id(H5Screate_simple(rank, g.data(), nullptr), "H5Screate_simple", file.file(), full),
+      H5Sclose);
+  Handle d(check_id(H5Dcreate2(group.id(), name.c_str(), type, fspace.id(), H5P_DEFAULT,
+                               H5P_DEFAULT, H5P_DEFAULT),
+                    "H5Dcreate2", file.file(), full),
+           H5Dclose);
+  long long elements = 1;
+  for (long long v : count) elements *= v;
+  Handle mspace(
+      check_id(H5Screate_simple(rank, c.data(), nullptr), "H5Screate_simple", file.file(), full),
+      H5Sclose);
+  if (elements == 0) {
+    H5Sselect_none(fspace.id());
+    H5Sselect_none(mspace.id());
+  } else {
+    check(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, o.data(), nullptr, c.data(), nullptr),
+          "H5Sselect_hyperslab", file.file(), full);
+  }
+  Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
+  if (file.parallel()) H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE);
+#endif
+  check(H5Dwrite(d.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dwrite", file.file(),
+        full);
+  return Object(std::move(d), file.file(), full);
+}
+
+}  // namespace cunumpy::h5

@@ -1,0 +1,328 @@
+// openPMD output (openpmd.hpp).
+#include <cunumpy/openpmd.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cunumpy/backend.hpp>
+#include <cunumpy/hdf5.hpp>
+#include <cunumpy/transfer.hpp>
+
+namespace cunumpy {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Rank 0's text to every rank (empty: no error).
+std::string shared_text(const Comm& comm, std::string text) {
+  long long n = comm.bcast(static_cast<long long>(text.size()), 0);
+  text.resize(static_cast<std::size_t>(n));
+  std::vector<char> buffer(text.begin(), text.end());
+  comm.bcast(std::span<char>(buffer), 0);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+void fsync_path(const fs::path& p, bool directory) {
+  const int fd = ::open(p.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::string now_openpmd() {  // "YYYY-MM-DD HH:MM:SS +ZZZZ"
+  const std::time_t t = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char text[64];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S %z", &local);
+  return text;
+}
+
+const UnitDimension kLength{1, 0, 0, 0, 0, 0, 0};
+const UnitDimension kMomentum{1, 1, -1, 0, 0, 0, 0};
+const UnitDimension kCharge{0, 0, 1, 1, 0, 0, 0};
+const UnitDimension kMass{0, 1, 0, 0, 0, 0, 0};
+const UnitDimension kNone{0, 0, 0, 0, 0, 0, 0};
+
+void record_attributes(const h5::Object& o, const UnitDimension& unit) {
+  o.attribute("unitDimension", std::span<const double>(unit.data(), unit.size()));
+  o.attribute("timeOffset", 0.0f);
+}
+
+// A constant record component: its value and shape as attributes, no dataset.
+void constant_component(const h5::Group& g, double value, long long n) {
+  g.attribute("value", value);
+  const std::uint64_t shape[1] = {static_cast<std::uint64_t>(n)};
+  g.attribute("shape", std::span<const std::uint64_t>(shape, 1));
+  g.attribute("unitSI", 1.0);
+}
+
+// The host data of `a`'s first `n` elements (a device array is copied, counted).
+template <typename T>
+Array<T> host_of(const Array<T>& a) {
+  return to_host(a);
+}
+
+}  // namespace
+
+namespace detail {
+
+class OpenPmdFile {
+ public:
+  OpenPmdFile(const std::string& final_path, const std::string& tmp_path, const Comm& comm,
+              const OpenPmdOptions& options, long long step, double time, double dt,
+              const std::string& date)
+      : final_(final_path),
+        tmp_(tmp_path),
+        comm_(comm),
+        file_(h5::File::create(tmp_path, comm)),
+        iteration_(file_.group("data/" + std::to_string(step))) {
+    file_.attribute("openPMD", "1.1.0");
+    file_.attribute("openPMDextension", std::uint32_t{0});
+    file_.attribute("basePath", "/data/%T/");
+    file_.attribute("meshesPath", "meshes/");
+    file_.attribute("particlesPath", "particles/");
+    file_.attribute("iterationEncoding", "fileBased");
+    file_.attribute("iterationFormat", options.name + "_%T.h5");
+    file_.attribute("software", options.software);
+    file_.attribute("softwareVersion", std::string(version()));
+    file_.attribute("date", date);
+    const char* user = std::getenv("USER");
+    file_.attribute("author", !options.author.empty() ? options.author
+                              : user != nullptr       ? std::string(user)
+                                                      : std::string("unknown"));
+    iteration_.attribute("time", time);
+    iteration_.attribute("dt", dt);
+    iteration_.attribute("timeUnitSI", 1.0);
+  }
+
+  ~OpenPmdFile() {
+    if (closed_) return;
+    try {
+      iteration_.release();
+      file_.close();
+    } catch (...) {  // the temporary file goes anyway
+    }
+    if (comm_.rank() == 0) ::unlink(tmp_.c_str());
+  }
+
+  void mesh(const std::string& record, const std::vector<std::string>& components,
+            const MeshLayout& l, const std::vector<const Array<double>*>& data,
+            const UnitDimension& unit) {
+    const std::size_t nd = l.global.size();
+    if (nd < 1 || nd > 3 || l.offset.size() != nd || l.count.size() != nd ||
+        l.spacing.size() != nd || l.grid_offset.size() != nd || l.axis_labels.size() != nd)
+      throw ValueError("openPMD mesh " + record +
+                       ": global, offset, count, spacing, grid_offset and axis_labels need one "
+                       "entry per axis (1 to 3)");
+    const std::size_t n_components = components.empty() ? 1 : components.size();
+    if (data.size() != n_components)
+      throw ValueError("openPMD mesh " + record + ": " + std::to_string(n_components) +
+                       " component array(s) expected, got " + std::to_string(data.size()));
+    long long elements = 1;
+    for (long long c : l.count) elements *= c;
+    for (const Array<double>* a : data)
+      if (a == nullptr || a->size() != elements)
+        throw ValueError("openPMD mesh " + record + ": each component's block must hold " +
+                         std::to_string(elements) + " values (the layout's count)");
+    const h5::Group meshes = iteration_.group("meshes");
+    const std::vector<double> position =
+        l.position.empty() ? std::vector<double>(nd, 0.0) : l.position;
+    auto mesh_attributes = [&](const h5::Object& o) {
+      o.attribute("geometry", "cartesian");
+      o.attribute("dataOrder", "C");
+      o.attribute("axisLabels", l.axis_labels);
+      o.attribute("gridSpacing", std::span<const double>(l.spacing));
+      o.attribute("gridGlobalOffset", std::span<const double>(l.grid_offset));
+      o.attribute("gridUnitSI", 1.0);
+      record_attributes(o, unit);
+    };
+    auto component = [&](const h5::Group& parent, const std::string& name, const Array<double>& a) {
+      const Array<double> host = host_of(a);
+      h5::Object d =
+          h5::write_dataset<double>(file_, parent, name, l.global, l.offset, l.count, host.data());
+      d.attribute("position", std::span<const double>(position));
+      d.attribute("unitSI", 1.0);
+      return d;
+    };
+    if (components.empty()) {
+      mesh_attributes(component(meshes, record, *data[0]));
+      return;
+    }
+    const h5::Group g = meshes.group(record);
+    mesh_attributes(g);
+    for (std::size_t c = 0; c < components.size(); ++c) component(g, components[c], *data[c]);
+  }
+
+  void particles(const std::string& species, const ParticleRecords& p) {
+    const std::size_t nd = p.axes.size();
+    if (nd < 1 || nd > 3 || p.position.size() != nd || p.momentum.size() != nd)
+      throw ValueError("openPMD particles " + species +
+                       ": one position and one momentum array per axis (1 to 3 axes)");
+    const long long n = p.count;
+    const long long total = comm_.allreduce(n, Op::sum);
+    const long long first = comm_.scan(n, Op::sum) - n;
+    const std::vector<long long> global{total}, offset{first}, count{n};
+    const h5::Group s = iteration_.group("particles").group(species);
+    auto rows = [&](const auto* a, const char* what) {
+      if (a == nullptr || a->ndim() != 1 || a->size() < n)
+        throw ValueError("openPMD particles " + species + ": " + what +
+                         " must be a 1D array of at least " + std::to_string(n) + " rows");
+      return host_of(*a);
+    };
+    auto vector_record = [&](const char* name, const std::vector<const Array<double>*>& arrays,
+                             const UnitDimension& unit) {
+      const h5::Group r = s.group(name);
+      record_attributes(r, unit);
+      for (std::size_t a = 0; a < nd; ++a) {
+        const Array<double> h = rows(arrays[a], name);
+        h5::write_dataset<double>(file_, r, p.axes[a], global, offset, count, h.data())
+            .attribute("unitSI", 1.0);
+      }
+    };
+    vector_record("position", p.position, kLength);
+    vector_record("momentum", p.momentum, kMomentum);
+    {
+      const h5::Group r = s.group("positionOffset");
+      record_attributes(r, kLength);
+      for (std::size_t a = 0; a < nd; ++a) constant_component(r.group(p.axes[a]), 0.0, total);
+    }
+    if (p.weighting != nullptr) {
+      const Array<double> h = rows(p.weighting, "weighting");
+      h5::Object d =
+          h5::write_dataset<double>(file_, s, "weighting", global, offset, count, h.data());
+      record_attributes(d, kNone);
+      d.attribute("unitSI", 1.0);
+    } else {
+      const h5::Group r = s.group("weighting");
+      record_attributes(r, kNone);
+      constant_component(r, p.weight, total);
+    }
+    for (auto [name, value, unit] :
+         {std::tuple{"charge", p.charge, kCharge}, std::tuple{"mass", p.mass, kMass}}) {
+      const h5::Group r = s.group(name);
+      record_attributes(r, unit);
+      constant_component(r, value, total);
+    }
+    if (p.id != nullptr) {
+      const Array<std::int64_t> h = rows(p.id, "id");
+      std::vector<std::uint64_t> ids(static_cast<std::size_t>(n));
+      for (long long i = 0; i < n; ++i) ids[i] = static_cast<std::uint64_t>(h.data()[i]);
+      h5::Object d =
+          h5::write_dataset<std::uint64_t>(file_, s, "id", global, offset, count, ids.data());
+      record_attributes(d, kNone);
+      d.attribute("unitSI", 1.0);
+    }
+  }
+
+  void close() {
+    if (closed_) return;
+    iteration_.release();
+    file_.flush();
+    file_.close();
+    closed_ = true;
+    comm_.barrier();
+    std::string error;
+    if (comm_.rank() == 0) {
+      fsync_path(tmp_, false);
+      if (::rename(tmp_.c_str(), final_.c_str()) != 0)
+        error = "openPMD: cannot put " + final_ + " in place: " + std::strerror(errno);
+      else
+        fsync_path(fs::path(final_).parent_path(), true);
+    }
+    error = shared_text(comm_, error);
+    if (!error.empty()) throw IoError(error);
+  }
+
+  const std::string& path() const noexcept { return final_; }
+
+ private:
+  std::string final_, tmp_;
+  Comm comm_;
+  h5::File file_;
+  h5::Group iteration_;
+  bool closed_ = false;
+};
+
+}  // namespace detail
+
+OpenPmdIteration::OpenPmdIteration(std::unique_ptr<detail::OpenPmdFile> file)
+    : file_(std::move(file)) {}
+OpenPmdIteration::~OpenPmdIteration() = default;
+OpenPmdIteration::OpenPmdIteration(OpenPmdIteration&&) noexcept = default;
+OpenPmdIteration& OpenPmdIteration::operator=(OpenPmdIteration&&) noexcept = default;
+
+void OpenPmdIteration::mesh(const std::string& record, const std::vector<std::string>& components,
+                            const MeshLayout& layout, const std::vector<const Array<double>*>& data,
+                            UnitDimension unit) {
+  file_->mesh(record, components, layout, data, unit);
+}
+void OpenPmdIteration::particles(const std::string& species, const ParticleRecords& records) {
+  file_->particles(species, records);
+}
+void OpenPmdIteration::close() {
+  file_->close();
+}
+const std::string& OpenPmdIteration::path() const noexcept {
+  return file_->path();
+}
+
+OpenPmdSeries::OpenPmdSeries(std::string folder, const Comm& comm, OpenPmdOptions options)
+    : folder_(std::move(folder)), comm_(comm), options_(std::move(options)) {
+  std::string error;
+  if (comm.rank() == 0) {
+    std::error_code ec;
+    const fs::path dir(folder_);
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+      error = "openPMD: " + folder_ + " is a file, not a folder; give a folder to write into";
+    } else {
+      fs::create_directories(dir, ec);
+      if (ec) {
+        error = "openPMD: cannot create the output folder " + folder_ + ": " + ec.message();
+      } else {
+        const fs::path probe = dir / (".openpmd-probe." + std::to_string(getpid()));
+        const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+          error = "openPMD: cannot write into " + folder_ + ": " + std::strerror(errno) +
+                  "; check its permissions or choose another folder";
+        } else {
+          ::close(fd);
+          ::unlink(probe.c_str());
+        }
+      }
+      if (error.empty() && !options_.overwrite)
+        for (const auto& entry : fs::directory_iterator(dir, ec)) {
+          const std::string name = entry.path().filename().string();
+          if (name.rfind(options_.name + "_", 0) == 0 && entry.path().extension() == ".h5") {
+            error = "openPMD: " + folder_ + " holds the series '" + options_.name + "' of an " +
+                    "earlier run (" + name + "); choose another folder or name, or overwrite";
+            break;
+          }
+        }
+    }
+  }
+  error = shared_text(comm, error);
+  if (!error.empty()) throw IoError(error);
+}
+
+std::string OpenPmdSeries::file_of(long long step) const {
+  return (fs::path(folder_) / (options_.name + "_" + std::to_string(step) + ".h5")).string();
+}
+
+OpenPmdIteration OpenPmdSeries::iteration(long long step, double time, double dt) {
+  const std::string final_path = file_of(step);
+  const std::string tmp =
+      (fs::path(folder_) / ("." + options_.name + "_" + std::to_string(step) + ".h5.tmp")).string();
+  const std::string date = shared_text(comm_, comm_.rank() == 0 ? now_openpmd() : std::string());
+  return OpenPmdIteration(std::make_unique<detail::OpenPmdFile>(final_path, tmp, comm_, options_,
+                                                                step, time, dt, date));
+}
+
+}  // namespace cunumpy

@@ -1,0 +1,66 @@
+"""Reads the series write_series wrote, with the ecosystem's readers: openPMD-api (the values
+and attributes), h5py (the raw file), and the openPMD validator (the standard's rules).
+
+Usage: python check_series.py <folder> <ranks>   (exit 0: all good)
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import openpmd_api as io
+
+folder, ranks = sys.argv[1], int(sys.argv[2])
+nx, ny = 24, 18
+files = sorted(glob.glob(os.path.join(folder, "data_*.h5")))
+assert files, f"no series files in {folder}"
+assert not glob.glob(os.path.join(folder, ".*.tmp")), "a temporary file was left behind"
+
+# 1. The validator (openPMD-validator's HDF5 checker): no errors.
+for f in files:
+    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "openPMD_check_h5"),
+                          "-i", f], capture_output=True, text=True)
+    print(out.stdout.strip().splitlines()[-1] if out.stdout else out.stderr)
+    assert out.returncode == 0, f"validator failed on {f}:\n{out.stdout}\n{out.stderr}"
+
+# 2. openPMD-api: every value as written.
+series = io.Series(os.path.join(folder, "data_%T.h5"), io.Access.read_only)
+steps = sorted(series.iterations)
+assert steps == [10 * s for s in range(len(files))], steps
+i, j = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
+expected_rho = (i * 1000 + j).astype(float)
+counts = [10 + r for r in range(ranks)]
+ids = np.concatenate([np.arange(100 * r, 100 * r + counts[r]) for r in range(ranks)])
+for step in steps:
+    it = series.iterations[step]
+    assert abs(it.time - 0.1 * step) < 1e-12 and abs(it.dt - 0.1) < 1e-12
+    rho = it.meshes["rho"]
+    E = it.meshes["E"]
+    assert list(rho.axis_labels) == ["x", "y"]
+    assert list(rho.grid_spacing) == [0.5, 0.25]
+    r = rho[io.Mesh_Record_Component.SCALAR].load_chunk()
+    ex = E["x"].load_chunk()
+    ey = E["y"].load_chunk()
+    e = it.particles["electrons"]
+    x = e["position"]["x"].load_chunk()
+    px = e["momentum"]["x"].load_chunk()
+    w = e["weighting"][io.Record_Component.SCALAR].load_chunk()
+    pid = e["id"][io.Record_Component.SCALAR].load_chunk()
+    series.flush()
+    assert np.array_equal(r, expected_rho), "rho"
+    assert np.array_equal(ex, expected_rho + 0.5) and np.array_equal(ey, -expected_rho), "E"
+    assert np.array_equal(pid, ids), pid
+    assert np.allclose(x, 0.001 * ids, rtol=0, atol=1e-15) and np.array_equal(px, ids.astype(float))
+    assert np.allclose(w, 1.0 + ids / 10.0, rtol=0, atol=1e-15)
+    print(f"openPMD-api: iteration {step}: rho {r.shape}, E, {len(pid)} electrons as written")
+series.close()
+
+# 3. h5py: the raw layout.
+with h5py.File(files[0], "r") as f:
+    assert f.attrs["openPMD"].decode() == "1.1.0"
+    assert f.attrs["iterationEncoding"].decode() == "fileBased"
+    assert f["data/0/meshes/rho"].shape == (nx, ny)
+    assert f["data/0/particles/electrons/id"].dtype == np.uint64
+print("h5py: layout as written")
