@@ -2,6 +2,8 @@
 # Sets up a fresh machine, builds cunumpy and runs its main job: the electrostatic PIC
 # mini-app on Landau damping, on 2 MPI ranks.  Prints the fitted and theoretical rates and the
 # time per phase, writes out/landau/{energy.csv,summary.json} and the plot out/landau/energy.png.
+# Then the two-stream instability on a decomposed grid with openPMD output, and its phase-space
+# picture read back through openPMD-api: out/two_stream/phase_space.png.
 #   bash scripts/demo.sh                    # host backend
 #   CUNUMPY_BACKEND=cuda bash scripts/demo.sh
 set -euo pipefail
@@ -13,3 +15,11 @@ BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build}"
 OUT="${OUT:-$CUNUMPY_ROOT/out/landau}"
 mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --output "$OUT" --overwrite
 /usr/bin/python3 "$CUNUMPY_ROOT/scripts/plot_energy.py" "$OUT"
+OUT2="${OUT2:-$CUNUMPY_ROOT/out/two_stream}"
+mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case two_stream --steps 400 --decompose --no-progress \
+  --output "$OUT2" --output-every 40 --overwrite | grep -E "gamma|wrote"
+if python="$(bash "$CUNUMPY_ROOT/scripts/openpmd_venv.sh")"; then
+  "$python" "$CUNUMPY_ROOT/scripts/plot_phase_space.py" "$OUT2"
+else
+  echo "demo: no openPMD-api (see above): the phase-space picture is skipped"
+fi

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <string>
 
+#include "checkpoint.hpp"
 #include "pic.hpp"
 #include "pic_catalog.hpp"
 
@@ -65,6 +66,17 @@ int main(int argc, char** argv) {
          "builtin (parallel_for loops compiled with the program) | rtc (the kernel catalog: "
          "host versions, CUDA sources compiled at run time)")
       ->check(CLI::IsMember({"builtin", "rtc"}));
+  app.add_option(
+         "--output-every", config.output_every,
+         "with --output: openPMD fields and particles every N steps (openpmd/data_<step>.h5)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-every", config.checkpoint_every,
+                 "with --output: a checkpoint every N steps (checkpoints/checkpoint_<step>.h5)")
+      ->check(CLI::NonNegativeNumber);
+  std::string restart;
+  app.add_option("--restart", restart,
+                 "continue from a checkpoint (its configuration, particles and histories; "
+                 "--steps may extend the run)");
   bool replicate = false;
   auto* decompose = app.add_flag(
       "--decompose", config.decompose,
@@ -111,6 +123,19 @@ int main(int argc, char** argv) {
     cn::Runtime runtime(argc, argv, options);
     const cn::Comm& world = runtime.world();
     if (world.rank() == 0) std::printf("%s\n", runtime.summary().c_str());
+    if (!restart.empty()) {
+      // The run's physics is the checkpoint's; what to write and for how long is this call's.
+      pic::Config resumed = pic::read_checkpoint_config(restart, world);
+      if (app.count("--steps") > 0) resumed.steps = config.steps;
+      resumed.progress = config.progress;
+      resumed.output_every = config.output_every;
+      resumed.checkpoint_every = config.checkpoint_every;
+      resumed.keep_ids = config.keep_ids;
+      config = resumed;
+      config.restart = restart;
+    }
+    config.output_folder = output;
+    config.overwrite = overwrite;
     // The output folder is checked before the first step (rank 0 writes; every rank stops on
     // a bad one).
     if (!output.empty()) {

@@ -28,6 +28,7 @@
 #include <cufft.h>
 #endif
 
+#include "checkpoint.hpp"
 #include "dispersion.hpp"
 #include "pic_catalog.hpp"
 #include "pic_kernels.hpp"
@@ -188,7 +189,6 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
     const cn::Shape local = s->halo->field_shape();
     for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(local);
     s->rho_local_k = cn::zeros<std::complex<double>>(s->dfft->spectrum().shape());
-    s->id = cn::empty<std::int64_t>({capacity});
   } else {
     for (cn::Array<double>* a : {&s->ne, &s->rho, &s->ex, &s->ey}) *a = cn::zeros<double>(grid);
     s->fft = std::make_unique<cn::FftPlan>(grid, s->backend);
@@ -197,6 +197,7 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   }
   s->x = cn::empty<double>({capacity});
   s->vx = cn::empty<double>({capacity});
+  s->id = cn::empty<std::int64_t>({capacity});  // carried by sorts and migrations
   s->ex_p = cn::empty<double>({capacity});
   if (config.dim == 2) {
     s->y = cn::empty<double>({capacity});
@@ -238,7 +239,7 @@ void initialise(State& s) {
   double* vx = s.vx.data();
   double* y = two ? s.y.data() : nullptr;
   double* vy = two ? s.vy.data() : nullptr;
-  if (decomposed(s)) {
+  {
     std::int64_t* id = s.id.data();
     CUNUMPY_FOR("particle ids", s.n_local, i, id[i] = first + i;);
   }
@@ -558,15 +559,17 @@ void resort(State& s) {
     return;
   }
   if (two) {
-    auto [sk, order, x2, y2, vx2, vy2] = cn::sort_by_key(keys, s.x, s.y, s.vx, s.vy);
+    auto [sk, order, x2, y2, vx2, vy2, id2] = cn::sort_by_key(keys, s.x, s.y, s.vx, s.vy, s.id);
     s.x = x2;
     s.y = y2;
     s.vx = vx2;
     s.vy = vy2;
+    s.id = id2;
   } else {
-    auto [sk, order, x2, vx2] = cn::sort_by_key(keys, s.x, s.vx);
+    auto [sk, order, x2, vx2, id2] = cn::sort_by_key(keys, s.x, s.vx, s.id);
     s.x = x2;
     s.vx = vx2;
+    s.id = id2;
   }
 }
 
@@ -651,8 +654,117 @@ double bytes_sent(const State& s) {
 }
 }  // namespace
 
+namespace {
+// Rows [0, n) of a particle array, on the host.
+template <typename T>
+std::vector<T> rows_of(const cn::Array<T>& a, long long n) {
+  const auto h = cn::to_host(a);
+  return std::vector<T>(h.host_span().begin(), h.host_span().begin() + n);
+}
+template <typename T>
+cn::Array<T> host_rows(const cn::Array<T>& a, long long n) {
+  const std::vector<T> v = rows_of(a, n);
+  return cn::from_host<T>(std::span<const T>(v), {n}, cn::Backend::host);
+}
+
+Checkpoint checkpoint_of(const State& s, const Results& r, int steps_done) {
+  Checkpoint c;
+  c.config = s.config;
+  c.step = steps_done;
+  c.history = r;
+  c.total = s.n_global;
+  c.x = rows_of(s.x, s.n_local);
+  c.vx = rows_of(s.vx, s.n_local);
+  if (s.dim == 2) {
+    c.y = rows_of(s.y, s.n_local);
+    c.vy = rows_of(s.vy, s.n_local);
+  }
+  c.id = rows_of(s.id, s.n_local);
+  return c;
+}
+
+// The checkpoint's particles into the state's arrays (spare rows when decomposed).
+void load_particles(State& s, const Checkpoint& c) {
+  const long long n = static_cast<long long>(c.id.size());
+  const long long capacity = decomposed(s) ? n + n / 4 + 64 : n;
+  auto put = [&](auto& a, const auto& v) {
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    auto h = cn::zeros<T>({capacity}, cn::Backend::host);
+    std::copy(v.begin(), v.end(), h.host_span().begin());
+    a = cn::empty<T>({capacity});
+    cn::copy(a, h);
+  };
+  put(s.x, c.x);
+  put(s.vx, c.vx);
+  if (s.dim == 2) {
+    put(s.y, c.y);
+    put(s.vy, c.vy);
+  }
+  put(s.id, c.id);
+  for (cn::Array<double>* a : {&s.ex_p, &s.ey_p, &s.energy})
+    if (a->data() != nullptr) *a = cn::empty<double>({capacity});
+  s.n_local = n;
+}
+
+// This rank's cells of rho and E on the host: all of them on rank 0 (replicated), or the
+// rank's block (decomposed).
+MeshBlock mesh_block(const State& s) {
+  MeshBlock m;
+  const bool two = s.dim == 2;
+  m.global = two ? std::vector<long long>{s.nx, s.ny} : std::vector<long long>{s.nx};
+  m.spacing = two ? std::vector<double>{s.dx, s.dy} : std::vector<double>{s.dx};
+  std::vector<const cn::Array<double>*> fields{&s.rho, &s.ex};
+  if (two) fields.push_back(&s.ey);
+  std::vector<cn::Array<double>> out;
+  if (!decomposed(s)) {
+    const bool mine = s.comm.rank() == 0;
+    m.offset = std::vector<long long>(m.global.size(), 0);
+    m.count = mine ? m.global : std::vector<long long>(m.global.size(), 0);
+    for (const auto* f : fields)
+      out.push_back(mine ? cn::to_host(*f) : cn::empty<double>({0}, cn::Backend::host));
+  } else {
+    m.offset = two ? std::vector<long long>{s.x0, s.y0} : std::vector<long long>{s.x0};
+    m.count = two ? std::vector<long long>{s.lnx, s.lny} : std::vector<long long>{s.lnx};
+    for (const auto* f : fields) {
+      const auto h = cn::to_host(*f);
+      auto block = cn::empty<double>({s.lnx * s.lny}, cn::Backend::host);
+      for (long long i = 0; i < s.lnx; ++i)
+        for (long long j = 0; j < s.lny; ++j)
+          block.host_span()[i * s.lny + j] =
+              h.host_span()[(i + s.guard) * s.row + j + (two ? s.guard : 0)];
+      out.push_back(block);
+    }
+  }
+  m.rho = out[0];
+  m.e.assign(out.begin() + 1, out.end());
+  return m;
+}
+
+ParticleBlock particle_block(const State& s) {
+  ParticleBlock p;
+  p.position.push_back(host_rows(s.x, s.n_local));
+  p.velocity.push_back(host_rows(s.vx, s.n_local));
+  if (s.dim == 2) {
+    p.position.push_back(host_rows(s.y, s.n_local));
+    p.velocity.push_back(host_rows(s.vy, s.n_local));
+  }
+  p.id = host_rows(s.id, s.n_local);
+  p.count = s.n_local;
+  p.weight = particle_weight(s.config);
+  return p;
+}
+}  // namespace
+
 Results run(const Config& config, const cn::Comm& comm) {
+  if ((config.output_every > 0 || config.checkpoint_every > 0) && config.output_folder.empty())
+    throw cn::ValueError("--output-every and --checkpoint-every need --output <folder>");
+  if (config.output_every < 0 || config.checkpoint_every < 0)
+    throw cn::ValueError("--output-every and --checkpoint-every must be 0 (never) or positive");
   auto s = make_state(config, comm);
+  // The output folders are checked before the first step.
+  std::unique_ptr<SnapshotWriter> snapshots;
+  if (config.output_every > 0)
+    snapshots = std::make_unique<SnapshotWriter>(config.output_folder, comm, config.overwrite);
   Results r;
   r.ranks = comm.size();
   r.backend = std::string(cn::to_string(cn::get_backend()));
@@ -660,15 +772,32 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.omega_theory = theory.real();
   r.gamma_theory = theory.imag();
 
-  initialise(*s);
-  if (decomposed(*s)) migrate(*s);        // every particle to the rank that owns its cell
-  if (config.sort_every > 0) resort(*s);  // start in cell order: the grid accesses stay local
-  // t = 0: fields of the initial particles, then velocities back by half a step (leapfrog).
-  deposit_and_sum(*s);
-  solve(*s);
-  if (decomposed(*s)) fill_fields(*s);
-  gather(*s);
-  push(*s, -0.5, false);
+  int first_step = 0;
+  if (!config.restart.empty()) {
+    // Continue: the particles at x_n, v_{n-1/2} and the histories so far.
+    const Checkpoint c = read_checkpoint(config.restart, comm);
+    first_step = c.step;
+    if (first_step > config.steps)
+      throw cn::ValueError("the checkpoint is at step " + std::to_string(first_step) +
+                           ", past --steps " + std::to_string(config.steps));
+    for (auto m : {&Results::time, &Results::field_energy, &Results::mode_energy,
+                   &Results::kinetic_energy, &Results::momentum, &Results::total_charge})
+      r.*m = c.history.*m;
+    load_particles(*s, c);
+    if (decomposed(*s)) migrate(*s);  // to their owners (another rank count, or none moves)
+  } else {
+    initialise(*s);
+    if (decomposed(*s)) migrate(*s);        // every particle to the rank that owns its cell
+    if (config.sort_every > 0) resort(*s);  // start in cell order: the grid accesses stay local
+    // t = 0: fields of the initial particles, then velocities back by half a step (leapfrog).
+    deposit_and_sum(*s);
+    solve(*s);
+    if (decomposed(*s)) fill_fields(*s);
+    gather(*s);
+    push(*s, -0.5, false);
+  }
+  r.first_step = first_step;
+  r.steps_done = first_step;
   s->phase.clear();
   if (decomposed(*s)) {
     s->halo->reset_stats();
@@ -680,7 +809,7 @@ Results run(const Config& config, const cn::Comm& comm) {
   const int report_every = std::max(1, config.steps / 10);
   const auto start = std::chrono::steady_clock::now();
   auto counter = cn::count_transfers();
-  for (int step = 0; step < config.steps; ++step) {
+  for (int step = first_step; step < config.steps; ++step) {
     if (config.sort_every > 0 && step > 0 && step % config.sort_every == 0)
       phase(*s, "sort", [&] { resort(*s); });
     // Fields at t_n from x_n.
@@ -688,6 +817,12 @@ Results run(const Config& config, const cn::Comm& comm) {
     phase(*s, "solve", [&] { solve(*s); });
     if (decomposed(*s)) phase(*s, "halo", [&] { fill_fields(*s); });
     phase(*s, "gather", [&] { gather(*s); });
+    if (snapshots && step % config.output_every == 0)  // E_n and the particles at x_n
+      phase(*s, "output", [&] {
+        const std::string file =
+            snapshots->write(step, step * config.dt, config.dt, mesh_block(*s), particle_block(*s));
+        if (comm.rank() == 0) r.snapshots.push_back(file);
+      });
     double kinetic = 0.0, p = 0.0;
     phase(*s, "push", [&] { kinetic = push(*s, 1.0, true); });
     if (decomposed(*s)) phase(*s, "migration", [&] { migrate(*s); });
@@ -704,6 +839,12 @@ Results run(const Config& config, const cn::Comm& comm) {
       r.total_charge.push_back(total_charge(*s));
     });
     r.steps_done = step + 1;
+    if (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0)
+      phase(*s, "output", [&] {
+        const std::string file =
+            write_checkpoint(config.output_folder, comm, checkpoint_of(*s, r, step + 1));
+        if (comm.rank() == 0) r.checkpoints.push_back(file);
+      });
     if (config.flush_every > 0 && config.on_flush && comm.rank() == 0 &&
         (step + 1) % config.flush_every == 0 && step + 1 < config.steps)
       config.on_flush(r);
@@ -711,7 +852,7 @@ Results run(const Config& config, const cn::Comm& comm) {
         ((step + 1) % report_every == 0 || step + 1 == config.steps)) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double rate = static_cast<double>(config.particles) * (step + 1) / elapsed;
+      const double rate = static_cast<double>(config.particles) * (step + 1 - first_step) / elapsed;
       std::printf("step %d/%d (%3.0f%%)  %.3g particle-steps/s  ETA %.1f s\n", step + 1,
                   config.steps, 100.0 * (step + 1) / config.steps, rate,
                   elapsed / (step + 1) * (config.steps - step - 1));
@@ -721,14 +862,16 @@ Results run(const Config& config, const cn::Comm& comm) {
   counter.stop();
   r.transfers_in_loop = counter.total();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double particle_steps = static_cast<double>(config.particles) * config.steps;
+  const double particle_steps =
+      static_cast<double>(config.particles) * std::max(1, config.steps - first_step);
   r.particle_steps_per_second = particle_steps / r.seconds;
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
   r.phase_seconds = s->phase;
   r.decomposed = decomposed(*s);
   {
     const double mine =
-        decomposed(*s) ? (bytes_sent(*s) - bytes_before) / config.steps : bytes_sent(*s);
+        decomposed(*s) ? (bytes_sent(*s) - bytes_before) / std::max(1, config.steps - first_step)
+                       : bytes_sent(*s);
     r.bytes_sent_per_step = comm.allreduce(mine, cn::Op::sum) / comm.size();
     r.max_bytes_sent_per_step = comm.allreduce(mine, cn::Op::max);
     r.replicated_bytes_per_step =
@@ -737,7 +880,7 @@ Results run(const Config& config, const cn::Comm& comm) {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: kilobytes on Linux
     r.peak_memory_mb = comm.allreduce(static_cast<double>(usage.ru_maxrss) / 1024.0, cn::Op::max);
-    if (config.keep_ids && decomposed(*s)) {
+    if (config.keep_ids) {
       const auto ids = cn::to_host(s->id);
       r.ids.assign(ids.host_span().begin(), ids.host_span().begin() + s->n_local);
       std::sort(r.ids.begin(), r.ids.end());

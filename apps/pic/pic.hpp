@@ -55,7 +55,15 @@ struct Config {
   // sum and fill, particle migration and a distributed FFT every step), instead of replicated
   // on every rank with an allreduce of the whole density.
   bool decompose = false;
-  bool keep_ids = false;  // decomposed: Results::ids gets this rank's particle ids at the end
+  bool keep_ids = false;  // Results::ids gets this rank's particle ids at the end
+  // Output in `output_folder`: openPMD fields and particles every `output_every` steps
+  // (openpmd/data_<step>.h5), checkpoints every `checkpoint_every` steps
+  // (checkpoints/checkpoint_<step>.h5); `restart`: continue from that checkpoint.
+  std::string output_folder;
+  int output_every = 0;
+  int checkpoint_every = 0;
+  std::string restart;
+  bool overwrite = false;  // the openPMD output may replace an earlier series in the folder
   // Called on rank 0 with the results so far every `flush_every` steps (0: never), e.g. to
   // write them, so that a run killed later keeps what it computed.
   int flush_every = 0;
@@ -87,7 +95,9 @@ struct Results {
   long long particles_final = 0;  // over all ranks
   double peak_memory_mb = 0;      // the largest peak resident memory of a rank (MiB)
   std::vector<long long> ids;     // keep_ids: this rank's particle ids at the end, sorted
-  bool complete = false;          // the run ended (not a flush during the run)
+  int first_step = 0;             // 0, or the checkpoint's step when restarted
+  std::vector<std::string> checkpoints, snapshots;  // files written (rank 0)
+  bool complete = false;                            // the run ended (not a flush during the run)
 };
 
 // What summary.json reports of a run's health: the largest relative change of the total energy

@@ -1,17 +1,27 @@
 // HDF5 handles and errors (hdf5.hpp).
 #include <cunumpy/hdf5.hpp>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
+
+#include <unistd.h>
 
 namespace cunumpy::h5 {
 
 namespace {
 
 // HDF5 prints its error stack to stderr by default; the library reports it in the exception.
+// HDF5's own clean-up at exit is switched off: every file this library closes is closed by its
+// owner, and closing again a file abandoned after a failed write (a full disk) can crash
+// HDF5 1.10 at exit, after the error was reported.
 void quiet_hdf5() {
   static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  std::call_once(once, [] {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  });
 }
 
 herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
@@ -122,6 +132,91 @@ void Object::attribute(const std::string& name, const std::vector<std::string>& 
         path_ + " attribute " + name);
 }
 
+bool Object::has_attribute(const std::string& name) const {
+  return H5Aexists(id(), name.c_str()) > 0;
+}
+
+namespace {
+Handle open_attribute(const Object& o, const std::string& name) {
+  quiet_hdf5();
+  if (H5Aexists(o.id(), name.c_str()) <= 0)
+    throw IoError("HDF5: " + o.file() + ": " + o.path() + " has no attribute '" + name +
+                  "' (not a file this program wrote, or an older format)");
+  return Handle(check_id(H5Aopen(o.id(), name.c_str(), H5P_DEFAULT), "H5Aopen", o.file(),
+                         o.path() + " attribute " + name),
+                H5Aclose);
+}
+template <typename T>
+std::vector<T> read_numbers(const Object& o, const std::string& name, hid_t type) {
+  Handle a = open_attribute(o, name);
+  Handle space(H5Aget_space(a.id()), H5Sclose);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+  std::vector<T> out(static_cast<std::size_t>(std::max<hssize_t>(n, 0)));
+  if (!out.empty())
+    check(H5Aread(a.id(), type, out.data()), "H5Aread", o.file(), o.path() + " attribute " + name);
+  return out;
+}
+}  // namespace
+
+double Object::read_double(const std::string& name) const {
+  const auto v = read_numbers<double>(*this, name, H5T_NATIVE_DOUBLE);
+  if (v.size() != 1)
+    throw IoError("HDF5: " + file_ + ": " + path_ + " attribute " + name + " is not one number");
+  return v[0];
+}
+std::int64_t Object::read_int64(const std::string& name) const {
+  const auto v = read_numbers<std::int64_t>(*this, name, H5T_NATIVE_INT64);
+  if (v.size() != 1)
+    throw IoError("HDF5: " + file_ + ": " + path_ + " attribute " + name + " is not one number");
+  return v[0];
+}
+std::uint64_t Object::read_uint64(const std::string& name) const {
+  const auto v = read_numbers<std::uint64_t>(*this, name, H5T_NATIVE_UINT64);
+  if (v.size() != 1)
+    throw IoError("HDF5: " + file_ + ": " + path_ + " attribute " + name + " is not one number");
+  return v[0];
+}
+std::vector<double> Object::read_doubles(const std::string& name) const {
+  return read_numbers<double>(*this, name, H5T_NATIVE_DOUBLE);
+}
+std::string Object::read_string(const std::string& name) const {
+  Handle a = open_attribute(*this, name);
+  Handle type(H5Aget_type(a.id()), H5Tclose);
+  if (H5Tget_class(type.id()) != H5T_STRING)
+    throw IoError("HDF5: " + file_ + ": " + path_ + " attribute " + name + " is not a string");
+  const std::size_t size = H5Tget_size(type.id());
+  std::string out(size + 1, '\0');  // room for the terminator the memory type adds
+  Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mem.id(), size + 1);
+  H5Tset_strpad(mem.id(), H5T_STR_NULLTERM);
+  check(H5Aread(a.id(), mem.id(), out.data()), "H5Aread", file_, path_ + " attribute " + name);
+  out.resize(std::strlen(out.c_str()));
+  return out;
+}
+
+bool Group::exists(const std::string& relative) const {
+  quiet_hdf5();
+  return H5Lexists(id(), relative.c_str(), H5P_DEFAULT) > 0;
+}
+
+Group Group::open_group(const std::string& relative) const {
+  const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
+  if (!exists(relative)) throw IoError("HDF5: " + file_ + " has no group " + full);
+  return Group(
+      Handle(check_id(H5Gopen2(id(), relative.c_str(), H5P_DEFAULT), "H5Gopen2", file_, full),
+             H5Gclose),
+      file_, full);
+}
+
+Object Group::open_dataset(const std::string& relative) const {
+  const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
+  if (!exists(relative)) throw IoError("HDF5: " + file_ + " has no dataset " + full);
+  return Object(
+      Handle(check_id(H5Dopen2(id(), relative.c_str(), H5P_DEFAULT), "H5Dopen2", file_, full),
+             H5Dclose),
+      file_, full);
+}
+
 Group Group::group(const std::string& relative) const {
   quiet_hdf5();
   const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
@@ -155,6 +250,29 @@ File File::create(const std::string& path, const Comm& comm) {
   Handle f(check_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), "H5Fcreate",
                     path, "the file"),
            H5Fclose);
+  Handle root(check_id(H5Gopen2(f.id(), "/", H5P_DEFAULT), "H5Gopen2", path, "/"), H5Gclose);
+  File out(std::move(root), path, comm, parallel);
+  out.file_handle_ = std::move(f);
+  return out;
+}
+
+File File::open(const std::string& path, const Comm& comm) {
+  quiet_hdf5();
+  if (::access(path.c_str(), R_OK) != 0)
+    throw IoError("HDF5: cannot read " + path + ": " + std::strerror(errno));
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  bool parallel = false;
+#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
+  if (comm.size() > 1) {
+    check(H5Pset_fapl_mpio(fapl.id(), comm.native(), MPI_INFO_NULL), "H5Pset_fapl_mpio", path, "/");
+    parallel = true;
+  }
+#endif
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id());
+  if (id < 0)
+    throw IoError("HDF5: cannot open " + path +
+                  " (truncated, corrupted or not an HDF5 file): " + stack());
+  Handle f(id, H5Fclose);
   Handle root(check_id(H5Gopen2(f.id(), "/", H5P_DEFAULT), "H5Gopen2", path, "/"), H5Gclose);
   File out(std::move(root), path, comm, parallel);
   out.file_handle_ = std::move(f);
@@ -210,6 +328,48 @@ Object write_dataset(const File& file, const Group& group, const std::string& na
   check(H5Dwrite(d.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dwrite", file.file(),
         full);
   return Object(std::move(d), file.file(), full);
+}
+
+std::vector<long long> dataset_shape(const Object& dataset) {
+  Handle space(check_id(H5Dget_space(dataset.id()), "H5Dget_space", dataset.file(), dataset.path()),
+               H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.id());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
+  return std::vector<long long>(dims.begin(), dims.end());
+}
+
+void read_dataset(const File& file, const Object& dataset, hid_t type,
+                  std::span<const long long> offset, std::span<const long long> count, void* data) {
+  quiet_hdf5();
+  const std::vector<long long> shape = dataset_shape(dataset);
+  bool fits = shape.size() == count.size() && offset.size() == count.size();
+  for (std::size_t a = 0; fits && a < shape.size(); ++a)
+    fits = offset[a] >= 0 && count[a] >= 0 && offset[a] + count[a] <= shape[a];
+  if (!fits)
+    throw IoError("HDF5: " + file.file() + ": " + dataset.path() +
+                  " does not hold the block asked for (its shape does not match what the file's "
+                  "header says: truncated or corrupted?)");
+  std::vector<hsize_t> o(offset.begin(), offset.end()), c(count.begin(), count.end());
+  Handle fspace(H5Dget_space(dataset.id()), H5Sclose);
+  Handle mspace(check_id(H5Screate_simple(static_cast<int>(c.size()), c.data(), nullptr),
+                         "H5Screate_simple", file.file(), dataset.path()),
+                H5Sclose);
+  long long elements = 1;
+  for (long long v : count) elements *= v;
+  if (elements == 0) {
+    H5Sselect_none(fspace.id());
+    H5Sselect_none(mspace.id());
+  } else {
+    check(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, o.data(), nullptr, c.data(), nullptr),
+          "H5Sselect_hyperslab", file.file(), dataset.path());
+  }
+  Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
+  if (file.parallel()) H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE);
+#endif
+  check(H5Dread(dataset.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dread",
+        file.file(), dataset.path());
 }
 
 }  // namespace cunumpy::h5

@@ -87,8 +87,6 @@ class OpenPmdFile {
     file_.attribute("openPMD", "1.1.0");
     file_.attribute("openPMDextension", std::uint32_t{0});
     file_.attribute("basePath", "/data/%T/");
-    file_.attribute("meshesPath", "meshes/");
-    file_.attribute("particlesPath", "particles/");
     file_.attribute("iterationEncoding", "fileBased");
     file_.attribute("iterationFormat", options.name + "_%T.h5");
     file_.attribute("software", options.software);
@@ -105,11 +103,11 @@ class OpenPmdFile {
 
   ~OpenPmdFile() {
     if (closed_) return;
-    try {
-      iteration_.release();
-      file_.close();
-    } catch (...) {  // the temporary file goes anyway
-    }
+    // Dropped without close(): a write failed (or the caller gave up).  The file is abandoned
+    // rather than closed (closing flushes again, and HDF5 1.10 can crash doing so after a
+    // failed write); its temporary name goes, so no partial file stays behind.
+    iteration_.release();
+    file_.abandon();
     if (comm_.rank() == 0) ::unlink(tmp_.c_str());
   }
 
@@ -133,6 +131,7 @@ class OpenPmdFile {
         throw ValueError("openPMD mesh " + record + ": each component's block must hold " +
                          std::to_string(elements) + " values (the layout's count)");
     const h5::Group meshes = iteration_.group("meshes");
+    has_meshes_ = true;
     const std::vector<double> position =
         l.position.empty() ? std::vector<double>(nd, 0.0) : l.position;
     auto mesh_attributes = [&](const h5::Object& o) {
@@ -171,6 +170,7 @@ class OpenPmdFile {
     const long long first = comm_.scan(n, Op::sum) - n;
     const std::vector<long long> global{total}, offset{first}, count{n};
     const h5::Group s = iteration_.group("particles").group(species);
+    has_particles_ = true;
     auto rows = [&](const auto* a, const char* what) {
       if (a == nullptr || a->ndim() != 1 || a->size() < n)
         throw ValueError("openPMD particles " + species + ": " + what +
@@ -222,8 +222,16 @@ class OpenPmdFile {
     }
   }
 
+  void extension(const std::string& name,
+                 const std::function<void(const h5::File&, const h5::Group&)>& write) {
+    write(file_, file_.group(name));
+  }
+
   void close() {
     if (closed_) return;
+    // openPMD: meshesPath and particlesPath only when the file has meshes or particles.
+    if (has_meshes_) file_.attribute("meshesPath", "meshes/");
+    if (has_particles_) file_.attribute("particlesPath", "particles/");
     iteration_.release();
     file_.flush();
     file_.close();
@@ -248,7 +256,7 @@ class OpenPmdFile {
   Comm comm_;
   h5::File file_;
   h5::Group iteration_;
-  bool closed_ = false;
+  bool closed_ = false, has_meshes_ = false, has_particles_ = false;
 };
 
 }  // namespace detail
@@ -266,6 +274,10 @@ void OpenPmdIteration::mesh(const std::string& record, const std::vector<std::st
 }
 void OpenPmdIteration::particles(const std::string& species, const ParticleRecords& records) {
   file_->particles(species, records);
+}
+void OpenPmdIteration::extension(
+    const std::string& name, const std::function<void(const h5::File&, const h5::Group&)>& write) {
+  file_->extension(name, write);
 }
 void OpenPmdIteration::close() {
   file_->close();

@@ -68,6 +68,9 @@ class Handle {
     if (id_ >= 0 && close_ != nullptr) close_(id_);
     id_ = H5I_INVALID_HID;
   }
+  // Forgets the handle without closing it (HDF5 1.10 can crash closing a file whose writes
+  // failed: such a file is abandoned, its temporary name removed).
+  void forget() noexcept { id_ = H5I_INVALID_HID; }
 
  private:
   hid_t id_ = H5I_INVALID_HID;
@@ -109,6 +112,15 @@ class Object {
   void attribute(const std::string& name, std::int64_t value) const {
     attribute_raw(name, &value, 1, H5T_NATIVE_INT64, true);
   }
+  // Reading: ValueError-free lookups that throw IoError naming the attribute when it is
+  // missing or of another kind.
+  bool has_attribute(const std::string& name) const;
+  double read_double(const std::string& name) const;
+  std::int64_t read_int64(const std::string& name) const;
+  std::uint64_t read_uint64(const std::string& name) const;
+  std::string read_string(const std::string& name) const;
+  std::vector<double> read_doubles(const std::string& name) const;
+
   void attribute(const std::string& name, std::span<const double> values) const {
     attribute_raw(name, values.data(), values.size(), H5T_NATIVE_DOUBLE);
   }
@@ -132,6 +144,10 @@ class Group : public Object {
   using Object::Object;
   // A child group (created with its parents when missing).
   Group group(const std::string& relative) const;
+  // An existing child group or dataset; IoError naming it when missing.
+  Group open_group(const std::string& relative) const;
+  Object open_dataset(const std::string& relative) const;
+  bool exists(const std::string& relative) const;
 };
 
 class File : public Group {
@@ -139,11 +155,19 @@ class File : public Group {
   // Creates (truncates) `path`; collective over `comm` with parallel HDF5 when it has several
   // ranks.
   static File create(const std::string& path, const Comm& comm);
+  // Opens an existing file to read (collective, parallel with several ranks).  IoError naming
+  // the file when it is missing, truncated or not HDF5.
+  static File open(const std::string& path, const Comm& comm);
   bool parallel() const noexcept { return parallel_; }
   const Comm& comm() const noexcept { return comm_; }
   void flush() const;
   // Closes the file (every object of it must be gone); throws IoError when HDF5 cannot.
   void close();
+  // After a failed write: drops the file without HDF5 flushing it again (see Handle::forget).
+  void abandon() noexcept {
+    h_.reset();
+    file_handle_.forget();
+  }
 
  private:
   File(Handle h, std::string path, Comm comm, bool parallel)
@@ -166,6 +190,19 @@ Object write_dataset(const File& file, const Group& group, const std::string& na
                      std::span<const long long> global, std::span<const long long> offset,
                      std::span<const long long> count, const T* data) {
   return write_dataset(file, group, name, native_type<T>(), global, offset, count, data);
+}
+
+// Reads this rank's block (offset, count) of a dataset into `data` (count's elements).
+// IoError when the dataset's rank or extent does not hold the block.  Collective.
+void read_dataset(const File& file, const Object& dataset, hid_t type,
+                  std::span<const long long> offset, std::span<const long long> count, void* data);
+// The dataset's global shape.
+std::vector<long long> dataset_shape(const Object& dataset);
+
+template <typename T>
+void read_dataset(const File& file, const Object& dataset, std::span<const long long> offset,
+                  std::span<const long long> count, T* data) {
+  read_dataset(file, dataset, native_type<T>(), offset, count, data);
 }
 
 // Whether this HDF5 was built with MPI-IO (parallel writes into one file).

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include <cunumpy/array.hpp>
 #include <cunumpy/comm.hpp>
+#include <cunumpy/hdf5.hpp>
 
 namespace cunumpy {
 
@@ -81,6 +83,10 @@ class OpenPmdIteration {
             const MeshLayout& layout, const std::vector<const Array<double>*>& data,
             UnitDimension unit = {});
   void particles(const std::string& species, const ParticleRecords& records);
+  // Application data beside the openPMD tree (a checkpoint's configuration and histories):
+  // `write` gets the file and the group "/<name>" (created).  Collective.
+  void extension(const std::string& name,
+                 const std::function<void(const h5::File&, const h5::Group&)>& write);
   // Flushes, closes and renames the file into place.  Collective.  An iteration dropped
   // without close() (an exception on the way) leaves only its temporary file, removed.
   void close();

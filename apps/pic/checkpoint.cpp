@@ -1,0 +1,256 @@
+// Checkpoints and openPMD output of the mini-app (checkpoint.hpp).
+#include "checkpoint.hpp"
+
+#include <bit>
+#include <cstring>
+#include <filesystem>
+
+#include <cunumpy/hdf5.hpp>
+#include <cunumpy/openpmd.hpp>
+
+namespace pic {
+
+namespace cn = cunumpy;
+namespace h5 = cunumpy::h5;
+
+namespace {
+
+constexpr const char* kFormat = "cunumpy-pic-checkpoint-1";
+
+// An order-independent checksum of the particles (a wrapping sum over the ranks): any change
+// of a position, a velocity or an id changes it.
+std::uint64_t checksum(const Checkpoint& c, const cn::Comm& comm) {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < c.id.size(); ++i) {
+    std::uint64_t h = static_cast<std::uint64_t>(c.id[i]) * 0x9E3779B97F4A7C15ull;
+    h ^= std::bit_cast<std::uint64_t>(c.x[i]) + 0x632BE59BD9B4E019ull * (h >> 7);
+    h ^= std::bit_cast<std::uint64_t>(c.vx[i]) * 0xD6E8FEB86659FD93ull;
+    if (!c.y.empty()) h += std::bit_cast<std::uint64_t>(c.y[i]) * 0xA0761D6478BD642Full;
+    if (!c.vy.empty()) h += std::bit_cast<std::uint64_t>(c.vy[i]) * 0xE7037ED1A0B428DBull;
+    sum += h;
+  }
+  return comm.allreduce(sum, cn::Op::sum);
+}
+
+void write_config(const h5::Group& g, const Config& c) {
+  g.attribute("case", c.case_name);
+  g.attribute("dim", static_cast<std::int64_t>(c.dim));
+  g.attribute("particles", static_cast<std::int64_t>(c.particles));
+  g.attribute("cells_x", static_cast<std::int64_t>(c.cells_x));
+  g.attribute("cells_y", static_cast<std::int64_t>(c.cells_y));
+  g.attribute("steps", static_cast<std::int64_t>(c.steps));
+  g.attribute("dt", c.dt);
+  g.attribute("k", c.k);
+  g.attribute("amplitude", c.amplitude);
+  g.attribute("vth", c.vth);
+  g.attribute("beam_velocity", c.beam_velocity);
+  g.attribute("seed", static_cast<std::uint64_t>(c.seed));
+  g.attribute("quiet", static_cast<std::int64_t>(c.quiet));
+  g.attribute("order", static_cast<std::int64_t>(c.order));
+  g.attribute("deterministic", static_cast<std::int64_t>(c.deterministic));
+  g.attribute("sort_every", static_cast<std::int64_t>(c.sort_every));
+  g.attribute("kernels", c.kernels);
+  g.attribute("decompose", static_cast<std::int64_t>(c.decompose));
+}
+
+Config read_config(const h5::Group& g) {
+  Config c;
+  c.case_name = g.read_string("case");
+  c.dim = static_cast<int>(g.read_int64("dim"));
+  c.particles = g.read_int64("particles");
+  c.cells_x = static_cast<int>(g.read_int64("cells_x"));
+  c.cells_y = static_cast<int>(g.read_int64("cells_y"));
+  c.steps = static_cast<int>(g.read_int64("steps"));
+  c.dt = g.read_double("dt");
+  c.k = g.read_double("k");
+  c.amplitude = g.read_double("amplitude");
+  c.vth = g.read_double("vth");
+  c.beam_velocity = g.read_double("beam_velocity");
+  c.seed = g.read_uint64("seed");
+  c.quiet = g.read_int64("quiet") != 0;
+  c.order = static_cast<int>(g.read_int64("order"));
+  c.deterministic = g.read_int64("deterministic") != 0;
+  c.sort_every = static_cast<int>(g.read_int64("sort_every"));
+  c.kernels = g.read_string("kernels");
+  c.decompose = g.read_int64("decompose") != 0;
+  return c;
+}
+
+struct History {
+  const char* name;
+  std::vector<double> Results::*member;
+};
+const History kHistories[] = {{"time", &Results::time},
+                              {"field_energy", &Results::field_energy},
+                              {"mode_energy", &Results::mode_energy},
+                              {"kinetic_energy", &Results::kinetic_energy},
+                              {"momentum", &Results::momentum},
+                              {"total_charge", &Results::total_charge}};
+
+}  // namespace
+
+double particle_weight(const Config& c) {
+  const double lx = 2.0 * M_PI / c.k;
+  const double ly = c.dim == 2 ? lx * c.cells_y / c.cells_x : 1.0;
+  return lx * ly / static_cast<double>(c.particles);
+}
+
+Config read_checkpoint_config(const std::string& path, const cn::Comm& comm) {
+  const h5::File f = h5::File::open(path, comm);
+  if (!f.exists("cunumpy"))
+    throw cn::IoError("pic: " + path + " is not a checkpoint of this program (no /cunumpy group)");
+  return read_config(f.open_group("cunumpy").open_group("config"));
+}
+
+std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, const Checkpoint& c) {
+  const std::string dir = (std::filesystem::path(folder) / "checkpoints").string();
+  cn::OpenPmdSeries series(dir, comm, {.name = "checkpoint", .overwrite = true});
+  auto it = series.iteration(c.step, c.step * c.config.dt, c.config.dt);
+  const long long n = static_cast<long long>(c.id.size());
+  const bool two = c.config.dim == 2;
+  auto host = [&](const std::vector<double>& v) {
+    return cn::from_host<double>(std::span<const double>(v), {static_cast<long long>(v.size())},
+                                 cn::Backend::host);
+  };
+  const cn::Array<double> x = host(c.x), vx = host(c.vx);
+  const cn::Array<double> y = two ? host(c.y) : x, vy = two ? host(c.vy) : vx;
+  const cn::Array<std::int64_t> id =
+      cn::from_host<std::int64_t>(std::span<const std::int64_t>(c.id), {n}, cn::Backend::host);
+  cn::ParticleRecords p;
+  p.axes = two ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
+  p.position = two ? std::vector<const cn::Array<double>*>{&x, &y}
+                   : std::vector<const cn::Array<double>*>{&x};
+  // Velocities as they are (the momentum record's unit is mass times velocity; the mass per
+  // macro-particle is the mass record).
+  p.momentum = two ? std::vector<const cn::Array<double>*>{&vx, &vy}
+                   : std::vector<const cn::Array<double>*>{&vx};
+  p.id = &id;
+  p.count = n;
+  p.weight = particle_weight(c.config);
+  it.particles("electrons", p);
+  const std::uint64_t sum = checksum(c, comm);
+  const std::vector<long long> counts = comm.allgather(n);
+  it.extension("cunumpy", [&](const h5::File& f, const h5::Group& g) {
+    g.attribute("format", kFormat);
+    g.attribute("step", static_cast<std::int64_t>(c.step));
+    g.attribute("ranks", static_cast<std::int64_t>(comm.size()));
+    g.attribute("total_particles", static_cast<std::int64_t>(c.total));
+    g.attribute("checksum", sum);
+    write_config(g.group("config"), c.config);
+    const long long P = comm.size();
+    const long long zero = 0, mine = comm.rank() == 0 ? P : 0;
+    h5::write_dataset<std::int64_t>(f, g, "rank_counts", std::vector<long long>{P},
+                                    std::vector<long long>{zero}, std::vector<long long>{mine},
+                                    reinterpret_cast<const std::int64_t*>(counts.data()));
+    const h5::Group h = g.group("history");
+    for (const History& k : kHistories) {
+      const std::vector<double>& v = c.history.*k.member;
+      const long long len = static_cast<long long>(v.size());
+      h5::write_dataset<double>(f, h, k.name, std::vector<long long>{len},
+                                std::vector<long long>{0},
+                                std::vector<long long>{comm.rank() == 0 ? len : 0}, v.data());
+    }
+  });
+  it.close();
+  return it.path();
+}
+
+Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
+  const h5::File f = h5::File::open(path, comm);
+  if (!f.exists("cunumpy"))
+    throw cn::IoError("pic: " + path + " is not a checkpoint of this program (no /cunumpy group)");
+  const h5::Group g = f.open_group("cunumpy");
+  if (g.read_string("format") != kFormat)
+    throw cn::IoError("pic: " + path + " is a checkpoint of another format (" +
+                      g.read_string("format") + ", expected " + kFormat + ")");
+  Checkpoint c;
+  c.config = read_config(g.open_group("config"));
+  c.step = static_cast<int>(g.read_int64("step"));
+  c.total = g.read_int64("total_particles");
+  const long long written_ranks = g.read_int64("ranks");
+  // This rank's rows: the same block as when written at the same rank count, else an even
+  // split.
+  long long first = 0, n = 0;
+  if (written_ranks == comm.size()) {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(written_ranks));
+    const h5::Object rc = g.open_dataset("rank_counts");
+    h5::read_dataset<std::int64_t>(f, rc, std::vector<long long>{0},
+                                   std::vector<long long>{written_ranks}, counts.data());
+    for (int r = 0; r < comm.rank(); ++r) first += counts[r];
+    n = counts[comm.rank()];
+  } else {
+    first = c.total * comm.rank() / comm.size();
+    n = c.total * (comm.rank() + 1) / comm.size() - first;
+  }
+  const bool two = c.config.dim == 2;
+  const std::string species = "data/" + std::to_string(c.step) + "/particles/electrons/";
+  auto column = [&]<typename T>(const std::string& record, std::vector<T>& out) {
+    const h5::Object d = f.open_dataset(species + record);
+    if (h5::dataset_shape(d) != std::vector<long long>{c.total})
+      throw cn::IoError("pic: " + path + ": " + record + " holds " +
+                        std::to_string(h5::dataset_shape(d).empty() ? 0 : h5::dataset_shape(d)[0]) +
+                        " particles, the checkpoint says " + std::to_string(c.total) +
+                        " (truncated or corrupted)");
+    out.resize(static_cast<std::size_t>(n));
+    h5::read_dataset(f, d, std::vector<long long>{first}, std::vector<long long>{n}, out.data());
+  };
+  column("position/x", c.x);
+  column("momentum/x", c.vx);
+  if (two) {
+    column("position/y", c.y);
+    column("momentum/y", c.vy);
+  }
+  std::vector<std::uint64_t> ids;
+  column("id", ids);
+  c.id.assign(ids.begin(), ids.end());
+  const h5::Group h = g.open_group("history");
+  for (const History& k : kHistories) {
+    const h5::Object d = h.open_dataset(k.name);
+    const std::vector<long long> shape = h5::dataset_shape(d);
+    std::vector<double>& v = c.history.*k.member;
+    v.resize(static_cast<std::size_t>(shape.empty() ? 0 : shape[0]));
+    h5::read_dataset<double>(f, d, std::vector<long long>{0}, shape, v.data());
+  }
+  c.history.steps_done = c.step;
+  if (checksum(c, comm) != g.read_uint64("checksum"))
+    throw cn::IoError("pic: " + path +
+                      ": the particles do not match the checkpoint's checksum (corrupted); use an "
+                      "earlier checkpoint");
+  return c;
+}
+
+SnapshotWriter::SnapshotWriter(const std::string& folder, const cn::Comm& comm, bool overwrite)
+    : series_(std::make_unique<cn::OpenPmdSeries>(
+          (std::filesystem::path(folder) / "openpmd").string(), comm,
+          cn::OpenPmdOptions{.name = "data", .overwrite = overwrite})) {}
+SnapshotWriter::~SnapshotWriter() = default;
+
+std::string SnapshotWriter::write(int step, double time, double dt, const MeshBlock& m,
+                                  const ParticleBlock& p) {
+  const std::size_t nd = m.global.size();
+  const std::vector<std::string> axes =
+      nd == 2 ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
+  cn::MeshLayout layout{.global = m.global,
+                        .offset = m.offset,
+                        .count = m.count,
+                        .spacing = m.spacing,
+                        .grid_offset = std::vector<double>(nd, 0.0),
+                        .axis_labels = axes};
+  auto it = series_->iteration(step, time, dt);
+  it.mesh("rho", {}, layout, {&m.rho}, {-3, 0, 1, 1, 0, 0, 0});
+  std::vector<const cn::Array<double>*> e;
+  for (const auto& a : m.e) e.push_back(&a);
+  it.mesh("E", axes, layout, e, {1, 1, -3, -1, 0, 0, 0});
+  cn::ParticleRecords r;
+  r.axes = axes;
+  for (const auto& a : p.position) r.position.push_back(&a);
+  for (const auto& a : p.velocity) r.momentum.push_back(&a);  // mass 1: momentum = velocity
+  r.id = &p.id;
+  r.count = p.count;
+  r.weight = p.weight;
+  it.particles("electrons", r);
+  it.close();
+  return it.path();
+}
+
+}  // namespace pic

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Checkpoints and restart of the mini-app, with the ecosystem's openPMD validator:
+#  1. a run killed with SIGKILL after its first checkpoint leaves only complete files under
+#     final names (each passes the validator; at most a hidden temporary file besides);
+#  2. restarted from that checkpoint, it gives the uninterrupted run's energy history bit for
+#     bit (--deterministic, the same rank count);
+#  3. restarted at another rank count, it completes with the same physics (to rounding);
+#  4. a truncated or corrupted checkpoint is refused with a clear error;
+#  5. output problems are errors before the time loop (an earlier series without
+#     --overwrite; a disk that fills up at the first write).
+# Usage: run_restart_checks.sh <pic> <work dir> <venv> <mpiexec>
+set -uo pipefail
+pic="$1" work="$2" venv="$3" mpiexec="$4"
+check_h5="$venv/bin/openPMD_check_h5"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+args=(--deterministic --no-progress --steps 150 --particles 400000 --checkpoint-every 50)
+
+echo "== the uninterrupted run"
+"$pic" "${args[@]}" --output whole >whole.log 2>&1 || { cat whole.log; fail "uninterrupted run"; }
+
+echo "== a run killed with SIGKILL after its first checkpoint"
+"$pic" "${args[@]}" --output killed >killed.log 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  [ -e killed/checkpoints/checkpoint_50.h5 ] && break
+  sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+[ -e killed/checkpoints/checkpoint_50.h5 ] || fail "no checkpoint appeared before the kill"
+ls -la killed/checkpoints
+for f in killed/checkpoints/*.h5; do
+  "$check_h5" -i "$f" | tail -1
+  "$check_h5" -i "$f" >/dev/null || fail "$f does not pass the validator after the kill"
+done
+for f in $(ls -A killed/checkpoints); do
+  case "$f" in
+    checkpoint_*.h5 | .checkpoint_*.h5.tmp) ;;
+    *) fail "unexpected file after the kill: $f" ;;
+  esac
+done
+
+echo "== restarted from the last complete checkpoint: the same energies, bit for bit"
+last=$(ls killed/checkpoints/checkpoint_*.h5 | sort -t_ -k2 -n | tail -1)
+"$pic" --no-progress --restart "$last" --output resumed >resumed.log 2>&1 || { cat resumed.log; fail "restart"; }
+cmp whole/energy.csv resumed/energy.csv || fail "the restarted run's energy history differs"
+echo "energy.csv identical to the uninterrupted run's ($(wc -l <whole/energy.csv) lines)"
+
+echo "== restarted at 2 ranks from the 1-rank checkpoint"
+"$mpiexec" -n 2 --oversubscribe "$pic" --no-progress --restart killed/checkpoints/checkpoint_50.h5 \
+  --output two >two.log 2>&1 || { cat two.log; fail "restart at 2 ranks"; }
+python3 - whole/energy.csv two/energy.csv <<'PY' || fail "2-rank restart: other physics"
+import csv, sys
+a = list(csv.DictReader(open(sys.argv[1]))); b = list(csv.DictReader(open(sys.argv[2])))
+assert len(a) == len(b), (len(a), len(b))
+worst = max(abs(float(x["total_energy"]) - float(y["total_energy"])) / abs(float(x["total_energy"]))
+            for x, y in zip(a, b))
+print(f"2 ranks: total energy within {worst:.1e} of the 1-rank run")
+assert worst < 1e-10
+PY
+
+echo "== a truncated and a corrupted checkpoint are refused"
+cp killed/checkpoints/checkpoint_50.h5 truncated.h5
+truncate -s $(( $(stat -c %s truncated.h5) / 2 )) truncated.h5
+if "$pic" --no-progress --restart truncated.h5 --output t >t.log 2>&1; then fail "a truncated checkpoint was accepted"; fi
+grep -E "truncated|cannot open" t.log || { cat t.log; fail "no clear message for a truncated checkpoint"; }
+cp killed/checkpoints/checkpoint_50.h5 corrupted.h5
+"$venv/bin/python" - corrupted.h5 <<'PY' || fail "could not corrupt the copy"
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    x = f["data/50/particles/electrons/position/x"]
+    x[7] = x[7] + 1e-3
+PY
+if "$pic" --no-progress --restart corrupted.h5 --output c >c.log 2>&1; then fail "a corrupted checkpoint was accepted"; fi
+grep "checksum" c.log || { cat c.log; fail "no clear message for a corrupted checkpoint"; }
+
+echo "== output problems are errors before the time loop"
+if "$pic" --no-progress --steps 10 --output whole --output-every 5 >o.log 2>&1; then fail "an earlier output was replaced"; fi
+grep -E "earlier run|--overwrite" o.log || { cat o.log; fail "no clear message for an earlier output"; }
+# A disk that fills at the first write: a 64 KiB file size limit (SIGXFSZ ignored, so the
+# write fails with EFBIG instead of killing the process).
+( trap '' XFSZ; ulimit -f 64; "$pic" --no-progress --steps 20 --particles 400000 --output full \
+    --output-every 5 >full.log 2>&1 ); rc=$?
+[ "$rc" -ne 0 ] || fail "a full disk went unnoticed"
+grep -E "HDF5|openPMD" full.log || { cat full.log; fail "no clear message for a full disk"; }
+grep -q "step 1/" full.log && fail "the run went on after the failed write"
+ls full/openpmd | grep -v '^\.' | grep -q . && fail "a partial file under a final name"
+echo "all restart checks passed"
