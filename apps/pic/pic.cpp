@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -661,12 +662,6 @@ std::vector<T> rows_of(const cn::Array<T>& a, long long n) {
   const auto h = cn::to_host(a);
   return std::vector<T>(h.host_span().begin(), h.host_span().begin() + n);
 }
-template <typename T>
-cn::Array<T> host_rows(const cn::Array<T>& a, long long n) {
-  const std::vector<T> v = rows_of(a, n);
-  return cn::from_host<T>(std::span<const T>(v), {n}, cn::Backend::host);
-}
-
 Checkpoint checkpoint_of(const State& s, const Results& r, int steps_done) {
   Checkpoint c;
   c.config = s.config;
@@ -706,27 +701,68 @@ void load_particles(State& s, const Checkpoint& c) {
   s.n_local = n;
 }
 
-// This rank's cells of rho and E on the host: all of them on rank 0 (replicated), or the
-// rank's block (decomposed).
-MeshBlock mesh_block(const State& s) {
+// The output of one step, staged: the device arrays are copied to pinned host buffers by
+// HostStaging (two per array) while the step goes on, and written at the end of the step.
+struct StagedOutput {
+  // One staging per array, remade when an array's shape changes (a particle array that grew).
+  std::vector<std::unique_ptr<cn::HostStaging<double>>> doubles;
+  std::unique_ptr<cn::HostStaging<std::int64_t>> ids;
+  struct Pending {
+    int step = 0;
+    long long n = 0;
+    std::vector<cn::StagedCopy<double>> fields, columns;  // rho, ex[, ey]; x, vx[, y, vy]
+    std::optional<cn::StagedCopy<std::int64_t>> id;
+  };
+  std::optional<Pending> pending;
+
+  template <typename T>
+  static cn::StagedCopy<T> stage(std::unique_ptr<cn::HostStaging<T>>& staging,
+                                 const cn::Array<T>& a) {
+    if (!staging || !(staging->shape() == a.shape()))
+      staging = std::make_unique<cn::HostStaging<T>>(a.shape(), 2);
+    return staging->copy(a);
+  }
+
+  // Starts the copies of E_n, rho_n and the particles at x_n.
+  void start(const State& s, int step) {
+    Pending p;
+    p.step = step;
+    p.n = s.n_local;
+    std::vector<const cn::Array<double>*> arrays{&s.rho, &s.ex};
+    if (s.dim == 2) arrays.push_back(&s.ey);
+    const std::size_t n_fields = arrays.size();
+    arrays.push_back(&s.x);
+    arrays.push_back(&s.vx);
+    if (s.dim == 2) {
+      arrays.push_back(&s.y);
+      arrays.push_back(&s.vy);
+    }
+    doubles.resize(std::max(doubles.size(), arrays.size()));
+    for (std::size_t k = 0; k < arrays.size(); ++k)
+      (k < n_fields ? p.fields : p.columns).push_back(stage(doubles[k], *arrays[k]));
+    p.id = stage(ids, s.id);
+    pending = std::move(p);
+  }
+};
+
+// This rank's cells of rho and E on the host (the staged copies): all of them on rank 0
+// (replicated), or the rank's block (decomposed).
+MeshBlock mesh_block(const State& s, const std::vector<cn::Array<double>>& fields) {
   MeshBlock m;
   const bool two = s.dim == 2;
   m.global = two ? std::vector<long long>{s.nx, s.ny} : std::vector<long long>{s.nx};
   m.spacing = two ? std::vector<double>{s.dx, s.dy} : std::vector<double>{s.dx};
-  std::vector<const cn::Array<double>*> fields{&s.rho, &s.ex};
-  if (two) fields.push_back(&s.ey);
   std::vector<cn::Array<double>> out;
   if (!decomposed(s)) {
     const bool mine = s.comm.rank() == 0;
     m.offset = std::vector<long long>(m.global.size(), 0);
     m.count = mine ? m.global : std::vector<long long>(m.global.size(), 0);
-    for (const auto* f : fields)
-      out.push_back(mine ? cn::to_host(*f) : cn::empty<double>({0}, cn::Backend::host));
+    for (const auto& h : fields)
+      out.push_back(mine ? h : cn::empty<double>({0}, cn::Backend::host));
   } else {
     m.offset = two ? std::vector<long long>{s.x0, s.y0} : std::vector<long long>{s.x0};
     m.count = two ? std::vector<long long>{s.lnx, s.lny} : std::vector<long long>{s.lnx};
-    for (const auto* f : fields) {
-      const auto h = cn::to_host(*f);
+    for (const auto& h : fields) {
       auto block = cn::empty<double>({s.lnx * s.lny}, cn::Backend::host);
       for (long long i = 0; i < s.lnx; ++i)
         for (long long j = 0; j < s.lny; ++j)
@@ -740,18 +776,28 @@ MeshBlock mesh_block(const State& s) {
   return m;
 }
 
-ParticleBlock particle_block(const State& s) {
-  ParticleBlock p;
-  p.position.push_back(host_rows(s.x, s.n_local));
-  p.velocity.push_back(host_rows(s.vx, s.n_local));
+// Waits for the staged copies (they landed during the step, on a GPU) and writes them.
+std::string write_staged(StagedOutput& out, const State& s, SnapshotWriter& writer) {
+  StagedOutput::Pending p = std::move(*out.pending);
+  out.pending.reset();
+  std::vector<cn::Array<double>> fields;
+  for (const auto& c : p.fields) fields.push_back(c.result());
+  ParticleBlock b;
+  auto head = [&](const cn::Array<double>& a) {
+    return cn::from_host<double>(std::span<const double>(a.data(), p.n), {p.n}, cn::Backend::host);
+  };
+  b.position.push_back(head(p.columns[0].result()));
+  b.velocity.push_back(head(p.columns[1].result()));
   if (s.dim == 2) {
-    p.position.push_back(host_rows(s.y, s.n_local));
-    p.velocity.push_back(host_rows(s.vy, s.n_local));
+    b.position.push_back(head(p.columns[2].result()));
+    b.velocity.push_back(head(p.columns[3].result()));
   }
-  p.id = host_rows(s.id, s.n_local);
-  p.count = s.n_local;
-  p.weight = particle_weight(s.config);
-  return p;
+  const cn::Array<std::int64_t> ids = p.id->result();
+  b.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(ids.data(), p.n), {p.n},
+                                     cn::Backend::host);
+  b.count = p.n;
+  b.weight = particle_weight(s.config);
+  return writer.write(p.step, p.step * s.config.dt, s.config.dt, mesh_block(s, fields), b);
 }
 }  // namespace
 
@@ -763,6 +809,7 @@ Results run(const Config& config, const cn::Comm& comm) {
   auto s = make_state(config, comm);
   // The output folders are checked before the first step.
   std::unique_ptr<SnapshotWriter> snapshots;
+  StagedOutput staged;
   if (config.output_every > 0)
     snapshots = std::make_unique<SnapshotWriter>(config.output_folder, comm, config.overwrite);
   Results r;
@@ -818,11 +865,7 @@ Results run(const Config& config, const cn::Comm& comm) {
     if (decomposed(*s)) phase(*s, "halo", [&] { fill_fields(*s); });
     phase(*s, "gather", [&] { gather(*s); });
     if (snapshots && step % config.output_every == 0)  // E_n and the particles at x_n
-      phase(*s, "output", [&] {
-        const std::string file =
-            snapshots->write(step, step * config.dt, config.dt, mesh_block(*s), particle_block(*s));
-        if (comm.rank() == 0) r.snapshots.push_back(file);
-      });
+      phase(*s, "output", [&] { staged.start(*s, step); });
     double kinetic = 0.0, p = 0.0;
     phase(*s, "push", [&] { kinetic = push(*s, 1.0, true); });
     if (decomposed(*s)) phase(*s, "migration", [&] { migrate(*s); });
@@ -839,6 +882,11 @@ Results run(const Config& config, const cn::Comm& comm) {
       r.total_charge.push_back(total_charge(*s));
     });
     r.steps_done = step + 1;
+    if (staged.pending)  // the copies started after the gather, written now
+      phase(*s, "output", [&] {
+        const std::string file = write_staged(staged, *s, *snapshots);
+        if (comm.rank() == 0) r.snapshots.push_back(file);
+      });
     if (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0)
       phase(*s, "output", [&] {
         const std::string file =
