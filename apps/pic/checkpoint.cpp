@@ -220,7 +220,7 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
 }
 
 SnapshotWriter::SnapshotWriter(const std::string& folder, const cn::Comm& comm, bool overwrite)
-    : series_(std::make_unique<cn::OpenPmdSeries>(
+    : series_(std::make_shared<cn::OpenPmdSeries>(
           (std::filesystem::path(folder) / "openpmd").string(), comm,
           cn::OpenPmdOptions{.name = "data", .overwrite = overwrite})) {}
 SnapshotWriter::~SnapshotWriter() = default;

@@ -74,7 +74,7 @@ class SnapshotWriter {
                     const ParticleBlock& particles);
 
  private:
-  std::unique_ptr<cunumpy::OpenPmdSeries> series_;
+  std::shared_ptr<cunumpy::OpenPmdSeries> series_;  // shared_ptr: complete only in checkpoint.cpp
 };
 
 }  // namespace pic

@@ -27,9 +27,20 @@ for _ in $(seq 1 600); do
   [ -e killed/checkpoints/checkpoint_50.h5 ] && break
   sleep 0.05
 done
+[ -e killed/checkpoints/checkpoint_50.h5 ] || { kill -9 "$pid"; fail "no checkpoint appeared"; }
+# Then, as soon as the next checkpoint's temporary file appears: killed in the middle of its
+# write (or, if the poll misses it, a little later).
+deadline=$((SECONDS + 20))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  [ -e killed/checkpoints/.checkpoint_100.h5.tmp ] && break
+  [ -e killed/checkpoints/checkpoint_100.h5 ] && break
+done
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
-[ -e killed/checkpoints/checkpoint_50.h5 ] || fail "no checkpoint appeared before the kill"
+if [ -e killed/checkpoints/.checkpoint_100.h5.tmp ]; then
+  echo "killed during the write of checkpoint_100 ($(stat -c %s killed/checkpoints/.checkpoint_100.h5.tmp) bytes written)"
+  [ -e killed/checkpoints/checkpoint_100.h5 ] && fail "a partial checkpoint_100.h5 under its final name"
+fi
 ls -la killed/checkpoints
 for f in killed/checkpoints/*.h5; do
   "$check_h5" -i "$f" | tail -1
