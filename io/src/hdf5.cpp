@@ -194,13 +194,19 @@ std::string Object::read_string(const std::string& name) const {
   return out;
 }
 
+namespace {
+std::string child_path(const std::string& parent, const std::string& relative) {
+  return parent == "/" ? "/" + relative : parent + "/" + relative;
+}
+}  // namespace
+
 bool Group::exists(const std::string& relative) const {
   quiet_hdf5();
   return H5Lexists(id(), relative.c_str(), H5P_DEFAULT) > 0;
 }
 
 Group Group::open_group(const std::string& relative) const {
-  const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
+  const std::string full = child_path(path_, relative);
   if (!exists(relative)) throw IoError("HDF5: " + file_ + " has no group " + full);
   return Group(
       Handle(check_id(H5Gopen2(id(), relative.c_str(), H5P_DEFAULT), "H5Gopen2", file_, full),
@@ -209,7 +215,7 @@ Group Group::open_group(const std::string& relative) const {
 }
 
 Object Group::open_dataset(const std::string& relative) const {
-  const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
+  const std::string full = child_path(path_, relative);
   if (!exists(relative)) throw IoError("HDF5: " + file_ + " has no dataset " + full);
   return Object(
       Handle(check_id(H5Dopen2(id(), relative.c_str(), H5P_DEFAULT), "H5Dopen2", file_, full),
@@ -219,12 +225,8 @@ Object Group::open_dataset(const std::string& relative) const {
 
 Group Group::group(const std::string& relative) const {
   quiet_hdf5();
-  const std::string full = path_ == "/" ? "/" + relative : path_ + "/" + relative;
-  if (H5Lexists(id(), relative.c_str(), H5P_DEFAULT) > 0)
-    return Group(
-        Handle(check_id(H5Gopen2(id(), relative.c_str(), H5P_DEFAULT), "H5Gopen2", file_, full),
-               H5Gclose),
-        file_, full);
+  const std::string full = child_path(path_, relative);
+  if (exists(relative)) return open_group(relative);
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl.id(), 1);
   return Group(
@@ -234,16 +236,48 @@ Group Group::group(const std::string& relative) const {
       file_, full);
 }
 
-File File::create(const std::string& path, const Comm& comm) {
-  quiet_hdf5();
+namespace {
+// The file access list: MPI-IO when there are several ranks and HDF5 is parallel.
+Handle file_access(const std::string& path, const Comm& comm, bool& parallel) {
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  bool parallel = false;
+  parallel = false;
 #if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
   if (comm.size() > 1) {
     check(H5Pset_fapl_mpio(fapl.id(), comm.native(), MPI_INFO_NULL), "H5Pset_fapl_mpio", path, "/");
     parallel = true;
   }
+#else
+  (void)path;
+  (void)comm;
 #endif
+  return fapl;
+}
+
+// Selects the block (offset, count) in the file's space and all of the memory space (nothing
+// in either for an empty block), and the transfer list: collective with parallel HDF5.
+Handle select_block(const File& file, const std::string& path, hid_t fspace, hid_t mspace,
+                    const std::vector<hsize_t>& o, const std::vector<hsize_t>& c) {
+  long long elements = 1;
+  for (hsize_t v : c) elements *= static_cast<long long>(v);
+  if (elements == 0) {
+    H5Sselect_none(fspace);
+    H5Sselect_none(mspace);
+  } else {
+    check(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, o.data(), nullptr, c.data(), nullptr),
+          "H5Sselect_hyperslab", file.file(), path);
+  }
+  Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
+  if (file.parallel()) H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE);
+#endif
+  return dxpl;
+}
+}  // namespace
+
+File File::create(const std::string& path, const Comm& comm) {
+  quiet_hdf5();
+  bool parallel = false;
+  Handle fapl = file_access(path, comm, parallel);
   if (!parallel && comm.size() > 1)
     throw IoError("HDF5: " + path + ": " + std::to_string(comm.size()) +
                   " ranks need a parallel HDF5 (libhdf5-openmpi-dev) to write one file");
@@ -260,14 +294,8 @@ File File::open(const std::string& path, const Comm& comm) {
   quiet_hdf5();
   if (::access(path.c_str(), R_OK) != 0)
     throw IoError("HDF5: cannot read " + path + ": " + std::strerror(errno));
-  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   bool parallel = false;
-#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
-  if (comm.size() > 1) {
-    check(H5Pset_fapl_mpio(fapl.id(), comm.native(), MPI_INFO_NULL), "H5Pset_fapl_mpio", path, "/");
-    parallel = true;
-  }
-#endif
+  Handle fapl = file_access(path, comm, parallel);
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id());
   if (id < 0)
     throw IoError("HDF5: cannot open " + path +
@@ -309,22 +337,10 @@ Object write_dataset(const File& file, const Group& group, const std::string& na
                                H5P_DEFAULT, H5P_DEFAULT),
                     "H5Dcreate2", file.file(), full),
            H5Dclose);
-  long long elements = 1;
-  for (long long v : count) elements *= v;
   Handle mspace(
       check_id(H5Screate_simple(rank, c.data(), nullptr), "H5Screate_simple", file.file(), full),
       H5Sclose);
-  if (elements == 0) {
-    H5Sselect_none(fspace.id());
-    H5Sselect_none(mspace.id());
-  } else {
-    check(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, o.data(), nullptr, c.data(), nullptr),
-          "H5Sselect_hyperslab", file.file(), full);
-  }
-  Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
-#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
-  if (file.parallel()) H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE);
-#endif
+  const Handle dxpl = select_block(file, full, fspace.id(), mspace.id(), o, c);
   check(H5Dwrite(d.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dwrite", file.file(),
         full);
   return Object(std::move(d), file.file(), full);
@@ -355,19 +371,7 @@ void read_dataset(const File& file, const Object& dataset, hid_t type,
   Handle mspace(check_id(H5Screate_simple(static_cast<int>(c.size()), c.data(), nullptr),
                          "H5Screate_simple", file.file(), dataset.path()),
                 H5Sclose);
-  long long elements = 1;
-  for (long long v : count) elements *= v;
-  if (elements == 0) {
-    H5Sselect_none(fspace.id());
-    H5Sselect_none(mspace.id());
-  } else {
-    check(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, o.data(), nullptr, c.data(), nullptr),
-          "H5Sselect_hyperslab", file.file(), dataset.path());
-  }
-  Handle dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
-#if defined(H5_HAVE_PARALLEL) && CUNUMPY_HAS_MPI()
-  if (file.parallel()) H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE);
-#endif
+  const Handle dxpl = select_block(file, dataset.path(), fspace.id(), mspace.id(), o, c);
   check(H5Dread(dataset.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dread",
         file.file(), dataset.path());
 }
