@@ -98,7 +98,8 @@ double particle_weight(const Config& c) {
 Config read_checkpoint_config(const std::string& path, const cn::Comm& comm) {
   const h5::File f = h5::File::open(path, comm);
   if (!f.exists("cunumpy"))
-    throw cn::IoError("pic: " + path + " is not a checkpoint of this program (no /cunumpy group)");
+    throw cn::IoError("checkpoint " + path +
+                      " is not a checkpoint of this program (no /cunumpy group)");
   return read_config(f.open_group("cunumpy").open_group("config"));
 }
 
@@ -158,11 +159,12 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
 Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
   const h5::File f = h5::File::open(path, comm);
   if (!f.exists("cunumpy"))
-    throw cn::IoError("pic: " + path + " is not a checkpoint of this program (no /cunumpy group)");
+    throw cn::IoError("checkpoint " + path +
+                      " is not a checkpoint of this program (no /cunumpy group)");
   const h5::Group g = f.open_group("cunumpy");
   if (g.read_string("format") != kFormat)
-    throw cn::IoError("pic: " + path + " is a checkpoint of another format (" +
-                      g.read_string("format") + ", expected " + kFormat + ")");
+    throw cn::IoError(path + " is a checkpoint of another format (" + g.read_string("format") +
+                      ", expected " + kFormat + ")");
   Checkpoint c;
   c.config = read_config(g.open_group("config"));
   c.step = static_cast<int>(g.read_int64("step"));
@@ -187,7 +189,7 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
   auto column = [&]<typename T>(const std::string& record, std::vector<T>& out) {
     const h5::Object d = f.open_dataset(species + record);
     if (h5::dataset_shape(d) != std::vector<long long>{c.total})
-      throw cn::IoError("pic: " + path + ": " + record + " holds " +
+      throw cn::IoError("checkpoint " + path + ": " + record + " holds " +
                         std::to_string(h5::dataset_shape(d).empty() ? 0 : h5::dataset_shape(d)[0]) +
                         " particles, the checkpoint says " + std::to_string(c.total) +
                         " (truncated or corrupted)");
@@ -213,7 +215,7 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
   }
   c.history.steps_done = c.step;
   if (checksum(c, comm) != g.read_uint64("checksum"))
-    throw cn::IoError("pic: " + path +
+    throw cn::IoError("checkpoint " + path +
                       ": the particles do not match the checkpoint's checksum (corrupted); use an "
                       "earlier checkpoint");
   return c;

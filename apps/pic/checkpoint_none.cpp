@@ -7,7 +7,7 @@ namespace pic {
 namespace {
 [[noreturn]] void no_hdf5() {
   throw cunumpy::BackendError(
-      "pic: built without HDF5, so --output-every, --checkpoint-every and --restart are not "
+      "built without HDF5, so --output-every, --checkpoint-every and --restart are not "
       "available; install libhdf5-openmpi-dev and build with MPI and -DCUNUMPY_ENABLE_HDF5=ON");
 }
 }  // namespace
