@@ -8,6 +8,8 @@
 #   bash scripts/scaling.sh --big         # also 2D 4096^2 and 8192^2 cells at 4 ranks
 #   BUILD=build-host STEPS=20 bash scripts/scaling.sh
 #
+# Ranks are not bound to cores (--bind-to none), so the Runtime gives each its share of the
+# node's cores for OpenMP: 1 rank x 2 threads against 2 ranks x 1 thread on 2 cores.
 # Needs a build with MPI (scripts/build.sh).  Prints one table; the runs' summary.json files
 # stay under $OUT (default: a temporary folder, removed at the end).
 set -euo pipefail
@@ -26,7 +28,7 @@ source "$here/scripts/env.sh" >/dev/null 2>&1 || true
 
 run() {  # run <name> <ranks> <layout> <cells_x> <cells_y> <particles>
   local name=$1 np=$2 layout=$3 nx=$4 ny=$5 n=$6
-  mpiexec --oversubscribe -n "$np" "$pic" --case landau --dim 2 --cells "$nx" --cells-y "$ny" \
+  mpiexec --oversubscribe --bind-to none -n "$np" "$pic" --case landau --dim 2 --cells "$nx" --cells-y "$ny" \
     --particles "$n" --steps "$steps" --"$layout" --no-progress --flush-every 0 \
     --output "$out/$name" --overwrite >"$out/$name.log" 2>&1 ||
     { echo "scaling.sh: run $name failed:" >&2; tail -5 "$out/$name.log" >&2; exit 1; }
@@ -60,7 +62,7 @@ fi
 python3 - "$out" <<'EOF'
 import json, sys, os
 out = sys.argv[1]
-print(f"{'run':<24} {'ranks':>5} {'cells':>11} {'particles':>10} {'ms/step':>9} "
+print(f"{'run':<24} {'ranks':>5} {'thr':>3} {'cells':>11} {'particles':>10} {'ms/step':>9} "
       f"{'particles':>9} {'solve':>7} {'halo':>7} {'migrate':>7} {'comm':>7} "
       f"{'MB sent/step/rank':>18} {'allreduce MB':>12} {'peak MiB/rank':>13}")
 for line in open(os.path.join(out, "runs.txt")):
@@ -69,10 +71,12 @@ for line in open(os.path.join(out, "runs.txt")):
     steps = s["steps"]
     ph = s["phase_seconds"]
     ms = lambda *keys: 1e3 * sum(ph.get(k, 0.0) for k in keys) / steps
-    print(f"{name:<24} {int(np_):>5} {int(nx)*int(ny):>11} {int(n):>10} "
+    print(f"{name:<24} {int(np_):>5} {s.get('threads_per_rank', 1):>3} {int(nx)*int(ny):>11} {int(n):>10} "
           f"{1e3 * s['seconds'] / steps:>9.1f} {ms('deposit', 'gather', 'push', 'sort'):>9.1f} "
           f"{ms('solve'):>7.1f} {ms('halo'):>7.1f} {ms('migration'):>7.1f} {ms('comm'):>7.1f} "
           f"{s['bytes_sent_per_step_per_rank'] / 1e6:>18.3f} "
           f"{s['replicated_allreduce_bytes_per_step'] / 1e6:>12.3f} {s['peak_memory_mb_per_rank']:>13.0f}")
-print("(phases in ms per step; 'particles' = deposit + gather + push + sort; MB = 1e6 bytes)")
+print("(phases in ms per step; 'particles' = deposit + gather + push + sort; MB = 1e6 bytes;")
+print(" thr: OpenMP threads per rank, the node's cores shared among its ranks unless")
+print(" OMP_NUM_THREADS is set: 1 rank x 2 threads against 2 ranks x 1 thread on 2 cores)")
 EOF

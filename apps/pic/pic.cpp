@@ -814,6 +814,9 @@ Results run(const Config& config, const cn::Comm& comm) {
     snapshots = std::make_unique<SnapshotWriter>(config.output_folder, comm, config.overwrite);
   Results r;
   r.ranks = comm.size();
+#if defined(_OPENMP)
+  r.threads_per_rank = omp_get_max_threads();
+#endif
   r.backend = std::string(cn::to_string(cn::get_backend()));
   const std::complex<double> theory = solve_dispersion(config.k, species_of(config));
   r.omega_theory = theory.real();
@@ -1113,6 +1116,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"diverged\": " << (health.diverged ? "true" : "false") << ",\n"
        << "  \"backend\": \"" << r.backend << "\",\n"
        << "  \"ranks\": " << r.ranks << ",\n"
+       << "  \"threads_per_rank\": " << r.threads_per_rank << ",\n"
        << "  \"dim\": " << config.dim << ",\n"
        << "  \"particles\": " << config.particles << ",\n"
        << "  \"cells\": "

@@ -85,6 +85,7 @@ struct Results {
   long long transfers_in_loop = 0;
   std::map<std::string, double> phase_seconds;
   int ranks = 1;
+  int threads_per_rank = 1;  // OpenMP threads (the Runtime's share of the node when unset)
   std::string backend;
   int steps_done = 0;  // steps in the histories (all of them once the run completes)
   bool decomposed = false;
