@@ -128,6 +128,11 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
   p.id = &id;
   p.count = n;
   p.weight = particle_weight(c.config);
+  // One patch per rank, each the whole box (a checkpoint does not record the rank's region).
+  const double lx = 2.0 * M_PI / c.config.k;
+  p.patch_offset = std::vector<double>(p.axes.size(), 0.0);
+  p.patch_extent = two ? std::vector<double>{lx, lx * c.config.cells_y / c.config.cells_x}
+                       : std::vector<double>{lx};
   it.particles("electrons", p);
   const std::uint64_t sum = checksum(c, comm);
   const std::vector<long long> counts = comm.allgather(n);
@@ -250,6 +255,8 @@ std::string SnapshotWriter::write(int step, double time, double dt, const MeshBl
   r.id = &p.id;
   r.count = p.count;
   r.weight = p.weight;
+  r.patch_offset = p.patch_offset;
+  r.patch_extent = p.patch_extent;
   it.particles("electrons", r);
   it.close();
   return it.path();

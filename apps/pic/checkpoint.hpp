@@ -61,6 +61,7 @@ struct ParticleBlock {
   cunumpy::Array<std::int64_t> id;
   long long count = 0;
   double weight = 1.0;
+  std::vector<double> patch_offset, patch_extent;  // the region of this rank's particles
 };
 class SnapshotWriter {
  public:

@@ -797,6 +797,17 @@ std::string write_staged(StagedOutput& out, const State& s, SnapshotWriter& writ
                                      cn::Backend::host);
   b.count = p.n;
   b.weight = particle_weight(s.config);
+  if (decomposed(s)) {  // the rank's block of the box
+    b.patch_offset = {static_cast<double>(s.x0) * s.dx};
+    b.patch_extent = {static_cast<double>(s.lnx) * s.dx};
+    if (s.dim == 2) {
+      b.patch_offset.push_back(static_cast<double>(s.y0) * s.dy);
+      b.patch_extent.push_back(static_cast<double>(s.lny) * s.dy);
+    }
+  } else {  // replicated: any rank's particles are anywhere
+    b.patch_offset = std::vector<double>(static_cast<std::size_t>(s.dim), 0.0);
+    b.patch_extent = s.dim == 2 ? std::vector<double>{s.lx, s.ly} : std::vector<double>{s.lx};
+  }
   return writer.write(p.step, p.step * s.config.dt, s.config.dt, mesh_block(s, fields), b);
 }
 }  // namespace

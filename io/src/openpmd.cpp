@@ -211,6 +211,7 @@ class OpenPmdFile {
       record_attributes(r, unit);
       constant_component(r, value, total);
     }
+    if (!p.patch_offset.empty()) patches(s, p, n, first);
     if (p.id != nullptr) {
       const Array<std::int64_t> h = rows(p.id, "id");
       std::vector<std::uint64_t> ids(static_cast<std::size_t>(n));
@@ -219,6 +220,32 @@ class OpenPmdFile {
           h5::write_dataset<std::uint64_t>(file_, s, "id", global, offset, count, ids.data());
       record_attributes(d, kNone);
       d.attribute("unitSI", 1.0);
+    }
+  }
+
+  // particlePatches: one patch per rank (row = rank), its count, offset and region.
+  void patches(const h5::Group& species, const ParticleRecords& p, long long n, long long first) {
+    const std::size_t nd = p.axes.size();
+    if (p.patch_offset.size() != nd || p.patch_extent.size() != nd)
+      throw ValueError("openPMD particles: patch_offset and patch_extent need one value per axis");
+    const long long P = comm_.size(), r = comm_.rank();
+    const std::vector<long long> global{P}, offset{r}, count{1};
+    const h5::Group g = species.group("particlePatches");
+    const std::uint64_t mine[2] = {static_cast<std::uint64_t>(n),
+                                   static_cast<std::uint64_t>(first)};
+    h5::write_dataset<std::uint64_t>(file_, g, "numParticles", global, offset, count, &mine[0])
+        .attribute("unitSI", 1.0);
+    h5::write_dataset<std::uint64_t>(file_, g, "numParticlesOffset", global, offset, count,
+                                     &mine[1])
+        .attribute("unitSI", 1.0);
+    for (const char* name : {"offset", "extent"}) {
+      const h5::Group rec = g.group(name);
+      record_attributes(rec, kLength);
+      const std::vector<double>& v =
+          std::string(name) == "offset" ? p.patch_offset : p.patch_extent;
+      for (std::size_t a = 0; a < nd; ++a)
+        h5::write_dataset<double>(file_, rec, p.axes[a], global, offset, count, &v[a])
+            .attribute("unitSI", 1.0);
     }
   }
 

@@ -48,7 +48,10 @@ for step in steps:
     px = e["momentum"]["x"].load_chunk()
     w = e["weighting"][io.Record_Component.SCALAR].load_chunk()
     pid = e["id"][io.Record_Component.SCALAR].load_chunk()
+    patches = e.particle_patches
+    num = patches["numParticles"][io.Record_Component.SCALAR].load()
     series.flush()
+    assert list(num) == counts, num
     assert np.array_equal(r, expected_rho), "rho"
     assert np.array_equal(ex, expected_rho + 0.5) and np.array_equal(ey, -expected_rho), "E"
     assert np.array_equal(pid, ids), pid

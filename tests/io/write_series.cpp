@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
       p.weighting = &w;
       p.id = &id;
       p.count = n;
+      p.patch_offset = {0.5 * d.owned(0).begin, 0.25 * d.owned(1).begin};
+      p.patch_extent = {0.5 * lx, 0.25 * ly};
       it.particles("electrons", p);
       it.close();
       if (world.rank() == 0) std::printf("wrote %s\n", it.path().c_str());

@@ -64,6 +64,9 @@ struct ParticleRecords {
   const Array<std::int64_t>* id = nullptr;         // per particle
   long long count = 0;                             // rows [0, count) of the arrays
   double weight = 1.0, charge = -1.0, mass = 1.0;  // per macro-particle
+  // openPMD's particlePatches, one patch per rank: the region this rank's particles lie in
+  // (per axis; the whole box when particles are not sorted by rank).  Empty: no patches.
+  std::vector<double> patch_offset, patch_extent;
 };
 
 namespace detail {
