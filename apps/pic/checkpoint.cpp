@@ -89,12 +89,6 @@ const History kHistories[] = {{"time", &Results::time},
 
 }  // namespace
 
-double particle_weight(const Config& c) {
-  const double lx = 2.0 * M_PI / c.k;
-  const double ly = c.dim == 2 ? lx * c.cells_y / c.cells_x : 1.0;
-  return lx * ly / static_cast<double>(c.particles);
-}
-
 Config read_checkpoint_config(const std::string& path, const cn::Comm& comm) {
   const h5::File f = h5::File::open(path, comm);
   if (!f.exists("cunumpy"))
@@ -129,10 +123,9 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
   p.count = n;
   p.weight = particle_weight(c.config);
   // One patch per rank, each the whole box (a checkpoint does not record the rank's region).
-  const double lx = 2.0 * M_PI / c.config.k;
+  const BoxLengths box = box_of(c.config);
   p.patch_offset = std::vector<double>(p.axes.size(), 0.0);
-  p.patch_extent = two ? std::vector<double>{lx, lx * c.config.cells_y / c.config.cells_x}
-                       : std::vector<double>{lx};
+  p.patch_extent = two ? std::vector<double>{box.lx, box.ly} : std::vector<double>{box.lx};
   it.particles("electrons", p);
   const std::uint64_t sum = checksum(c, comm);
   const std::vector<long long> counts = comm.allgather(n);

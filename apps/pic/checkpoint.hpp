@@ -42,9 +42,6 @@ std::string write_checkpoint(const std::string& folder, const cunumpy::Comm& com
                              const Checkpoint& c);
 // The configuration a checkpoint was written with.  Collective.
 Config read_checkpoint_config(const std::string& path, const cunumpy::Comm& comm);
-// Physical electrons per macro-particle (the openPMD weighting): the box's volume over the
-// particle count, in units of the mean density.
-double particle_weight(const Config& c);
 // Reads a checkpoint: this rank's share of the particles, and the rest.  Collective.
 Checkpoint read_checkpoint(const std::string& path, const cunumpy::Comm& comm);
 

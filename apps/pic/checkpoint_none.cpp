@@ -12,11 +12,6 @@ namespace {
 }
 }  // namespace
 
-double particle_weight(const Config& c) {
-  const double lx = 2.0 * M_PI / c.k;
-  const double ly = c.dim == 2 ? lx * c.cells_y / c.cells_x : 1.0;
-  return lx * ly / static_cast<double>(c.particles);
-}
 std::string write_checkpoint(const std::string&, const cunumpy::Comm&, const Checkpoint&) {
   no_hdf5();
 }

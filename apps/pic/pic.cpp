@@ -38,6 +38,17 @@ namespace pic {
 
 namespace cn = cunumpy;
 
+BoxLengths box_of(const Config& c) {
+  const double lx = 2.0 * M_PI / c.k;
+  return {lx,
+          c.dim == 2 ? lx * static_cast<double>(c.cells_y) / static_cast<double>(c.cells_x) : 1.0};
+}
+
+double particle_weight(const Config& c) {
+  const BoxLengths box = box_of(c);
+  return box.lx * box.ly / static_cast<double>(c.particles);
+}
+
 void apply_case(Config& c) {
   if (c.case_name == "landau") {
     c.k = 0.5;
@@ -152,8 +163,9 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   s->ny = config.dim == 2 ? config.cells_y : 1;
   s->cells = s->nx * s->ny;
   s->nk = config.dim == 2 ? s->nx * (s->ny / 2 + 1) : s->nx / 2 + 1;
-  s->lx = 2.0 * M_PI / config.k;
-  s->ly = config.dim == 2 ? s->lx * static_cast<double>(s->ny) / static_cast<double>(s->nx) : 1.0;
+  const BoxLengths box = box_of(config);
+  s->lx = box.lx;
+  s->ly = box.ly;
   s->dx = s->lx / static_cast<double>(s->nx);
   s->dy = config.dim == 2 ? s->ly / static_cast<double>(s->ny) : 1.0;
   s->n_global = config.particles;
@@ -161,7 +173,7 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
   s->first_id = s->n_global * r / p;
   s->n_local = s->n_global * (r + 1) / p - s->first_id;
   s->density_per_particle = static_cast<double>(s->cells) / static_cast<double>(s->n_global);
-  s->particle_mass = s->lx * s->ly / static_cast<double>(s->n_global);
+  s->particle_mass = particle_weight(config);
   const cn::Shape grid = config.dim == 2 ? cn::Shape{s->nx, s->ny} : cn::Shape{s->nx};
   // Decomposed: particles move between ranks, so their arrays keep spare rows.
   const long long capacity = config.decompose ? s->n_local + s->n_local / 4 + 64 : s->n_local;
@@ -348,7 +360,7 @@ void deposit(State& s) {
   if (decomposed(s)) {
     // The same integer sums on the rank's guarded nodes, without wrapping (the halo sum adds
     // the periodic images, still exactly).
-    const long long row = s.row, ext_x = s.lnx + 2 * s.guard;
+    const long long row = s.row;
     CUNUMPY_FOR(
         "deposit spread", nodes, c, const long long ci = c / row, cj = c % row; double acc = 0.0;
         for (int a = 0; a <= order; ++a) {
@@ -360,7 +372,6 @@ void deposit(State& s) {
           for (int b = 0; b <= order; ++b)
             if (cj - b >= 0) acc += sum[((ci - a) * row + (cj - b)) * points + a * (order + 1) + b];
         } ne[c] = acc;);
-    (void)ext_x;
     return;
   }
   CUNUMPY_FOR(
@@ -796,7 +807,7 @@ std::string write_staged(StagedOutput& out, const State& s, SnapshotWriter& writ
   b.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(ids.data(), p.n), {p.n},
                                      cn::Backend::host);
   b.count = p.n;
-  b.weight = particle_weight(s.config);
+  b.weight = s.particle_mass;
   if (decomposed(s)) {  // the rank's block of the box
     b.patch_offset = {static_cast<double>(s.x0) * s.dx};
     b.patch_extent = {static_cast<double>(s.lnx) * s.dx};

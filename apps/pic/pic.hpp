@@ -110,6 +110,15 @@ struct Health {
 };
 Health health_of(const Results& results);
 
+// The box's lengths (2 pi / k along x; y in proportion to the cells in 2D, 1 in 1D) and the
+// physical electrons per macro-particle (the box's volume over the particle count, in units of
+// the mean density: the particles' mass and openPMD weighting).
+struct BoxLengths {
+  double lx, ly;
+};
+BoxLengths box_of(const Config& config);
+double particle_weight(const Config& config);
+
 // Runs the simulation on the active backend over `comm`.
 Results run(const Config& config, const cunumpy::Comm& comm);
 

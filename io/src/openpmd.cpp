@@ -64,12 +64,6 @@ void constant_component(const h5::Group& g, double value, long long n) {
   g.attribute("unitSI", 1.0);
 }
 
-// The host data of `a`'s first `n` elements (a device array is copied, counted).
-template <typename T>
-Array<T> host_of(const Array<T>& a) {
-  return to_host(a);
-}
-
 }  // namespace
 
 namespace detail {
@@ -144,7 +138,7 @@ class OpenPmdFile {
       record_attributes(o, unit);
     };
     auto component = [&](const h5::Group& parent, const std::string& name, const Array<double>& a) {
-      const Array<double> host = host_of(a);
+      const Array<double> host = to_host(a);
       h5::Object d =
           h5::write_dataset<double>(file_, parent, name, l.global, l.offset, l.count, host.data());
       d.attribute("position", std::span<const double>(position));
@@ -175,7 +169,7 @@ class OpenPmdFile {
       if (a == nullptr || a->ndim() != 1 || a->size() < n)
         throw ValueError("openPMD particles " + species + ": " + what +
                          " must be a 1D array of at least " + std::to_string(n) + " rows");
-      return host_of(*a);
+      return to_host(*a);
     };
     auto vector_record = [&](const char* name, const std::vector<const Array<double>*>& arrays,
                              const UnitDimension& unit) {

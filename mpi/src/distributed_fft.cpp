@@ -276,8 +276,8 @@ class DistributedFftImpl {
   static void ensure(Array<double>& a, long long n, Backend b) {
     n = std::max<long long>(n, 1);
     if (a.data() == nullptr || a.size() != n || a.backend() != b)
-      a = b == Backend::host || location_of(b) == Location::host ? pinned_empty<double>(Shape{n})
-                                                                 : Array<double>(Shape{n}, b);
+      a = location_of(b) == Location::host ? pinned_empty<double>(Shape{n})
+                                           : Array<double>(Shape{n}, b);
   }
 
   void count_sent(const std::vector<long long>& sc) {

@@ -89,11 +89,7 @@ class MigrationImpl {
     long long bad = 0, stay = count;
     Array<std::int64_t> order;
     if (leaving > 0) {
-      Array<std::uint32_t> exact =
-          keys.size() == count ? keys : Array<std::uint32_t>(Shape{count}, b);
-      if (exact.data() != keys.data())
-        copy_memory(exact.data(), b, keys.data(), b, static_cast<std::size_t>(count) * 4);
-      auto [sorted, ord] = sort_by_key(exact);
+      auto [sorted, ord] = sort_by_key(keys);  // count > 0 here: keys has count rows
       order = ord;
       stay = count - leaving;
       Array<long long> starts(Shape{P + 2}, b);
@@ -121,7 +117,7 @@ class MigrationImpl {
       out[3 * r + 2] = lay.signature;
     }
     comm_.alltoall<long long>(out, std::span<long long>(in));
-    check_everyone(in, bad, lay);
+    check_everyone(in, lay);
     std::vector<long long> recv(static_cast<std::size_t>(P));
     long long incoming = 0, outgoing = 0;
     for (int r = 0; r < P; ++r) {
@@ -225,7 +221,7 @@ class MigrationImpl {
   }
 
   // Every rank sees every rank's bad count and layout signature: all raise the same error.
-  void check_everyone(const std::vector<long long>& in, long long bad, const Layout& lay) const {
+  void check_everyone(const std::vector<long long>& in, const Layout& lay) const {
     const int P = comm_.size();
     bool any_bad = false, mismatch = false;
     for (int r = 0; r < P; ++r) {
@@ -240,7 +236,6 @@ class MigrationImpl {
       for (int r = 0; r < P; ++r) m << (r > 0 ? "," : "") << " rank " << r << ": " << in[3 * r + 1];
       m << "; nothing was moved or dropped: apply the boundary condition (reflect, absorb) "
            "before migrating";
-      (void)bad;
     } else {
       m << "ParticleMigration: the ranks passed particle arrays with different rows (another "
            "number of arrays, element types or widths); this rank: "
@@ -312,8 +307,7 @@ class MigrationImpl {
       offset += send[r] * rb;
     }
     Request::wait_all(requests);
-    if (staged && offset >= 0 &&
-        std::any_of(recv.begin(), recv.end(), [](long long v) { return v > 0; })) {
+    if (staged && std::any_of(recv.begin(), recv.end(), [](long long v) { return v > 0; })) {
       copy(recv_, recv_host_, where);
       ++stats_.staged_copies;
     }

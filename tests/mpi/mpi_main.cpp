@@ -5,14 +5,6 @@
 // rank if any rank failed.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
-#include <unistd.h>
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 #include <cunumpy/comm.hpp>
 #include <cunumpy/launcher.hpp>
 #include <cunumpy/runtime.hpp>
@@ -20,13 +12,7 @@
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   cunumpy::init_mpi(&argc, &argv);
-#if defined(_OPENMP)
-  if (const char* set = std::getenv("OMP_NUM_THREADS"); set == nullptr || *set == '\0') {
-    const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-    omp_set_num_threads(
-        cunumpy::detail::threads_per_rank(cores, 0, cunumpy::launcher_info().local_size));
-  }
-#endif
+  cunumpy::detail::configure_host_threads(cunumpy::launcher_info());
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   {
     const cunumpy::Comm world = cunumpy::Comm::world();

@@ -78,9 +78,6 @@ const bool g_registered = [] {
 
 }  // namespace
 
-// Sets this rank's OpenMP threads (runtime.cpp, below) and says how many and why.
-std::string configure_host_threads(const LauncherInfo& launcher);
-
 void check_world_size(const LauncherInfo& launcher, int mpi_size) {
   if (!launcher.world_size || *launcher.world_size == mpi_size) return;
   throw MpiError(

@@ -108,6 +108,9 @@ namespace detail {
 // affinity mask) when the launcher bound it to fewer than the node has, else its share of the
 // node's cores among the node's ranks; at least 1.
 int threads_per_rank(int node_cores, int affinity_cores, int ranks_on_node) noexcept;
+// Sets this rank's OpenMP threads so (unless OMP_NUM_THREADS is set) and says how many and
+// why; the Runtime calls it at start-up, programs without one (the MPI test main) may too.
+std::string configure_host_threads(const LauncherInfo& launcher);
 }  // namespace detail
 
 // The process's Runtime: the constructed one, else the default runtime (started now if it
