@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ccache pkg-config clang-format git
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
-  libhdf5-openmpi-dev libhdf5-dev libfftw3-dev libfftw3-mpi-dev libcli11-dev libssl-dev libboost-context-dev
+  libhdf5-openmpi-dev libhdf5-dev libfftw3-dev libfftw3-mpi-dev libcli11-dev libssl-dev libboost-context-dev libhwy-dev
   petsc-dev
   slurm-wlm munge
   python3-numpy python3-h5py python3-matplotlib python3-venv python3-pip

@@ -11,7 +11,7 @@
 #include <cunumpy/parallel.hpp>
 
 #include "host_fast.hpp"
-#include "host_sort.hpp"
+#include "sort/host_sort.hpp"
 
 #if CUNUMPY_CUDA_COMPILATION()
 #include <cub/device/device_radix_sort.cuh>

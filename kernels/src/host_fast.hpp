@@ -1,7 +1,7 @@
-// kernels/src/host_fast.hpp: host loops for the hottest generators, compiled by the host
-// compiler in several instruction-set versions (x86-64-v4, v3 and baseline, chosen at run
-// time), so that they vectorise on the CPUs that allow it.  Same formulas as the device
-// (random.cuh), so the same bits.
+// kernels/src/host_fast.hpp: host loops for the hottest generators, run over OpenMP threads:
+// whole vectors through host_simd/generators.cpp (one Highway source, the target chosen at run
+// time), the last elements (and everything under CUNUMPY_HOST_SIMD=portable) by the device's
+// formulas (random.cuh, morton.cuh) one at a time.  The same bits either way.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,7 @@
 
 namespace cunumpy::detail::host_fast {
 
-// Whether the hand-vectorised AVX-512 paths run: this CPU has AVX-512 F, DQ, VL and BW (what
-// they use; every CPU with DQ has the other two, x86-64-v4) and CUNUMPY_HOST_SIMD does not say
-// portable.  simd_report() says which and why (cunumpy::host_simd()).
-bool cpu_has_avx512();
+// Which vector loops run (cunumpy::host_simd()).
 std::string simd_report();
 
 // out0[i] (and out1[i] when not null) = cunumpy_uniform2(seed, stream[i], counter).

@@ -1,6 +1,7 @@
-// kernels/src/host_sort.hpp: the host's stable radix sort behind sort_by_key (host memory and
-// the emulated device's arena).  Compiled by the host compiler only, with AVX-512 paths chosen
-// at run time.
+// kernels/src/sort/host_sort.hpp: the host's stable radix sort behind sort_by_key (host memory
+// and the emulated device's arena).  Compiled by the host compiler only: host_sort.cpp (the top
+// digit), bucket_sort.cpp (each bucket), sort_simd.cpp (their vector pieces, one Highway
+// source for every target, chosen at run time: host_simd/targets.hpp).
 #pragma once
 
 #include <cstdint>

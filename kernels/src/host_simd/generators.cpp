@@ -1,0 +1,261 @@
+// The Philox fills and the Morton keys as one Highway source, compiled for every target of
+// config.hpp (foreach_target.h includes this file once per target).  The same formulas as
+// random.cuh and morton.cuh, lane by lane: the same bits on every target.
+// Measured by apps/bench_algorithms (philox_uniform, morton_keys_3d, against the scalar
+// Philox and the BMI2 pdep encoder built with -march=native).
+#include "config.hpp"  // first: the targets compiled
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "host_simd/generators.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "host_simd/generators.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace cunumpy::detail::host_simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+using D64 = hn::ScalableTag<std::uint64_t>;
+using V64 = hn::Vec<D64>;
+using DF = hn::ScalableTag<double>;
+using VF = hn::Vec<DF>;
+
+// Philox4x32-10 of one counter per 64-bit lane: the 32-bit words in the low halves (what the
+// high halves hold is ignored: MulEven reads the low halves, and the results are masked).
+struct Philox {
+  V64 k0[10], k1[10];
+  explicit Philox(std::uint64_t seed) {
+    const D64 d;
+    const auto s0 = static_cast<std::uint32_t>(seed), s1 = static_cast<std::uint32_t>(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+      k0[r] =
+          hn::Set(d, static_cast<std::uint32_t>(s0 + static_cast<std::uint32_t>(r) * 0x9E3779B9u));
+      k1[r] =
+          hn::Set(d, static_cast<std::uint32_t>(s1 + static_cast<std::uint32_t>(r) * 0xBB67AE85u));
+    }
+  }
+  // Rounds first..9 of the state c[4].
+  HWY_INLINE void rounds(V64 c[4], int first) const {
+    const D64 d;
+    const hn::Repartition<std::uint32_t, D64> d32;
+    const V64 m0 = hn::Set(d, 0xD2511F53u), m1 = hn::Set(d, 0xCD9E8D57u);
+    for (int r = first; r < 10; ++r) {
+      const V64 q0 = hn::MulEven(hn::BitCast(d32, c[0]), hn::BitCast(d32, m0));
+      const V64 q1 = hn::MulEven(hn::BitCast(d32, c[2]), hn::BitCast(d32, m1));
+      c[0] = hn::Xor3(hn::ShiftRight<32>(q1), c[1], k0[r]);
+      c[2] = hn::Xor3(hn::ShiftRight<32>(q0), c[3], k1[r]);
+      c[1] = q1;
+      c[3] = q0;
+    }
+  }
+};
+
+// bits_to_uniform(lo, hi) per lane: the 53-bit integer (hi << 21 | lo >> 11), exact as a
+// double, times 2^-53.
+HWY_INLINE VF uniform(V64 lo, V64 hi) {
+  const D64 d;
+  const DF df;
+  const hn::RebindToSigned<D64> di;
+  const V64 low21 = hn::And(hn::ShiftRight<11>(lo), hn::Set(d, (1u << 21) - 1));
+  const V64 bits = hn::OrAnd(low21, hn::ShiftLeft<21>(hi), hn::Set(d, (1ull << 53) - 1));
+  return hn::Mul(hn::ConvertTo(df, hn::BitCast(di, bits)), hn::Set(df, 1.0 / 9007199254740992.0));
+}
+
+long long UniformIds(double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, std::uint64_t seed,
+                     const std::uint64_t* HWY_RESTRICT stream, std::uint64_t counter,
+                     long long begin, long long end) {
+  const D64 d;
+  const DF df;
+  const hn::Repartition<std::uint32_t, D64> d32;
+  const auto n = static_cast<long long>(hn::Lanes(d));
+  const Philox philox(seed);
+  // The counter is the same for every element: the first round's multiply of its word 0 is
+  // done once.
+  const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * static_cast<std::uint32_t>(counter);
+  const V64 hi0 = hn::Set(d, static_cast<std::uint32_t>(p0 >> 32));
+  const V64 lo0 = hn::Set(d, static_cast<std::uint32_t>(p0));
+  const V64 c1k0 =
+      hn::Set(d, static_cast<std::uint32_t>(counter >> 32) ^ static_cast<std::uint32_t>(seed));
+  const V64 m1 = hn::Set(d, 0xCD9E8D57u);
+  long long i = begin;
+  for (; i + n <= end; i += n) {
+    const V64 s = hn::LoadU(d, stream + i);  // counter words 2 (low half) and 3 (high half)
+    const V64 q1 = hn::MulEven(hn::BitCast(d32, s), hn::BitCast(d32, m1));
+    V64 c[4] = {hn::Xor(hn::ShiftRight<32>(q1), c1k0), q1,
+                hn::Xor3(hi0, hn::ShiftRight<32>(s), philox.k1[0]), lo0};
+    philox.rounds(c, 1);
+    hn::StoreU(uniform(/*lo=*/c[1], /*hi=*/c[0]), df, out0 + i);
+    if (out1 != nullptr) hn::StoreU(uniform(/*lo=*/c[3], /*hi=*/c[2]), df, out1 + i);
+  }
+  return i;
+}
+
+long long UniformPairs(double* HWY_RESTRICT out, std::uint64_t seed, std::uint64_t stream,
+                       std::uint64_t base, double a, double b, long long begin, long long end) {
+  const D64 d;
+  const DF df;
+  const auto n = static_cast<long long>(hn::Lanes(d));
+  const Philox philox(seed);
+  const V64 c2 = hn::Set(d, static_cast<std::uint32_t>(stream));
+  const V64 c3 = hn::Set(d, static_cast<std::uint32_t>(stream >> 32));
+  const VF va = hn::Set(df, a), vs = hn::Set(df, b - a);
+  long long p = begin;
+  for (; p + n <= end; p += n) {
+    const V64 ctr = hn::Iota(d, base + static_cast<std::uint64_t>(p));
+    V64 c[4] = {ctr, hn::ShiftRight<32>(ctr), c2, c3};
+    philox.rounds(c, 0);
+    const VF x01 = hn::Add(va, hn::Mul(vs, uniform(/*lo=*/c[1], /*hi=*/c[0])));
+    const VF x23 = hn::Add(va, hn::Mul(vs, uniform(/*lo=*/c[3], /*hi=*/c[2])));
+    hn::StoreInterleaved2(x01, x23, df, out + 2 * p);
+  }
+  return p;
+}
+
+// cunumpy_morton_cell per lane: (x - lower) * scale, NaN and below the box to 0, above it to
+// the last cell, truncated.  Up to 31 levels (kNarrow) the cell is converted to a 32-bit
+// integer, which AVX2 does in one instruction (a 64-bit conversion takes a dozen there).
+template <bool kNarrow>
+HWY_INLINE V64 cell(VF x, VF lower, VF scale, VF top) {
+  const DF df;
+  const D64 d;
+  VF c = hn::Mul(hn::Sub(x, lower), scale);
+  c = hn::IfThenElseZero(hn::Gt(c, hn::Zero(df)), c);  // compares with NaN are false: 0
+  c = hn::Min(c, top);
+  if constexpr (kNarrow) {
+    const hn::Rebind<std::int32_t, DF> di32;
+    const hn::Rebind<std::uint32_t, DF> du32;
+    return hn::PromoteTo(d, hn::BitCast(du32, hn::DemoteTo(di32, c)));
+  } else {
+    const hn::RebindToSigned<DF> di;
+    return hn::BitCast(d, hn::ConvertTo(di, c));
+  }
+}
+
+// cunumpy_morton_spread3 / spread2 per lane.
+HWY_INLINE V64 spread3(V64 v) {
+  const D64 d;
+  v = hn::And(v, hn::Set(d, 0x1FFFFFull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<32>(v)), hn::Set(d, 0x001F00000000FFFFull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<16>(v)), hn::Set(d, 0x001F0000FF0000FFull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<8>(v)), hn::Set(d, 0x100F00F00F00F00Full));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<4>(v)), hn::Set(d, 0x10C30C30C30C30C3ull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<2>(v)), hn::Set(d, 0x1249249249249249ull));
+  return v;
+}
+HWY_INLINE V64 spread2(V64 v) {
+  const D64 d;
+  v = hn::And(v, hn::Set(d, 0xFFFFFFFFull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<16>(v)), hn::Set(d, 0x0000FFFF0000FFFFull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<8>(v)), hn::Set(d, 0x00FF00FF00FF00FFull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<4>(v)), hn::Set(d, 0x0F0F0F0F0F0F0F0Full));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<2>(v)), hn::Set(d, 0x3333333333333333ull));
+  v = hn::And(hn::Or(v, hn::ShiftLeft<1>(v)), hn::Set(d, 0x5555555555555555ull));
+  return v;
+}
+
+long long Morton3(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x,
+                  const double* lower, const double* scale, int levels, long long begin,
+                  long long end) {
+  const D64 d;
+  const DF df;
+  const auto n = static_cast<long long>(hn::Lanes(d));
+  const VF l0 = hn::Set(df, lower[0]), l1 = hn::Set(df, lower[1]), l2 = hn::Set(df, lower[2]);
+  const VF s0 = hn::Set(df, scale[0]), s1 = hn::Set(df, scale[1]), s2 = hn::Set(df, scale[2]);
+  const VF top = hn::Set(df, static_cast<double>((1ull << levels) - 1ull));
+  long long i = begin;
+  for (; i + n <= end; i += n) {
+    VF px, py, pz;
+    hn::LoadInterleaved3(df, x + 3 * i, px, py, pz);
+    const V64 kx = spread3(cell<true>(px, l0, s0, top)), ky = spread3(cell<true>(py, l1, s1, top)),
+              kz = spread3(cell<true>(pz, l2, s2, top));
+    hn::StoreU(hn::Or3(kx, hn::ShiftLeft<1>(ky), hn::ShiftLeft<2>(kz)), d, keys + i);
+  }
+  return i;
+}
+
+template <bool kNarrow>
+long long morton2(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x,
+                  const double* lower, const double* scale, int levels, long long begin,
+                  long long end) {
+  const D64 d;
+  const DF df;
+  const auto n = static_cast<long long>(hn::Lanes(d));
+  const VF l0 = hn::Set(df, lower[0]), l1 = hn::Set(df, lower[1]);
+  const VF s0 = hn::Set(df, scale[0]), s1 = hn::Set(df, scale[1]);
+  const VF top = hn::Set(df, static_cast<double>((1ull << levels) - 1ull));
+  long long i = begin;
+  for (; i + n <= end; i += n) {
+    VF px, py;
+    hn::LoadInterleaved2(df, x + 2 * i, px, py);
+    const V64 kx = spread2(cell<kNarrow>(px, l0, s0, top)),
+              ky = spread2(cell<kNarrow>(py, l1, s1, top));
+    hn::StoreU(hn::Or(kx, hn::ShiftLeft<1>(ky)), d, keys + i);
+  }
+  return i;
+}
+
+long long Morton2(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x,
+                  const double* lower, const double* scale, int levels, long long begin,
+                  long long end) {
+  return levels <= 31 ? morton2<true>(keys, x, lower, scale, levels, begin, end)
+                      : morton2<false>(keys, x, lower, scale, levels, begin, end);
+}
+
+#else
+// Highway's one-lane fallback (HWY_SCALAR, GCC before 12.3): never chosen (targets.cpp); the
+// plain loops do the work.
+long long UniformIds(double*, double*, std::uint64_t, const std::uint64_t*, std::uint64_t,
+                     long long begin, long long) {
+  return begin;
+}
+long long UniformPairs(double*, std::uint64_t, std::uint64_t, std::uint64_t, double, double,
+                       long long begin, long long) {
+  return begin;
+}
+long long Morton3(std::uint64_t*, const double*, const double*, const double*, int, long long begin,
+                  long long) {
+  return begin;
+}
+long long Morton2(std::uint64_t*, const double*, const double*, const double*, int, long long begin,
+                  long long) {
+  return begin;
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+}  // namespace HWY_NAMESPACE
+}  // namespace cunumpy::detail::host_simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "host_simd/dispatch.hpp"
+
+namespace cunumpy::detail::host_simd {
+
+HWY_EXPORT(UniformIds);
+HWY_EXPORT(UniformPairs);
+HWY_EXPORT(Morton3);
+HWY_EXPORT(Morton2);
+
+long long uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
+                      std::uint64_t counter, long long begin, long long end) {
+  return CUNUMPY_SIMD_DISPATCH(UniformIds)(out0, out1, seed, stream, counter, begin, end);
+}
+long long uniform_pairs(double* out, std::uint64_t seed, std::uint64_t stream, std::uint64_t base,
+                        double a, double b, long long begin, long long end) {
+  return CUNUMPY_SIMD_DISPATCH(UniformPairs)(out, seed, stream, base, a, b, begin, end);
+}
+long long morton3(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
+                  int levels, long long begin, long long end) {
+  return CUNUMPY_SIMD_DISPATCH(Morton3)(keys, x, lower, scale, levels, begin, end);
+}
+long long morton2(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
+                  int levels, long long begin, long long end) {
+  return CUNUMPY_SIMD_DISPATCH(Morton2)(keys, x, lower, scale, levels, begin, end);
+}
+
+}  // namespace cunumpy::detail::host_simd
+#endif  // HWY_ONCE

@@ -1,0 +1,90 @@
+#include "config.hpp"  // first: the targets compiled
+
+#include "targets.hpp"
+
+#include <cctype>
+#include <cstdlib>
+
+#include <hwy/highway.h>
+#include <hwy/targets.h>
+
+namespace cunumpy::detail::host_simd {
+namespace {
+
+struct Named {
+  const char* name;
+  std::int64_t target;
+};
+
+// Our names for Highway's targets (those config.hpp may compile), best first per family.
+constexpr Named kNames[] = {
+    {"avx512", HWY_AVX3}, {"avx2", HWY_AVX2}, {"sve2", HWY_SVE2},
+    {"sve", HWY_SVE},     {"neon", HWY_NEON}, {"emu128", HWY_EMU128},
+};
+
+std::string name_of(std::int64_t target) {
+  for (const Named& n : kNames)
+    if (n.target == target) return n.name;
+  return hwy::TargetName(target);
+}
+
+// The targets compiled into the library that this CPU runs, as Highway's bits.
+std::int64_t runnable() {
+  return hwy::SupportedTargets() & HWY_TARGETS;
+}
+
+// The best target in a set of bits (Highway: the lower bit, the better target).
+std::int64_t best(std::int64_t targets) {
+  return targets & -targets;
+}
+
+std::string lowercase(const std::string& s) {
+  std::string out;
+  for (const char ch : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+Choice make_choice() {
+  Choice c;
+  const char* env = std::getenv("CUNUMPY_HOST_SIMD");
+  const std::string asked = env == nullptr ? "" : env;
+  const std::string wanted = lowercase(asked);
+  if (wanted == "portable") {
+    c.report = "portable (CUNUMPY_HOST_SIMD=" + asked + ")";
+    return c;
+  }
+  const std::int64_t can = runnable();
+  std::string note;
+  std::int64_t targets = can;
+  if (!wanted.empty() && wanted != "auto") {
+    std::int64_t target = 0;
+    for (const Named& n : kNames)
+      if (wanted == n.name) target = n.target;
+    if (target == 0) {
+      note = "; CUNUMPY_HOST_SIMD=" + asked +
+             " is not understood (auto, portable, avx2, avx512, neon, sve or sve2)";
+    } else if ((can & target) == 0) {
+      note = "; CUNUMPY_HOST_SIMD=" + asked + ": not supported by this CPU or this build";
+    } else {
+      targets = can & ~(target - 1);  // the target asked for and those below it
+    }
+  }
+  c.targets = targets;
+  if ((best(targets) & (HWY_SCALAR | HWY_EMU128)) != 0) {  // no vector unit to use
+    c.report = std::string("portable (no vector target: Highway ") +
+               hwy::TargetName(best(targets)) + ")" + note;
+    return c;
+  }
+  c.vector = true;
+  c.report = name_of(best(targets)) + " (Highway " + hwy::TargetName(best(targets)) + ")" + note;
+  return c;
+}
+
+}  // namespace
+
+const Choice& choice() {
+  static const Choice chosen = make_choice();
+  return chosen;
+}
+
+}  // namespace cunumpy::detail::host_simd
