@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   app.add_option("--shape", shape, "cic | tsc")->check(CLI::IsMember({"cic", "tsc"}));
   app.add_flag("--deterministic", config.deterministic,
                "deposit by sort + segment_sum: bit-identical results");
+  app.add_option("--host-step", config.host_step,
+                 "host 2D particle step: fused (one pass: gather, push, next deposit) | separate")
+      ->check(CLI::IsMember({"fused", "separate"}));
   app.add_option("--sort-every", config.sort_every, "Morton re-sort period in steps (0: never)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--k", config.k, "custom case: wave number")->check(CLI::PositiveNumber);

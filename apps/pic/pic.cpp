@@ -31,6 +31,7 @@
 
 #include "checkpoint.hpp"
 #include "dispersion.hpp"
+#include "host_step.hpp"
 #include "pic_catalog.hpp"
 #include "pic_kernels.hpp"
 
@@ -141,6 +142,15 @@ struct State {
   cn::Array<std::int64_t> id;
   long long lnx = 0, lny = 1, x0 = 0, y0 = 0, guard = 0, row = 1;  // row: guarded length of y
   cn::Array<std::complex<double>> rho_local_k;                     // this rank's modes of rho
+  // The host's one-pass step (host_step.hpp), where it applies: the guarded fields (E_x, E_y
+  // interleaved) and each thread's guarded density of the next step, deposited by the push.
+  bool one_pass = false;
+  host_step::GuardedGrid guarded;
+  std::vector<double> exy;
+  std::vector<std::vector<double>> next_density;
+  bool next_density_ready = false;
+  bool momentum_ready = false;  // the push summed the momentum too
+  double pushed_momentum = 0.0;
 };
 
 bool decomposed(const State& s) {
@@ -150,7 +160,7 @@ bool decomposed(const State& s) {
 void initialise(State& s);
 void deposit(State& s);
 void solve(State& s);
-void gather(State& s);
+void gather(State& s, bool one_pass = false);
 double push(State& s, double velocity_factor, bool move);
 double momentum(State& s);
 void resort(State& s);
@@ -223,6 +233,17 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
     s->columns.column(s->vx);
     if (config.dim == 2) s->columns.column(s->vy);
     s->columns.column(s->id);
+  }
+  s->one_pass = s->backend == cn::Backend::host && config.dim == 2 && config.host_step == "fused" &&
+                config.kernels == "builtin" && !config.deterministic && !config.decompose;
+  if (s->one_pass) {
+    s->guarded = host_step::guarded(s->nx, s->ny);
+    int threads = 1;
+#if defined(_OPENMP)
+    threads = omp_get_max_threads();
+#endif
+    s->next_density.assign(static_cast<std::size_t>(threads),
+                           std::vector<double>(static_cast<std::size_t>(s->guarded.nodes()), 0.0));
   }
   if (config.kernels == "rtc") {
     s->energy = cn::empty<double>({capacity});
@@ -318,6 +339,11 @@ void deposit(State& s) {
   const double* y = two ? s.y.data() : x;  // y unused in 1D
   double* ne = s.ne.data();
   s.ne_scale = 1.0;
+  if (s.next_density_ready) {  // deposited by the one-pass push
+    host_step::fold_densities(s.guarded, s.next_density, ne);
+    s.next_density_ready = false;
+    return;
+  }
   if (!s.config.deterministic && s.config.kernels == "rtc") {
     s.ne.fill(0.0);
     kernel_catalog().get<decltype(&deposit_host)>("deposit")(cn::threads(n), s.x, two ? s.y : s.x,
@@ -462,7 +488,13 @@ void migrate(State& s) {
     if (a->data() != nullptr && a->shape(0) != capacity) *a = cn::empty<double>({capacity});
 }
 
-void gather(State& s) {
+// one_pass: the push that follows gathers itself (host_step.hpp); the fields are copied to
+// their guarded layout for it.
+void gather(State& s, bool one_pass) {
+  if (one_pass) {
+    host_step::fill_guarded_fields(s.guarded, s.ex.data(), s.ey.data(), s.exy);
+    return;
+  }
   const kernels::Grid grid = grid_of(s);
   const bool two = grid.two;
   const double* x = s.x.data();
@@ -499,6 +531,16 @@ double push(State& s, double velocity_factor, bool move) {
   double* vy = two ? s.vy.data() : nullptr;
   const double* exp_ = s.ex_p.data();
   const double* eyp = two ? s.ey_p.data() : nullptr;
+  if (s.one_pass && move) {  // gather, push and the next step's deposit in one pass
+    const host_step::Step step{
+        x,          y,  vx, vy, s.n_local, s.config.order,         1.0 / s.dx,
+        1.0 / s.dy, lx, ly, dv, dt,        s.density_per_particle, s.exy.data()};
+    const host_step::Sums sums = host_step::push_and_deposit(s.guarded, step, s.next_density);
+    s.next_density_ready = true;
+    s.momentum_ready = true;
+    s.pushed_momentum = mass * sums.momentum;
+    return 0.5 * mass * sums.energy;
+  }
   if (s.config.kernels == "rtc") {
     kernel_catalog().get<decltype(&push_host)>("push")(
         cn::threads(s.n_local), s.x, two ? s.y : s.x, s.vx, two ? s.vy : s.vx, s.ex_p,
@@ -519,6 +561,10 @@ double push(State& s, double velocity_factor, bool move) {
 }
 
 double momentum(State& s) {
+  if (s.momentum_ready) {
+    s.momentum_ready = false;
+    return s.pushed_momentum;
+  }
   const double* vx = s.vx.data();
   const double mass = s.particle_mass;
   return CUNUMPY_REDUCE("momentum", s.n_local, cn::ReduceOp::sum, i, return mass * vx[i];);
@@ -888,7 +934,7 @@ Results run(const Config& config, const cn::Comm& comm) {
     deposit_and_sum(*s);
     phase(*s, "solve", [&] { solve(*s); });
     if (decomposed(*s)) phase(*s, "halo", [&] { fill_fields(*s); });
-    phase(*s, "gather", [&] { gather(*s); });
+    phase(*s, "gather", [&] { gather(*s, s->one_pass); });
     if (snapshots && step % config.output_every == 0)  // E_n and the particles at x_n
       phase(*s, "output", [&] { staged.start(*s, step); });
     double kinetic = 0.0, p = 0.0;

@@ -18,6 +18,7 @@
 #include <cunumpy/cunumpy.hpp>
 
 #include "dispersion.hpp"
+#include "host_step.hpp"
 #include "pic.hpp"
 #include "test_environment.hpp"
 
@@ -93,6 +94,96 @@ TEST(Pic, TwoDimensionsAndTscRun) {
   EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.10)
       << "2D, fewer particles per cell: a looser bound";
   for (double q : r.total_charge) ASSERT_LT(std::abs(q), 1e-9);
+}
+
+// The host's one-pass step (host_step.hpp: gather, push and the next deposit in one loop) and
+// the three separate passes give the same run: the gather and push are the same math in the
+// same order, only the deposit's sums run in another order.
+TEST(Pic, OnePassHostStepMatchesTheSeparatePasses) {
+  for (const int order : {1, 2}) {
+    pic::Config c = landau();
+    c.dim = 2;
+    c.cells_x = 32;
+    c.cells_y = 16;
+    c.particles = 120000;
+    c.steps = 40;
+    c.order = order;
+    c.sort_every = 7;
+    c.keep_ids = true;
+    auto b = cn::use_backend(cn::Backend::host);
+    c.host_step = "separate";
+    const pic::Results separate = pic::run(c, cn::Comm::serial());
+    c.host_step = "fused";
+    const pic::Results fused = pic::run(c, cn::Comm::serial());
+    ASSERT_EQ(separate.field_energy.size(), fused.field_energy.size());
+    for (std::size_t i = 0; i < fused.field_energy.size(); ++i) {
+      ASSERT_NEAR(fused.field_energy[i], separate.field_energy[i],
+                  1e-9 * separate.field_energy[i] + 1e-18)
+          << "order " << order << ", step " << i;
+      ASSERT_NEAR(fused.kinetic_energy[i], separate.kinetic_energy[i],
+                  1e-12 * separate.kinetic_energy[i])
+          << "order " << order << ", step " << i;
+      ASSERT_NEAR(fused.momentum[i], separate.momentum[i], 1e-12) << "step " << i;
+      ASSERT_LT(std::abs(fused.total_charge[i]), 1e-9);
+    }
+    EXPECT_EQ(fused.ids, separate.ids);
+  }
+}
+
+// The guarded layout: fields copied with their periodic images, densities folded back onto
+// them; a particle that moves more than a box length in one step still lands in the box.
+TEST(HostStep, GuardsHoldPeriodicImagesAndFarMovesWrap) {
+  namespace hs = pic::host_step;
+  const long long nx = 6, ny = 5;
+  const hs::GuardedGrid g = hs::guarded(nx, ny);
+  std::vector<double> ex(nx * ny), ey(nx * ny), exy;
+  for (long long c = 0; c < nx * ny; ++c) {
+    ex[c] = static_cast<double>(c);
+    ey[c] = -static_cast<double>(c);
+  }
+  hs::fill_guarded_fields(g, ex.data(), ey.data(), exy);
+  for (long long i = -1; i <= nx + 1; ++i)
+    for (long long j = -1; j <= ny + 1; ++j) {
+      const long long from = ((i + nx) % nx) * ny + (j + ny) % ny;
+      ASSERT_EQ(exy[2 * g.at(i, j)], ex[from]) << i << ", " << j;
+      ASSERT_EQ(exy[2 * g.at(i, j) + 1], ey[from]) << i << ", " << j;
+    }
+  // Two threads' grids with one unit on every guarded node: each node gets its images.
+  std::vector<std::vector<double>> grids(2, std::vector<double>(g.nodes(), 1.0));
+  std::vector<double> ne(nx * ny);
+  hs::fold_densities(g, grids, ne.data());
+  for (long long i = 0; i < nx; ++i)
+    for (long long j = 0; j < ny; ++j) {
+      const int ri = (i == 0 || i == 1 || i == nx - 1) ? 2 : 1;  // rows -1, nx, nx + 1
+      const int rj = (j == 0 || j == 1 || j == ny - 1) ? 2 : 1;
+      ASSERT_EQ(ne[i * ny + j], 2.0 * ri * rj) << i << ", " << j;
+    }
+  for (const auto& grid : grids)
+    for (double v : grid) ASSERT_EQ(v, 0.0) << "the grids are cleared for the next deposit";
+  // Particles: one at rest, one that moves 2.5 box lengths, one that moves -1.25 of them.
+  std::vector<double> x = {1.0, 2.0, 3.0}, y = {1.5, 2.5, 0.5}, vx = {0.0, 25.0 * nx, 0.0},
+                      vy = {0.0, 0.0, -12.5 * ny};
+  std::fill(exy.begin(), exy.end(), 0.0);
+  for (int order : {1, 2}) {
+    std::vector<double> px = x, py = y, pvx = vx, pvy = vy;
+    const hs::Step step{px.data(), py.data(),  pvx.data(), pvy.data(), 3,   order, 1.0,
+                        1.0,       double(nx), double(ny), -0.1,       0.1, 1.0,   exy.data()};
+    std::vector<std::vector<double>> one(1, std::vector<double>(g.nodes(), 0.0));
+    const hs::Sums sums = hs::push_and_deposit(g, step, one);
+    EXPECT_EQ(sums.momentum, 25.0 * nx);
+    EXPECT_DOUBLE_EQ(px[1], std::fmod(2.0 + 2.5 * nx, nx));
+    EXPECT_DOUBLE_EQ(py[2], std::fmod(0.5 - 1.25 * ny + 2 * ny, ny));
+    for (int p = 0; p < 3; ++p) {
+      EXPECT_GE(px[p], 0.0);
+      EXPECT_LT(px[p], nx);
+      EXPECT_GE(py[p], 0.0);
+      EXPECT_LT(py[p], ny);
+    }
+    hs::fold_densities(g, one, ne.data());
+    double total = 0.0;
+    for (double v : ne) total += v;
+    EXPECT_NEAR(total, 3.0, 1e-12) << "order " << order;
+  }
 }
 
 TEST(Pic, HostAndEmulatedGiveTheSameDiagnostics) {

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The mini-app's 2D particle step beside the UCLA PICKSC skeleton codes, on their default
+# problem (512 x 512 cells, 3072 x 3072 = 9,437,184 particles, v_th 1, dt 0.1, 100 steps,
+# electrostatic, spectral, CIC), interleaved runs, nanoseconds per particle-step.
+#
+#   scripts/compare_picksc.sh PEER_DIR [--runs N] [--threads "1 2"] [--work DIR]
+#
+# PEER_DIR: a checkout of github.com/UCLA-Plasma-Simulation-Group/PIC-skeleton-codes (nothing is
+# fetched here).  Its serial/pic2, openmp/mpic2 and openmp_vectorization/vmpic2 are copied to
+# the work folder (default: build/picksc) and built there with gfortran: pic2 (serial), mpic2
+# (OpenMP, tiles), vmpic2 (OpenMP with its SSE2 kernels: kvec = 2).  Ours: build/apps/pic/pic
+# (BUILD_DIR to change), OpenMP threads, and 2 MPI ranks x 1 thread when mpiexec exists.
+# Each figure is the median over the runs of the loop's time (particles and field solve) per
+# particle-step; the table also gives the memory-bandwidth bound of our step: the bytes it moves
+# per particle over the STREAM triad measured here.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+
+peer="${1:?usage: compare_picksc.sh PEER_DIR [--runs N] [--threads \"1 2\"] [--work DIR]}"
+shift
+runs=3
+threads="1 2"
+work="$CUNUMPY_ROOT/build/picksc"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --work) work="$2"; shift 2 ;;
+    *) echo "compare_picksc.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+for d in serial/pic2 openmp/mpic2 openmp_vectorization/vmpic2; do
+  [[ -d "$peer/$d" ]] || { echo "compare_picksc.sh: $peer/$d not found (a PIC-skeleton-codes checkout?)" >&2; exit 2; }
+done
+command -v gfortran >/dev/null || { echo "compare_picksc.sh: gfortran is needed (apt-get install gfortran)" >&2; exit 2; }
+build="${BUILD_DIR:-$CUNUMPY_ROOT/build}"
+ours="$build/apps/pic/pic"
+[[ -x "$ours" ]] || { echo "compare_picksc.sh: $ours not built (scripts/build.sh)" >&2; exit 2; }
+
+mkdir -p "$work"
+# Newer gfortran rejects the codes' mismatched actual arguments unless told to allow them.
+allow=""
+if echo 'end' > "$work/probe.f90" && gfortran -fallow-argument-mismatch -c "$work/probe.f90" -o "$work/probe.o" 2>/dev/null; then
+  allow="-fallow-argument-mismatch"
+fi
+build_peer() {  # folder, make target
+  local from="$1" target="$2" to="$work/$(basename "$1")"
+  if [[ ! -x "$to/$target" ]]; then
+    rm -rf "$to"
+    cp -r "$peer/$from" "$to"
+    if [[ "$target" == fvmpic2 ]]; then sed -i 's/integer :: kvec = 1/integer :: kvec = 2/' "$to/vmpic2.f90"; fi
+    make -C "$to" "$target" FC90=gfortran FC03=gfortran CC=gcc MPFC="gfortran -fopenmp" MPCC="gcc -fopenmp" \
+      OPTS90="-O3 $allow" OPTS03="-O3" CCOPTS="-O3 -std=c99" LEGACY= >"$to/build.log" 2>&1 ||
+      { echo "compare_picksc.sh: building $target failed, see $to/build.log" >&2; exit 1; }
+  fi
+}
+build_peer serial/pic2 fpic2
+build_peer openmp/mpic2 fmpic2
+build_peer openmp_vectorization/vmpic2 fvmpic2
+
+# STREAM triad on 1 and 2 threads.
+cat >"$work/triad.c" <<'EOF'
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+  const long n = 1L << 25;
+  double *a = malloc(n * 8), *b = malloc(n * 8), *c = malloc(n * 8), best = 0;
+#pragma omp parallel for
+  for (long i = 0; i < n; ++i) { a[i] = 1; b[i] = 2; c[i] = 3; }
+  for (int r = 0; r < 5; ++r) {
+    double t = omp_get_wtime();
+#pragma omp parallel for
+    for (long i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+    t = omp_get_wtime() - t;
+    if (24.0 * n / t > best) best = 24.0 * n / t;
+  }
+  printf("%.1f\n", best / 1e9 + a[7] * 0);
+  return 0;
+}
+EOF
+gcc -O3 -march=native -fopenmp "$work/triad.c" -o "$work/triad"
+
+particles=9437184
+steps=100
+k=0.01227184630308513  # 2 pi / 512: a 512 x 512 box with unit cells, as the peer's
+ours_args=(--dim 2 --case custom --cells 512 --particles "$particles" --steps "$steps" --dt 0.1
+           --vth 1 --amplitude 0 --k "$k" --no-progress --overwrite)
+peer_ns() {  # total time (particles + solver) in seconds -> ns per particle-step
+  awk -v n="$particles" -v s="$steps" '/total time =/ {t = $4} END {printf "%.2f", t / (n * s) * 1e9}'
+}
+ours_ns() {
+  python3 -c "import json,sys; print('%.2f' % json.load(open(sys.argv[1]))['ns_per_particle_step'])" "$1/summary.json"
+}
+results="$work/results.txt"
+: >"$results"
+for r in $(seq "$runs"); do
+  for t in $threads; do
+    export OMP_NUM_THREADS="$t"
+    echo "pic2 $t $( (cd "$work/pic2" && ./fpic2) | peer_ns)" >>"$results"
+    echo "mpic2 $t $( (cd "$work/mpic2" && ./fmpic2) | peer_ns)" >>"$results"
+    echo "vmpic2 $t $( (cd "$work/vmpic2" && ./fvmpic2) | peer_ns)" >>"$results"
+    "$ours" "${ours_args[@]}" --output "$work/ours" >/dev/null
+    echo "ours $t $(ours_ns "$work/ours")" >>"$results"
+    "$ours" "${ours_args[@]}" --output "$work/ours_separate" --host-step separate >/dev/null
+    echo "ours-separate $t $(ours_ns "$work/ours_separate")" >>"$results"
+    if [[ "$t" -gt 1 ]] && command -v mpiexec >/dev/null; then
+      OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
+        --output "$work/ours_ranks" >/dev/null
+      echo "ours-${t}ranks $t $(ours_ns "$work/ours_ranks")" >>"$results"
+    fi
+    echo "triad $t $(OMP_NUM_THREADS=$t "$work/triad")" >>"$results"
+  done
+done
+
+python3 - "$results" "$threads" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    code, t, v = line.split()
+    rows.setdefault(code, {}).setdefault(int(t), []).append(float(v))
+threads = [int(t) for t in sys.argv[2].split()]
+med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}) else None
+names = {"ours": "ours (pic, one-pass host step)", "ours-separate": "ours (--host-step separate)",
+         "pic2": "PICKSC pic2 (serial)", "mpic2": "PICKSC mpic2 (OpenMP, tiles)",
+         "vmpic2": "PICKSC vmpic2 (OpenMP + SSE2)"}
+for t in threads:
+    if t > 1: names["ours-%dranks" % t] = "ours (%d MPI ranks x 1 thread)" % t
+print("ns per particle-step, median of %d interleaved runs" % len(rows["ours"][threads[0]]))
+print("%-36s" % "code" + "".join("%12s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
+for code in ["ours", "ours-separate"] + ["ours-%dranks" % t for t in threads if t > 1] + ["pic2", "mpic2", "vmpic2"]:
+    if code not in rows: continue
+    cells = []
+    for t in threads:
+        m = med(code, t)
+        cells.append("%12s" % ("-" if m is None or (code == "pic2" and t > 1) else "%.2f" % m))
+    print("%-36s" % names[code] + "".join(cells))
+bytes_per_particle = 64  # x, y, vx, vy read and written once (doubles)
+for t in threads:
+    tri = med("triad", t)
+    print("triad %d thread(s): %.1f GB/s; our step moves %d B per particle: bound %.2f ns" %
+          (t, tri, bytes_per_particle, bytes_per_particle / tri))
+best = {t: min(med(c, t) for c in ("mpic2", "vmpic2") + (("pic2",) if t == 1 else ())) for t in threads}
+for t in threads:
+    print("ours / best peer on %d core(s): %.2fx" % (t, med("ours", t) / best[t]))
+EOF
