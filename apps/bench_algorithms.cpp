@@ -14,6 +14,8 @@
 //   morton_keys_3d/<n>            keys of n 3D points (doubles) at 21 levels
 //   baseline_morton_3d/<n>        the same keys by BMI2 pdep (libmorton's fastest host method),
 //                                 -O3 -march=native (goal: within 1.1x)
+//   baseline_*_avx2/<n>           the two baselines built with -march=x86-64-v3 (x86-64): the
+//                                 peers of CUNUMPY_HOST_SIMD=avx2 on an AVX-512 machine
 //   segment_sum/<n>/<n_segments>  float64 values; compared with NumPy's bincount of the same
 //                                 keys and weights, timed by python3 after the runs (goal:
 //                                 >= 3x faster; python3 or /usr/bin/python3 with NumPy, or
@@ -39,6 +41,11 @@
 #include <cunumpy/cunumpy.hpp>
 
 #include "bench_baselines.hpp"
+#if BENCH_BASELINE_AVX2
+#undef BASELINE_NAMESPACE
+#define BASELINE_NAMESPACE baseline_avx2
+#include "bench_baselines.hpp"  // the same declarations in namespace baseline_avx2
+#endif
 
 namespace cn = cunumpy;
 
@@ -112,14 +119,18 @@ void philox_uniform(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * static_cast<long long>(sizeof(double)));
 }
 
-void baseline_philox(benchmark::State& state) {
+using PhiloxFill = void (*)(double*, std::uint64_t, const std::uint64_t*, std::uint64_t, long long);
+using MortonFill = void (*)(std::uint64_t*, const double*, long long, const double*, const double*,
+                            int);
+
+void baseline_philox(benchmark::State& state, PhiloxFill fill) {
   const long long n = state.range(0);
   std::vector<std::uint64_t> ids(static_cast<std::size_t>(n));
   for (long long i = 0; i < n; ++i)
     ids[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i);
   std::vector<double> out(static_cast<std::size_t>(n));
   std::uint64_t step = 0;
-  baseline::philox_uniform(out.data(), 7, ids.data(), step++, n);
+  fill(out.data(), 7, ids.data(), step++, n);
   // The same values as philox_uniform (checked once: a baseline that computed something else
   // would compare nothing).
   const auto ours = cn::to_host(
@@ -130,20 +141,20 @@ void baseline_philox(benchmark::State& state) {
       return;
     }
   for (auto _ : state) {
-    baseline::philox_uniform(out.data(), 7, ids.data(), step++, n);
+    fill(out.data(), 7, ids.data(), step++, n);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
   state.SetBytesProcessed(state.iterations() * n * static_cast<long long>(sizeof(double)));
 }
 
-void baseline_morton_3d(benchmark::State& state) {
+void baseline_morton_3d(benchmark::State& state, MortonFill fill, const std::string& method) {
   const long long n = state.range(0);
   const auto points = cn::to_host(uniform_points(n));
   const double lower[] = {0.0, 0.0, 0.0}, upper[] = {1.0, 1.0, 1.0};
   const auto scale = cn::morton_scales(lower, upper, 21);
   std::vector<std::uint64_t> keys(static_cast<std::size_t>(n));
-  baseline::morton3(keys.data(), points.data(), n, lower, scale.data(), 21);
+  fill(keys.data(), points.data(), n, lower, scale.data(), 21);
   const auto ours = cn::to_host(morton_of(cn::from_host<double>(
       std::span<const double>(points.data(), static_cast<std::size_t>(3 * n)), cn::Shape{n, 3})));
   for (long long i = 0; i < n; i += 997)
@@ -151,9 +162,9 @@ void baseline_morton_3d(benchmark::State& state) {
       state.SkipWithError("the baseline Morton keys differ from morton_keys");
       return;
     }
-  state.SetLabel(baseline::morton3_method());
+  state.SetLabel(method);
   for (auto _ : state) {
-    baseline::morton3(keys.data(), points.data(), n, lower, scale.data(), 21);
+    fill(keys.data(), points.data(), n, lower, scale.data(), 21);
     benchmark::DoNotOptimize(keys.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
@@ -206,17 +217,7 @@ BENCHMARK(std_stable_sort)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(philox_uniform)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(baseline_philox)
-    ->Arg(1 << 20)
-    ->Arg(1 << 24)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
 BENCHMARK(morton_keys_3d)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(baseline_morton_3d)
-    ->Arg(1 << 20)
-    ->Arg(1 << 24)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
 BENCHMARK(segment_sum)
     ->Args({1 << 20, 65536})
     ->Args({1 << 24, 65536})
@@ -275,15 +276,19 @@ void print_ratios(const std::map<std::string, double>& s) {
     if (ratio <= 0) return;
     std::printf("%-36s %9.2fx %8s  %s\n", what.c_str(), ratio, goal, met ? "met" : "MISSED");
   };
+  // On an AVX-512 machine running the AVX2 target, the AVX2 build of the baselines is the peer.
+  const bool avx2 =
+      cn::host_simd().rfind("avx2", 0) == 0 && s.count("baseline_philox_avx2/1048576/real_time");
+  const std::string b = avx2 ? "_avx2" : "";
   for (const char* n : {"1048576", "16777216"}) {
     const std::string sz = n;
     const double sort = at("sort_by_key/" + sz), ref = at("std_stable_sort/" + sz);
     if (sort > 0 && ref > 0)
       row("sort_by_key vs std::stable_sort " + sz, ref / sort, ">= 8x", ref / sort >= 8);
-    const double ph = at("philox_uniform/" + sz), pb = at("baseline_philox/" + sz);
+    const double ph = at("philox_uniform/" + sz), pb = at("baseline_philox" + b + "/" + sz);
     if (ph > 0 && pb > 0)
       row("philox_uniform vs scalar Philox " + sz, pb / ph, ">= 2x", pb / ph >= 2);
-    const double mk = at("morton_keys_3d/" + sz), mb = at("baseline_morton_3d/" + sz);
+    const double mk = at("morton_keys_3d/" + sz), mb = at("baseline_morton_3d" + b + "/" + sz);
     if (mk > 0 && mb > 0)
       row("morton time / " + baseline::morton3_method() + " " + sz, mk / mb, "<= 1.1x",
           mk / mb <= 1.1);
@@ -302,6 +307,21 @@ void print_ratios(const std::map<std::string, double>& s) {
 int main(int argc, char** argv) {
   cn::Runtime runtime(argc, argv);
   std::printf("%s\n", runtime.summary().c_str());
+  // The baselines, -march=native (and the AVX2 build on x86-64).
+  auto add = [](const std::string& name, auto&&... f) {
+    benchmark::RegisterBenchmark(name.c_str(), f...)
+        ->Arg(1 << 20)
+        ->Arg(1 << 24)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  };
+  add("baseline_philox", baseline_philox, &baseline::philox_uniform);
+  add("baseline_morton_3d", baseline_morton_3d, &baseline::morton3, baseline::morton3_method());
+#if BENCH_BASELINE_AVX2
+  add("baseline_philox_avx2", baseline_philox, &baseline_avx2::philox_uniform);
+  add("baseline_morton_3d_avx2", baseline_morton_3d, &baseline_avx2::morton3,
+      baseline_avx2::morton3_method());
+#endif
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   Collect report;

@@ -6,7 +6,7 @@
 #include <immintrin.h>
 #endif
 
-namespace baseline {
+namespace BASELINE_NAMESPACE {
 namespace {
 
 inline void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
@@ -89,4 +89,4 @@ std::string morton3_method() {
 #endif
 }
 
-}  // namespace baseline
+}  // namespace BASELINE_NAMESPACE

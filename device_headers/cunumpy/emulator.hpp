@@ -87,12 +87,19 @@ struct Index {
   dim3 block_dim, grid_dim;
 };
 inline thread_local Index index{};
+// The calling host thread's index.  Declared const (and kept out of line) so that the compiler
+// computes the thread-local address once per block and sees every access of the kernel, and of
+// loop() below, go through one pointer: the reads of blockIdx and blockDim then leave the loop
+// over the threads.  (A block runs on one host thread from start to end, fibers included.)
+__attribute__((const, noinline)) inline Index* index_ptr() {
+  return &index;
+}
 }  // namespace cunumpy_emulator
 
-#define threadIdx (::cunumpy_emulator::index.thread)
-#define blockIdx (::cunumpy_emulator::index.block)
-#define blockDim (::cunumpy_emulator::index.block_dim)
-#define gridDim (::cunumpy_emulator::index.grid_dim)
+#define threadIdx (::cunumpy_emulator::index_ptr()->thread)
+#define blockIdx (::cunumpy_emulator::index_ptr()->block)
+#define blockDim (::cunumpy_emulator::index_ptr()->block_dim)
+#define gridDim (::cunumpy_emulator::index_ptr()->grid_dim)
 constexpr int warpSize = 32;
 
 inline void __syncthreads() {
@@ -267,16 +274,19 @@ template <auto Kernel, typename... P, std::size_t... I>
 void loop(void (*)(P...), void** args, std::index_sequence<I...>) {
   const std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> a(
       *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
-  // The thread-local index reached once (in a loaded library each access to a thread_local
-  // is a call to __tls_get_addr); the kernel's reads of threadIdx, inlined, see the stores.
-  Index* const ix = &index;
+  // The thread-local index reached once (index_ptr); the kernel's reads of threadIdx, inlined,
+  // see the stores.
+  Index* const ix = index_ptr();
   const dim3 b = ix->block_dim;
   for (unsigned z = 0; z < b.z; ++z)
-    for (unsigned y = 0; y < b.y; ++y)
+    for (unsigned y = 0; y < b.y; ++y) {
+      ix->thread.z = z;
+      ix->thread.y = y;
       for (unsigned x = 0; x < b.x; ++x) {
-        ix->thread = {x, y, z};
+        ix->thread.x = x;
         Kernel(std::get<I>(a)...);
       }
+    }
 }
 template <auto Kernel, typename... P>
 void loop(void (*k)(P...), void** args) {
