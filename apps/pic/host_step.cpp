@@ -7,15 +7,15 @@
 
 #include <cunumpy/parallel.hpp>
 
+#include "host_step_simd.hpp"
 #include "pic_kernels.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
-// The loop of a block is written for the compiler to vectorise (gathers of the field, the
-// push, the new stencils); on x86-64 it is compiled for AVX-512, AVX2 and the baseline, chosen
-// at run time by the CPU.  Elsewhere (ARM) the baseline's vectors (NEON) serve.
+// The scalar loops are compiled for AVX-512, AVX2 and the baseline on x86-64, chosen at run
+// time by the CPU (CIC runs whole vectors of particles through host_step_simd.cpp first).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define PIC_HOST_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -141,6 +141,15 @@ PIC_HOST_CLONES Sums range_cic(const GuardedGrid& g, const Step& s, long long be
                                double* ne) {
   return range<1>(g, s, begin, end, ne);
 }
+
+// Whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
+Sums range_cic_vectors(const GuardedGrid& g, const Step& s, long long begin, long long end,
+                       double* ne) {
+  Sums v;
+  if (s.cells != nullptr) begin = cic_vectors(g, s, s.cells, begin, end, ne, v);
+  const Sums rest = range_cic(g, s, begin, end, ne);
+  return Sums{v.energy + rest.energy, v.momentum + rest.momentum};
+}
 PIC_HOST_CLONES Sums range_tsc(const GuardedGrid& g, const Step& s, long long begin, long long end,
                                double* ne) {
   return range<2>(g, s, begin, end, ne);
@@ -205,7 +214,7 @@ Sums push_and_deposit(const GuardedGrid& g, const Step& s,
     double* ne = grids[static_cast<std::size_t>(t)].data();
     if (begin < end)
       parts[static_cast<std::size_t>(t)] =
-          s.order == 1 ? range_cic(g, s, begin, end, ne) : range_tsc(g, s, begin, end, ne);
+          s.order == 1 ? range_cic_vectors(g, s, begin, end, ne) : range_tsc(g, s, begin, end, ne);
   }
   Sums total;
   for (const Sums& p : parts) {

@@ -45,6 +45,9 @@ struct Step {
   double dv, dt;          // v += dv * E; x += dt * v
   double charge;          // a particle's density per unit weight
   const double* exy;      // fill_guarded_fields
+  // CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of particles;
+  // null: the scalar loop alone.
+  const double* cells = nullptr;
 };
 
 struct Sums {

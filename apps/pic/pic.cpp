@@ -32,6 +32,7 @@
 #include "checkpoint.hpp"
 #include "dispersion.hpp"
 #include "host_step.hpp"
+#include "host_step_simd.hpp"
 #include "pic_catalog.hpp"
 #include "pic_kernels.hpp"
 
@@ -146,7 +147,7 @@ struct State {
   // interleaved) and each thread's guarded density of the next step, deposited by the push.
   bool one_pass = false;
   host_step::GuardedGrid guarded;
-  std::vector<double> exy;
+  std::vector<double> exy, cell_fields;  // cell_fields: CIC's vector loop (host_step_simd.hpp)
   std::vector<std::vector<double>> next_density;
   bool next_density_ready = false;
   bool momentum_ready = false;  // the push summed the momentum too
@@ -493,6 +494,8 @@ void migrate(State& s) {
 void gather(State& s, bool one_pass) {
   if (one_pass) {
     host_step::fill_guarded_fields(s.guarded, s.ex.data(), s.ey.data(), s.exy);
+    if (s.config.order == 1)
+      host_step::fill_cell_fields(s.nx, s.ny, s.ex.data(), s.ey.data(), s.cell_fields);
     return;
   }
   const kernels::Grid grid = grid_of(s);
@@ -532,9 +535,21 @@ double push(State& s, double velocity_factor, bool move) {
   const double* exp_ = s.ex_p.data();
   const double* eyp = two ? s.ey_p.data() : nullptr;
   if (s.one_pass && move) {  // gather, push and the next step's deposit in one pass
-    const host_step::Step step{
-        x,          y,  vx, vy, s.n_local, s.config.order,         1.0 / s.dx,
-        1.0 / s.dy, lx, ly, dv, dt,        s.density_per_particle, s.exy.data()};
+    const host_step::Step step{x,
+                               y,
+                               vx,
+                               vy,
+                               s.n_local,
+                               s.config.order,
+                               1.0 / s.dx,
+                               1.0 / s.dy,
+                               lx,
+                               ly,
+                               dv,
+                               dt,
+                               s.density_per_particle,
+                               s.exy.data(),
+                               s.config.order == 1 ? s.cell_fields.data() : nullptr};
     const host_step::Sums sums = host_step::push_and_deposit(s.guarded, step, s.next_density);
     s.next_density_ready = true;
     s.momentum_ready = true;
