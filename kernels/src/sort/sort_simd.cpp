@@ -12,6 +12,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "sort/insert_pair.hpp"
 #include "sort/sort_simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -19,21 +20,7 @@ namespace cunumpy::detail::sort_simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Moves pair i back among the sorted pairs [0, i) to its stable place.
-template <typename T>
-HWY_INLINE void insert_pair(std::uint64_t* k, T* t, long long i) {
-  const std::uint64_t key = k[i];
-  if (!(key < k[i - 1])) return;
-  const T v = t[i];
-  long long j = i - 1;
-  do {
-    k[j + 1] = k[j];
-    t[j + 1] = t[j];
-    --j;
-  } while (j >= 0 && k[j] > key);
-  k[j + 1] = key;
-  t[j + 1] = v;
-}
+using host_sort::insert_pair;
 
 #if HWY_TARGET != HWY_SCALAR
 using D64 = hn::ScalableTag<std::uint64_t>;
