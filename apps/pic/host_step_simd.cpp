@@ -133,7 +133,7 @@ HWY_EXPORT(CicVectors);
 
 namespace {
 // CUNUMPY_HOST_SIMD, as the library reads it (cunumpy::host_simd()): portable runs the scalar
-// loop alone; avx2 keeps this loop off AVX-512 too.
+// loop alone; avx2, sve and neon keep this loop off the targets above them too.
 struct Choice {
   bool vectors = true;
   Choice() {
@@ -141,6 +141,8 @@ struct Choice {
     const std::string asked = env == nullptr ? "" : env;
     if (asked == "portable") vectors = false;
     if (asked == "avx2") hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
+    if (asked == "sve") hwy::DisableTargets(HWY_SVE2 | HWY_SVE2_128);
+    if (asked == "neon") hwy::DisableTargets(HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128);
   }
 };
 }  // namespace

@@ -25,34 +25,34 @@ using DF = hn::ScalableTag<double>;
 using VF = hn::Vec<DF>;
 
 // Philox4x32-10 of one counter per 64-bit lane: the 32-bit words in the low halves (what the
-// high halves hold is ignored: MulEven reads the low halves, and the results are masked).
-struct Philox {
-  V64 k0[10], k1[10];
-  explicit Philox(std::uint64_t seed) {
-    const D64 d;
+// high halves hold is ignored: MulEven reads the low halves, and the results are masked).  The
+// round keys are scalars broadcast as they are used (vectors may not be array elements or
+// members: SVE's are sizeless).
+struct PhiloxKeys {
+  std::uint32_t k0[10], k1[10];
+  explicit PhiloxKeys(std::uint64_t seed) {
     const auto s0 = static_cast<std::uint32_t>(seed), s1 = static_cast<std::uint32_t>(seed >> 32);
     for (int r = 0; r < 10; ++r) {
-      k0[r] =
-          hn::Set(d, static_cast<std::uint32_t>(s0 + static_cast<std::uint32_t>(r) * 0x9E3779B9u));
-      k1[r] =
-          hn::Set(d, static_cast<std::uint32_t>(s1 + static_cast<std::uint32_t>(r) * 0xBB67AE85u));
-    }
-  }
-  // Rounds first..9 of the state c[4].
-  HWY_INLINE void rounds(V64 c[4], int first) const {
-    const D64 d;
-    const hn::Repartition<std::uint32_t, D64> d32;
-    const V64 m0 = hn::Set(d, 0xD2511F53u), m1 = hn::Set(d, 0xCD9E8D57u);
-    for (int r = first; r < 10; ++r) {
-      const V64 q0 = hn::MulEven(hn::BitCast(d32, c[0]), hn::BitCast(d32, m0));
-      const V64 q1 = hn::MulEven(hn::BitCast(d32, c[2]), hn::BitCast(d32, m1));
-      c[0] = hn::Xor3(hn::ShiftRight<32>(q1), c[1], k0[r]);
-      c[2] = hn::Xor3(hn::ShiftRight<32>(q0), c[3], k1[r]);
-      c[1] = q1;
-      c[3] = q0;
+      k0[r] = static_cast<std::uint32_t>(s0 + static_cast<std::uint32_t>(r) * 0x9E3779B9u);
+      k1[r] = static_cast<std::uint32_t>(s1 + static_cast<std::uint32_t>(r) * 0xBB67AE85u);
     }
   }
 };
+
+// Rounds first..9 of the state (c0, c1, c2, c3).
+HWY_INLINE void rounds(const PhiloxKeys& key, V64& c0, V64& c1, V64& c2, V64& c3, int first) {
+  const D64 d;
+  const hn::Repartition<std::uint32_t, D64> d32;
+  const V64 m0 = hn::Set(d, 0xD2511F53u), m1 = hn::Set(d, 0xCD9E8D57u);
+  for (int r = first; r < 10; ++r) {
+    const V64 q0 = hn::MulEven(hn::BitCast(d32, c0), hn::BitCast(d32, m0));
+    const V64 q1 = hn::MulEven(hn::BitCast(d32, c2), hn::BitCast(d32, m1));
+    c0 = hn::Xor3(hn::ShiftRight<32>(q1), c1, hn::Set(d, key.k0[r]));
+    c2 = hn::Xor3(hn::ShiftRight<32>(q0), c3, hn::Set(d, key.k1[r]));
+    c1 = q1;
+    c3 = q0;
+  }
+}
 
 // bits_to_uniform(lo, hi) per lane: the 53-bit integer (hi << 21 | lo >> 11), exact as a
 // double, times 2^-53.
@@ -72,7 +72,7 @@ long long UniformIds(double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, std::
   const DF df;
   const hn::Repartition<std::uint32_t, D64> d32;
   const auto n = static_cast<long long>(hn::Lanes(d));
-  const Philox philox(seed);
+  const PhiloxKeys key(seed);
   // The counter is the same for every element: the first round's multiply of its word 0 is
   // done once.
   const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * static_cast<std::uint32_t>(counter);
@@ -85,11 +85,11 @@ long long UniformIds(double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, std::
   for (; i + n <= end; i += n) {
     const V64 s = hn::LoadU(d, stream + i);  // counter words 2 (low half) and 3 (high half)
     const V64 q1 = hn::MulEven(hn::BitCast(d32, s), hn::BitCast(d32, m1));
-    V64 c[4] = {hn::Xor(hn::ShiftRight<32>(q1), c1k0), q1,
-                hn::Xor3(hi0, hn::ShiftRight<32>(s), philox.k1[0]), lo0};
-    philox.rounds(c, 1);
-    hn::StoreU(uniform(/*lo=*/c[1], /*hi=*/c[0]), df, out0 + i);
-    if (out1 != nullptr) hn::StoreU(uniform(/*lo=*/c[3], /*hi=*/c[2]), df, out1 + i);
+    V64 c0 = hn::Xor(hn::ShiftRight<32>(q1), c1k0), c1 = q1,
+        c2 = hn::Xor3(hi0, hn::ShiftRight<32>(s), hn::Set(d, key.k1[0])), c3 = lo0;
+    rounds(key, c0, c1, c2, c3, 1);
+    hn::StoreU(uniform(/*lo=*/c1, /*hi=*/c0), df, out0 + i);
+    if (out1 != nullptr) hn::StoreU(uniform(/*lo=*/c3, /*hi=*/c2), df, out1 + i);
   }
   return i;
 }
@@ -99,17 +99,17 @@ long long UniformPairs(double* HWY_RESTRICT out, std::uint64_t seed, std::uint64
   const D64 d;
   const DF df;
   const auto n = static_cast<long long>(hn::Lanes(d));
-  const Philox philox(seed);
-  const V64 c2 = hn::Set(d, static_cast<std::uint32_t>(stream));
-  const V64 c3 = hn::Set(d, static_cast<std::uint32_t>(stream >> 32));
+  const PhiloxKeys key(seed);
+  const V64 s2 = hn::Set(d, static_cast<std::uint32_t>(stream));
+  const V64 s3 = hn::Set(d, static_cast<std::uint32_t>(stream >> 32));
   const VF va = hn::Set(df, a), vs = hn::Set(df, b - a);
   long long p = begin;
   for (; p + n <= end; p += n) {
     const V64 ctr = hn::Iota(d, base + static_cast<std::uint64_t>(p));
-    V64 c[4] = {ctr, hn::ShiftRight<32>(ctr), c2, c3};
-    philox.rounds(c, 0);
-    const VF x01 = hn::Add(va, hn::Mul(vs, uniform(/*lo=*/c[1], /*hi=*/c[0])));
-    const VF x23 = hn::Add(va, hn::Mul(vs, uniform(/*lo=*/c[3], /*hi=*/c[2])));
+    V64 c0 = ctr, c1 = hn::ShiftRight<32>(ctr), c2 = s2, c3 = s3;
+    rounds(key, c0, c1, c2, c3, 0);
+    const VF x01 = hn::Add(va, hn::Mul(vs, uniform(/*lo=*/c1, /*hi=*/c0)));
+    const VF x23 = hn::Add(va, hn::Mul(vs, uniform(/*lo=*/c3, /*hi=*/c2)));
     hn::StoreInterleaved2(x01, x23, df, out + 2 * p);
   }
   return p;

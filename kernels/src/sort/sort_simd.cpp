@@ -38,42 +38,40 @@ HWY_INLINE V shift_up(D d, V v, Indices<D> idx, std::size_t by) {
   return hn::IfThenZeroElse(hn::FirstN(d, by), hn::TableLookupLanes(v, idx));
 }
 
-// Inclusive prefix sums within a vector of 32-bit counts, in log2(lanes) shifted adds.
-struct InVectorScan {
-  static constexpr int kMaxSteps = 16;
-  int steps = 0;
-  Indices<D32> idx[kMaxSteps];
-  Indices<D32> last;
-  InVectorScan() {
-    const D32 d;
-    const std::size_t n = hn::Lanes(d);
-    const hn::RebindToSigned<D32> di;
-    for (std::size_t by = 1; by < n; by *= 2) {
-      // lane l reads lane l - by (lanes below `by` are zeroed; they read lane 0)
-      const auto from = hn::Sub(hn::Iota(di, 0), hn::Set(di, static_cast<std::int32_t>(by)));
-      idx[steps++] = hn::IndicesFromVec(d, hn::Max(from, hn::Zero(di)));
-    }
-    last = hn::IndicesFromVec(d, hn::Set(di, static_cast<std::int32_t>(n - 1)));
+// Inclusive prefix sums within a vector of 32-bit counts, in log2(lanes) shifted adds.  (The
+// shifts' indices are computed here, not kept in a table: vectors may not be array elements,
+// SVE's being sizeless.)
+HWY_INLINE V32 in_vector_scan(V32 x) {
+  const D32 d;
+  const hn::RebindToSigned<D32> di;
+  const std::size_t n = hn::Lanes(d);
+  for (std::size_t by = 1; by < n; by *= 2) {
+    // lane l reads lane l - by (lanes below `by` are zeroed; they read lane 0)
+    const auto from = hn::Sub(hn::Iota(di, 0), hn::Set(di, static_cast<std::int32_t>(by)));
+    x = hn::Add(x, shift_up(d, x, hn::IndicesFromVec(d, hn::Max(from, hn::Zero(di))), by));
   }
-  HWY_INLINE V32 operator()(V32 x) const {
-    const D32 d;
-    for (int s = 0; s < steps; ++s) x = hn::Add(x, shift_up(d, x, idx[s], std::size_t{1} << s));
-    return x;
-  }
-};
+  return x;
+}
+
+// The last lane, broadcast.
+HWY_INLINE V32 last_lane(V32 x) {
+  const D32 d;
+  const hn::RebindToSigned<D32> di;
+  return hn::TableLookupLanes(
+      x, hn::IndicesFromVec(d, hn::Set(di, static_cast<std::int32_t>(hn::Lanes(d) - 1))));
+}
 
 std::uint32_t ScanCounts32(std::uint32_t* HWY_RESTRICT count, int digits) {
   const D32 d;
   const auto n = static_cast<int>(hn::Lanes(d));
-  const InVectorScan scan;
   V32 carry = hn::Zero(d), largest = hn::Zero(d);
   int i = 0;
   for (; i + n <= digits; i += n) {
     const V32 x = hn::LoadU(d, count + i);
     largest = hn::Max(largest, x);
-    const V32 s = scan(x);
+    const V32 s = in_vector_scan(x);
     hn::StoreU(hn::Add(carry, hn::Sub(s, x)), d, count + i);
-    carry = hn::Add(carry, hn::TableLookupLanes(s, scan.last));
+    carry = hn::Add(carry, last_lane(s));
   }
   std::uint32_t offset = hn::GetLane(carry), top = hn::GetLane(hn::MaxOfLanes(d, largest));
   for (; i < digits; ++i) {
@@ -90,15 +88,14 @@ std::uint32_t ScanCounts16(std::uint16_t* HWY_RESTRICT count, int digits) {
   const D32 d;
   const hn::Rebind<std::uint16_t, D32> d16;
   const auto n = static_cast<int>(hn::Lanes(d));
-  const InVectorScan scan;
   V32 carry = hn::Zero(d), largest = hn::Zero(d);
   int i = 0;
   for (; i + n <= digits; i += n) {
     const V32 x = hn::PromoteTo(d, hn::LoadU(d16, count + i));
     largest = hn::Max(largest, x);
-    const V32 s = scan(x);
+    const V32 s = in_vector_scan(x);
     hn::StoreU(hn::TruncateTo(d16, hn::Add(carry, hn::Sub(s, x))), d16, count + i);
-    carry = hn::Add(carry, hn::TableLookupLanes(s, scan.last));
+    carry = hn::Add(carry, last_lane(s));
   }
   std::uint32_t offset = hn::GetLane(carry), top = hn::GetLane(hn::MaxOfLanes(d, largest));
   for (; i < digits; ++i) {

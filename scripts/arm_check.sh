@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The ARM targets of the host vector code (Highway's NEON, SVE and SVE2), checked on an x86-64
+# machine: tests/arm/*.cpp and the library's Highway sources cross-compiled for aarch64 and run
+# under qemu-user, SVE at 128-, 256-, 512- and 2048-bit vectors.  Each vector result must equal
+# the device formulas, and the mini-app's CIC vector loop its scalar loop, bit for bit.
+#
+#   bash scripts/arm_check.sh          # installs g++-aarch64-linux-gnu, qemu-user-static and
+#                                      # libhwy1:arm64 (Debian multiarch) when missing
+#   ARM_CHECK_OPTIONAL=1 bash scripts/arm_check.sh   # (CI) a machine that cannot install them
+#                                      # says so and passes; a wrong result still fails
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO=sudo
+if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64-static >/dev/null ||
+   [[ ! -e /usr/lib/aarch64-linux-gnu/libhwy.so.1 ]]; then
+  if ! { $SUDO dpkg --add-architecture arm64 && $SUDO apt-get update -qq &&
+         $SUDO apt-get install -y -qq --no-install-recommends g++-aarch64-linux-gnu \
+           qemu-user-static libhwy1:arm64 libhwy-dev >/dev/null; }; then
+    if [[ "${ARM_CHECK_OPTIONAL:-0}" == 1 ]]; then
+      echo "arm_check: the aarch64 cross compiler, qemu-user or libhwy1:arm64 could not be installed; not checked"
+      exit 0
+    fi
+    echo "arm_check: installing the aarch64 cross compiler, qemu-user and libhwy1:arm64 failed" >&2
+    exit 1
+  fi
+fi
+out="${BUILD_DIR:-$CUNUMPY_ROOT/build}/arm"
+mkdir -p "$out"
+src="$CUNUMPY_ROOT"
+k="$src/kernels/src"
+# The sources' includes are the source tree's, and a build configuration of their own (host
+# only: no CUDA, NVTX, MPI).
+mkdir -p "$out/generated/cunumpy"
+cat >"$out/generated/cunumpy/build_config.hpp" <<'CONFIG'
+#pragma once
+#define CUNUMPY_VERSION_MAJOR 0
+#define CUNUMPY_VERSION_MINOR 1
+#define CUNUMPY_VERSION_PATCH 0
+#define CUNUMPY_VERSION_STRING "0.1.0"
+#define CUNUMPY_HAS_CUDA() 0
+#define CUNUMPY_HAS_OPENMP() 1
+#define CUNUMPY_HAS_NVTX() 0
+#define CUNUMPY_HAS_MPI() 0
+#define CUNUMPY_HAS_HDF5() 0
+#define CUNUMPY_HAS_PETSC() 0
+CONFIG
+flags=(-O2 -std=c++20 -ffp-contract=off -I"$k" -I"$src/device_headers" -I"$src/kernels/include"
+       -I"$src/runtime/core/include" -I"$src/apps/pic" -I"$out/generated")
+aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$k/host_simd/targets.cpp" \
+  "$k/host_simd/generators.cpp" "$k/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
+  -o "$out/host_simd_check"
+aarch64-linux-gnu-g++ "${flags[@]}" "$k/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
+aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \
+  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" \
+  /usr/lib/aarch64-linux-gnu/libhwy.so.1 -o "$out/pic_step_check"
+run() {  # cpu, CUNUMPY_HOST_SIMD, program
+  qemu-aarch64-static -cpu "$1" -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu \
+    -E OMP_NUM_THREADS=1 -E CUNUMPY_HOST_SIMD="$2" "$out/$3"
+}
+status=0
+for cpu in cortex-a72 max,sve-default-vector-length=16 max,sve-default-vector-length=32 \
+           max,sve-default-vector-length=64 max,sve-default-vector-length=256; do
+  targets="neon"
+  [[ "$cpu" == max* ]] && targets="sve sve2"
+  for t in $targets; do
+    for program in host_simd_check pic_step_check; do
+      line=$(run "$cpu" "$t" "$program" | tr '\n' ' ') || status=1
+      echo "$cpu, CUNUMPY_HOST_SIMD=$t, $program: $line"
+    done
+  done
+done
+exit $status
