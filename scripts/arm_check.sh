@@ -46,7 +46,7 @@ cat >"$out/generated/cunumpy/build_config.hpp" <<'CONFIG'
 #define CUNUMPY_HAS_PETSC() 0
 CONFIG
 flags=(-O2 -std=c++20 -ffp-contract=off -I"$k" -I"$src/device_headers" -I"$src/kernels/include"
-       -I"$src/runtime/core/include" -I"$src/apps/pic" -I"$out/generated")
+       -I"$src/runtime/core/include" -I"$src/apps/pic" -I"$src/tests/pic" -I"$out/generated")
 aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$k/host_simd/targets.cpp" \
   "$k/host_simd/generators.cpp" "$k/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
   -o "$out/host_simd_check"

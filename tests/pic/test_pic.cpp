@@ -14,13 +14,13 @@
 #include <limits>
 #include <random>
 #include <sstream>
-#include <tuple>
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
 
 #include "dispersion.hpp"
 #include "host_step.hpp"
+#include "host_step_case.hpp"
 #include "host_step_simd.hpp"
 #include "pic.hpp"
 #include "test_environment.hpp"
@@ -192,54 +192,20 @@ TEST(HostStep, GuardsHoldPeriodicImagesAndFarMovesWrap) {
 // CIC's loop over whole vectors of particles (host_step_simd.cpp) gives the scalar loop's
 // positions, velocities and density bit for bit, the far movers among them included.
 TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
-  namespace hs = pic::host_step;
-  const long long nx = 16, ny = 12, n = 1003;
-  const hs::GuardedGrid g = hs::guarded(nx, ny);
-  std::mt19937_64 gen(5);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<double> ex(nx * ny), ey(nx * ny), exy, cells;
-  for (auto& e : ex) e = u(gen) - 0.5;
-  for (auto& e : ey) e = u(gen) - 0.5;
-  hs::fill_guarded_fields(g, ex.data(), ey.data(), exy);
-  hs::fill_cell_fields(nx, ny, ex.data(), ey.data(), cells);
-  std::vector<double> x(n), y(n), vx(n), vy(n);
-  for (long long i = 0; i < n; ++i) {
-    x[i] = u(gen) * nx;
-    y[i] = u(gen) * ny;
-    vx[i] = 4.0 * (u(gen) - 0.5);
-    vy[i] = 4.0 * (u(gen) - 0.5);
-  }
-  vx[17] = 31.0 * nx;  // far moves, inside the vector loop's range
-  vy[18] = -22.0 * ny;
-  x[19] = std::nextafter(static_cast<double>(nx), 0.0);  // rounds to the last node
-  auto run = [&](bool vectors, std::vector<double>& ne) {
-    std::vector<double> px = x, py = y, pvx = vx, pvy = vy;
-    const hs::Step step{
-        px.data(), py.data(), pvx.data(), pvy.data(), n,
-        1,         1.0,       1.0,        double(nx), double(ny),
-        -0.1,      0.1,       0.5,        exy.data(), vectors ? cells.data() : nullptr};
-    std::vector<std::vector<double>> grid(1, std::vector<double>(g.nodes(), 0.0));
-    const hs::Sums sums = hs::push_and_deposit(g, step, grid);
-    ne.assign(nx * ny, 0.0);
-    hs::fold_densities(g, grid, ne.data());
-    return std::make_tuple(px, py, pvx, pvy, sums);
-  };
-  std::vector<double> ne_scalar, ne_vector;
-  const auto scalar = run(false, ne_scalar);
-  const auto vector = run(true, ne_vector);
-  EXPECT_EQ(std::get<0>(vector), std::get<0>(scalar));
-  EXPECT_EQ(std::get<1>(vector), std::get<1>(scalar));
-  EXPECT_EQ(std::get<2>(vector), std::get<2>(scalar));
-  EXPECT_EQ(std::get<3>(vector), std::get<3>(scalar));
-  EXPECT_EQ(ne_vector, ne_scalar);
-  EXPECT_NEAR(std::get<4>(vector).energy, std::get<4>(scalar).energy,
-              1e-12 * std::abs(std::get<4>(scalar).energy));
-  EXPECT_NEAR(std::get<4>(vector).momentum, std::get<4>(scalar).momentum, 1e-9);
-  for (long long i = 0; i < n; ++i) {
-    ASSERT_GE(std::get<0>(vector)[i], 0.0);
-    ASSERT_LT(std::get<0>(vector)[i], nx);
-    ASSERT_GE(std::get<1>(vector)[i], 0.0);
-    ASSERT_LT(std::get<1>(vector)[i], ny);
+  const auto scalar = pic::host_step::run_case(false);
+  const auto vector = pic::host_step::run_case(true);
+  EXPECT_EQ(vector.x, scalar.x);
+  EXPECT_EQ(vector.y, scalar.y);
+  EXPECT_EQ(vector.vx, scalar.vx);
+  EXPECT_EQ(vector.vy, scalar.vy);
+  EXPECT_EQ(vector.ne, scalar.ne);
+  EXPECT_NEAR(vector.sums.energy, scalar.sums.energy, 1e-12 * std::abs(scalar.sums.energy));
+  EXPECT_NEAR(vector.sums.momentum, scalar.sums.momentum, 1e-9);
+  for (std::size_t i = 0; i < vector.x.size(); ++i) {
+    ASSERT_GE(vector.x[i], 0.0);
+    ASSERT_LT(vector.x[i], 16.0);
+    ASSERT_GE(vector.y[i], 0.0);
+    ASSERT_LT(vector.y[i], 12.0);
   }
 }
 

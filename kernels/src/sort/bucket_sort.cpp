@@ -11,24 +11,11 @@
 #include <bit>
 
 #include "host_simd/targets.hpp"
-#include "sort/insert_pair.hpp"
+#include "sort/plain_steps.hpp"
 #include "sort/sort_simd.hpp"
 
 namespace cunumpy::detail::host_sort {
 namespace {
-
-// count[0, digits) -> exclusive prefix sums; returns the largest count.
-template <typename C>
-std::uint32_t scan_counts_scalar(C* count, int digits) {
-  std::uint32_t offset = 0, largest = 0;
-  for (int d = 0; d < digits; ++d) {
-    const std::uint32_t c = count[d];
-    count[d] = static_cast<C>(offset);
-    offset += c;
-    largest = std::max(largest, c);
-  }
-  return largest;
-}
 
 template <typename C>
 std::uint32_t scan_counts(C* count, int digits) {

@@ -12,7 +12,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "sort/insert_pair.hpp"
+#include "sort/plain_steps.hpp"
 #include "sort/sort_simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -225,26 +225,15 @@ void GatherByTag(std::uint64_t* HWY_RESTRICT out, const W* HWY_RESTRICT from,
 #else
 // Highway's one-lane fallback (HWY_SCALAR, GCC before 12.3): never chosen for these
 // (targets.cpp), but the table needs an entry.
-template <typename C>
-std::uint32_t scan_plain(C* count, int digits) {
-  std::uint32_t offset = 0, top = 0;
-  for (int d = 0; d < digits; ++d) {
-    const std::uint32_t c = count[d];
-    count[d] = static_cast<C>(offset);
-    offset += c;
-    top = c > top ? c : top;
-  }
-  return top;
-}
 std::uint32_t ScanCounts32(std::uint32_t* count, int digits) {
-  return scan_plain(count, digits);
+  return host_sort::scan_counts_scalar(count, digits);
 }
 std::uint32_t ScanCounts16(std::uint16_t* count, int digits) {
-  return scan_plain(count, digits);
+  return host_sort::scan_counts_scalar(count, digits);
 }
 template <typename T>
 void Settle(std::uint64_t* k, T* t, long long n) {
-  for (long long i = 1; i < n; ++i) insert_pair(k, t, i);
+  host_sort::insertion_sort(k, t, n);
 }
 template <typename W, typename T>
 void GatherByTag(std::uint64_t* out, const W* from, const T* tags, long long n) {

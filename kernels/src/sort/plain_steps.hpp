@@ -1,7 +1,9 @@
-// kernels/src/sort/insert_pair.hpp: the insertion step of a bucket's sort, shared by the plain
-// loops (bucket_sort.cpp) and the vector settle's slow path (sort_simd.cpp).
+// kernels/src/sort/plain_steps.hpp: the plain steps of a bucket's sort (the insertion of a
+// pair, the prefix scan of the counts), shared by the plain loops (bucket_sort.cpp) and the
+// vector ones' slow paths and one-lane entries (sort_simd.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace cunumpy::detail::host_sort {
@@ -31,6 +33,19 @@ inline void insert_pair(std::uint64_t* k, T* t, long long i) {
 template <typename T>
 void insertion_sort(std::uint64_t* k, T* t, long long n) {
   for (long long i = 1; i < n; ++i) insert_pair(k, t, i);
+}
+
+// count[0, digits) -> exclusive prefix sums; returns the largest count.
+template <typename C>
+std::uint32_t scan_counts_scalar(C* count, int digits) {
+  std::uint32_t offset = 0, largest = 0;
+  for (int d = 0; d < digits; ++d) {
+    const std::uint32_t c = count[d];
+    count[d] = static_cast<C>(offset);
+    offset += c;
+    largest = std::max(largest, c);
+  }
+  return largest;
 }
 
 }  // namespace cunumpy::detail::host_sort
