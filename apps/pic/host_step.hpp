@@ -55,8 +55,9 @@ struct Sums {
   double momentum = 0.0;  // sum of v_x after the push
 };
 
-// Particles [0, n) over the OpenMP threads (static split, as parallel_for); thread t deposits
-// into grids[t] (guarded, cleared), which must hold one grid per thread of the team.
+// Particles [0, n) over the OpenMP threads (2 (nx + 3) (ny + 3) < 2^31: nodes are 32-bit indices)
+// (static split, as parallel_for); thread t deposits into grids[t] (guarded, cleared), which must
+// hold one grid per thread of the team.
 Sums push_and_deposit(const GuardedGrid& g, const Step& s, std::vector<std::vector<double>>& grids);
 
 }  // namespace pic::host_step

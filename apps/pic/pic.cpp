@@ -235,8 +235,11 @@ std::unique_ptr<State> make_state(const Config& config, const cn::Comm& comm) {
     if (config.dim == 2) s->columns.column(s->vy);
     s->columns.column(s->id);
   }
+  // The one-pass loops index nodes (and E_x, E_y pairs) with 32-bit integers.
+  const bool int_nodes = 2 * (s->nx + 3) * (s->ny + 3) < (1LL << 31);
   s->one_pass = s->backend == cn::Backend::host && config.dim == 2 && config.host_step == "fused" &&
-                config.kernels == "builtin" && !config.deterministic && !config.decompose;
+                config.kernels == "builtin" && !config.deterministic && !config.decompose &&
+                int_nodes;
   if (s->one_pass) {
     s->guarded = host_step::guarded(s->nx, s->ny);
     int threads = 1;
