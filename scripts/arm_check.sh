@@ -52,7 +52,7 @@ aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$k/hos
   -o "$out/host_simd_check"
 aarch64-linux-gnu-g++ "${flags[@]}" "$k/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \
-  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" \
+  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$k/host_simd/targets.cpp" \
   /usr/lib/aarch64-linux-gnu/libhwy.so.1 -o "$out/pic_step_check"
 run() {  # cpu, CUNUMPY_HOST_SIMD, program
   qemu-aarch64-static -cpu "$1" -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu \

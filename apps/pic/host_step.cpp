@@ -2,8 +2,6 @@
 #include "host_step.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
 #include <cunumpy/parallel.hpp>
 
@@ -35,10 +33,6 @@ GuardedGrid guarded(long long nx, long long ny) {
 }
 
 namespace {
-
-long long wrap(long long i, long long n) {
-  return kernels::wrap(i, n);
-}
 
 // One axis of kernels::stencil for s >= 0 (positions are in [0, L)), where truncation is
 // floor: the same first node and weights, bit for bit.
@@ -164,9 +158,9 @@ void fill_guarded_fields(const GuardedGrid& g, const double* ex, const double* e
   const long long nx = g.nx, ny = g.ny;
 #pragma omp parallel for schedule(static)
   for (long long i = -1; i <= nx + 1; ++i) {
-    const long long si = wrap(i, nx) * ny;
+    const long long si = kernels::wrap(i, nx) * ny;
     for (long long j = -1; j <= ny + 1; ++j) {
-      const long long c = 2 * g.at(i, j), from = si + wrap(j, ny);
+      const long long c = 2 * g.at(i, j), from = si + kernels::wrap(j, ny);
       out[c] = ex[from];
       out[c + 1] = ey[from];
     }
@@ -201,16 +195,13 @@ void fold_densities(const GuardedGrid& g, std::vector<std::vector<double>>& grid
 Sums push_and_deposit(const GuardedGrid& g, const Step& s,
                       std::vector<std::vector<double>>& grids) {
   std::vector<Sums> parts(grids.size());
-  int team = 1;
 #pragma omp parallel num_threads(static_cast <int>(grids.size()))
   {
     int t = 0;
 #if defined(_OPENMP)
     t = omp_get_thread_num();
-#pragma omp single
-    team = omp_get_num_threads();
 #endif
-    const auto [begin, end] = cunumpy::split_range(s.n, t, team);
+    const auto [begin, end] = cunumpy::detail::omp_thread_range(s.n);
     double* ne = grids[static_cast<std::size_t>(t)].data();
     if (begin < end)
       parts[static_cast<std::size_t>(t)] =

@@ -11,8 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
+
+#include <cunumpy/algorithms.hpp>
 
 #include "host_step_simd.hpp"
 #include "pic_kernels.hpp"
@@ -132,17 +133,18 @@ namespace pic::host_step {
 HWY_EXPORT(CicVectors);
 
 namespace {
-// CUNUMPY_HOST_SIMD, as the library reads it (cunumpy::host_simd()): portable runs the scalar
-// loop alone; avx2, sve and neon keep this loop off the targets above them too.
+// The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
+// portable runs the scalar loop alone; avx2, sve and neon keep this loop off the targets above
+// them too.
 struct Choice {
   bool vectors = true;
   Choice() {
-    const char* env = std::getenv("CUNUMPY_HOST_SIMD");
-    const std::string asked = env == nullptr ? "" : env;
-    if (asked == "portable") vectors = false;
-    if (asked == "avx2") hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
-    if (asked == "sve") hwy::DisableTargets(HWY_SVE2 | HWY_SVE2_128);
-    if (asked == "neon") hwy::DisableTargets(HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128);
+    const std::string chosen = cunumpy::host_simd();
+    const std::string target = chosen.substr(0, chosen.find(' '));
+    if (target == "portable") vectors = false;
+    if (target == "avx2") hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
+    if (target == "sve") hwy::DisableTargets(HWY_SVE2 | HWY_SVE2_128);
+    if (target == "neon") hwy::DisableTargets(HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128);
   }
 };
 }  // namespace

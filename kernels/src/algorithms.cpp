@@ -11,6 +11,7 @@
 #include <cunumpy/parallel.hpp>
 
 #include "host_fast.hpp"
+#include "host_simd/targets.hpp"
 #include "sort/host_sort.hpp"
 
 #if CUNUMPY_CUDA_COMPILATION()
@@ -21,7 +22,7 @@
 namespace cunumpy {
 
 std::string host_simd() {
-  return detail::host_fast::simd_report();
+  return detail::host_simd::choice().report;
 }
 
 int max_morton_levels(int ndim) {

@@ -15,10 +15,6 @@
 
 namespace cunumpy::detail::host_fast {
 
-std::string simd_report() {
-  return host_simd::choice().report;
-}
-
 namespace {
 
 void uniform_ids_range(double* __restrict out0, double* __restrict out1, std::uint64_t seed,

@@ -9,9 +9,6 @@
 
 namespace cunumpy::detail::host_fast {
 
-// Which vector loops run (cunumpy::host_simd()).
-std::string simd_report();
-
 // out0[i] (and out1[i] when not null) = cunumpy_uniform2(seed, stream[i], counter).
 void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
                         std::uint64_t counter, long long n);

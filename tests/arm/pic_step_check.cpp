@@ -3,7 +3,16 @@
 // and run by scripts/arm_check.sh under qemu-user for NEON, SVE and SVE2.
 #include <cstdio>
 
+#include <cunumpy/algorithms.hpp>
+
+#include "host_simd/targets.hpp"
 #include "host_step_case.hpp"
+
+// The library's cunumpy::host_simd() (kernels/src/algorithms.cpp), which the mini-app's vector
+// loop follows; this check links the target choice alone.
+std::string cunumpy::host_simd() {
+  return detail::host_simd::choice().report;
+}
 
 int main() {
   const auto scalar = pic::host_step::run_case(false);

@@ -136,10 +136,7 @@ void Settle(std::uint64_t* HWY_RESTRICT k, T* HWY_RESTRICT t, long long n) {
   const hn::Rebind<T, D64> dt;  // the tags, one per 64-bit lane
   const hn::RebindToSigned<D64> di;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
-  if (n < 2 || lanes < 2) {
-    for (long long i = 1; i < n; ++i) insert_pair(k, t, i);
-    return;
-  }
+  if (n < 2) return;
   const auto iota = hn::Iota(di, 0);
   const auto up = hn::IndicesFromVec(d, hn::Max(hn::Sub(iota, hn::Set(di, 1)), hn::Zero(di)));
   const auto down_idx =
