@@ -51,6 +51,9 @@ aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$k/hos
   "$k/host_simd/generators.cpp" "$k/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
   -o "$out/host_simd_check"
 aarch64-linux-gnu-g++ "${flags[@]}" "$k/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
+# The kernel emulator's engine takes the plain jump_fcontext call off x86-64: compiled here (it
+# is not run: its kernels need a compiler for the emulated CPU at run time).
+aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w "$k/cuda_emulator.cpp" -c -o "$out/cuda_emulator.o"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \
   "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$k/host_simd/targets.cpp" \
   /usr/lib/aarch64-linux-gnu/libhwy.so.1 -o "$out/pic_step_check"

@@ -86,24 +86,46 @@ struct Index {
   uint3 thread, block;
   dim3 block_dim, grid_dim;
 };
-inline thread_local Index index{};
+// The calling host thread's index: the engine sets it through the entry points at the end of this
+// header, and a thread suspended at a barrier or a warp operation keeps its own threadIdx on its
+// stack and restores it when it resumes.  Internal linkage and never address-taken, so the
+// compiler knows that no pointer of the kernel reaches it: the loop over a block's threads
+// (loop() below) keeps threadIdx in a register and vectorises, and the reads of blockIdx and
+// blockDim leave that loop.  (A block runs on one host thread from start to end, fibers
+// included, so the thread-local address is computed once.)
+static thread_local Index index{};
 // The calling host thread's index.  Declared const (and kept out of line) so that the compiler
 // computes the thread-local address once per block and sees every access of the kernel, and of
 // loop() below, go through one pointer: the reads of blockIdx and blockDim then leave the loop
 // over the threads.  (A block runs on one host thread from start to end, fibers included.)
-__attribute__((const, noinline)) inline Index* index_ptr() {
-  return &index;
+// A hook that suspends the calling thread (a barrier, a warp operation) and resumes it after
+// the other threads ran: threadIdx back to this thread's.
+template <typename Hook>
+inline auto suspending(Hook hook) {
+  const uint3 me = index.thread;
+  if constexpr (std::is_void_v<decltype(hook())>) {
+    hook();
+    index.thread = me;
+  } else {
+    const auto result = hook();
+    index.thread = me;
+    return result;
+  }
+}
+inline unsigned long long warp_op(int op, unsigned mask, unsigned long long value, int arg,
+                                  int width) {
+  return suspending([&] { return hooks->warp(op, mask, value, arg, width); });
 }
 }  // namespace cunumpy_emulator
 
-#define threadIdx (::cunumpy_emulator::index_ptr()->thread)
-#define blockIdx (::cunumpy_emulator::index_ptr()->block)
-#define blockDim (::cunumpy_emulator::index_ptr()->block_dim)
-#define gridDim (::cunumpy_emulator::index_ptr()->grid_dim)
+#define threadIdx (::cunumpy_emulator::index.thread)
+#define blockIdx (::cunumpy_emulator::index.block)
+#define blockDim (::cunumpy_emulator::index.block_dim)
+#define gridDim (::cunumpy_emulator::index.grid_dim)
 constexpr int warpSize = 32;
 
 inline void __syncthreads() {
-  cunumpy_emulator::hooks->syncthreads();
+  cunumpy_emulator::suspending([] { cunumpy_emulator::hooks->syncthreads(); });
 }
 inline void* cunumpy_emulator_dynamic_shared() {
   return cunumpy_emulator::hooks->dynamic_shared();
@@ -121,38 +143,37 @@ inline void __threadfence_block() {
 template <typename T>
 inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
   using namespace cunumpy_emulator;
-  return from_bits<T>(hooks->warp(warp_shfl, mask, bits_of(v), src, width));
+  return from_bits<T>(warp_op(warp_shfl, mask, bits_of(v), src, width));
 }
 template <typename T>
 inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   using namespace cunumpy_emulator;
-  return from_bits<T>(hooks->warp(warp_shfl_up, mask, bits_of(v), static_cast<int>(delta), width));
+  return from_bits<T>(warp_op(warp_shfl_up, mask, bits_of(v), static_cast<int>(delta), width));
 }
 template <typename T>
 inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   using namespace cunumpy_emulator;
-  return from_bits<T>(
-      hooks->warp(warp_shfl_down, mask, bits_of(v), static_cast<int>(delta), width));
+  return from_bits<T>(warp_op(warp_shfl_down, mask, bits_of(v), static_cast<int>(delta), width));
 }
 template <typename T>
 inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
   using namespace cunumpy_emulator;
-  return from_bits<T>(hooks->warp(warp_shfl_xor, mask, bits_of(v), lane_mask, width));
+  return from_bits<T>(warp_op(warp_shfl_xor, mask, bits_of(v), lane_mask, width));
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
   return static_cast<unsigned>(
-      cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_ballot, mask, predicate != 0, 0, 32));
+      cunumpy_emulator::warp_op(cunumpy_emulator::warp_ballot, mask, predicate != 0, 0, 32));
 }
 inline int __any_sync(unsigned mask, int predicate) {
   return static_cast<int>(
-      cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_any, mask, predicate != 0, 0, 32));
+      cunumpy_emulator::warp_op(cunumpy_emulator::warp_any, mask, predicate != 0, 0, 32));
 }
 inline int __all_sync(unsigned mask, int predicate) {
   return static_cast<int>(
-      cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_all, mask, predicate != 0, 0, 32));
+      cunumpy_emulator::warp_op(cunumpy_emulator::warp_all, mask, predicate != 0, 0, 32));
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
-  (void)cunumpy_emulator::hooks->warp(cunumpy_emulator::warp_sync, mask, 0, 0, 32);
+  (void)cunumpy_emulator::warp_op(cunumpy_emulator::warp_sync, mask, 0, 0, 32);
 }
 inline unsigned __activemask() {
   return cunumpy_emulator::hooks->active_mask();
@@ -256,9 +277,16 @@ inline T atomicXor(T* p, T v) {
   return std::atomic_ref<T>(*p).fetch_xor(v, std::memory_order_relaxed);
 }
 
-// The emulator's entry: calls `kernel` with the packed arguments (each points to one
+// The emulator's entries: calls `kernel` with the packed arguments (each points to one
 // parameter's bytes, as cudaLaunchKernel takes them).
 namespace cunumpy_emulator {
+// The block's index, its shape and the grid's, before the block runs.
+inline void set_index(const Index& from) {
+  index = from;
+}
+inline void set_thread(const uint3& thread) {
+  index.thread = thread;
+}
 template <typename... P, std::size_t... I>
 void call(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
   kernel(*static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
@@ -274,16 +302,15 @@ template <auto Kernel, typename... P, std::size_t... I>
 void loop(void (*)(P...), void** args, std::index_sequence<I...>) {
   const std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> a(
       *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
-  // The thread-local index reached once (index_ptr); the kernel's reads of threadIdx, inlined,
-  // see the stores.
-  Index* const ix = index_ptr();
-  const dim3 b = ix->block_dim;
+  // threadIdx is known to no pointer of the kernel (see `index`): its stores stay in registers
+  // and leave the loop, which the compiler then vectorises like a loop written by hand.
+  const dim3 b = index.block_dim;
   for (unsigned z = 0; z < b.z; ++z)
     for (unsigned y = 0; y < b.y; ++y) {
-      ix->thread.z = z;
-      ix->thread.y = y;
+      index.thread.z = z;
+      index.thread.y = y;
       for (unsigned x = 0; x < b.x; ++x) {
-        ix->thread.x = x;
+        index.thread.x = x;
         Kernel(std::get<I>(a)...);
       }
     }

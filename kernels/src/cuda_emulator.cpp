@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#include <boost/context/fiber.hpp>
+#include <boost/context/detail/fcontext.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -44,6 +44,7 @@ std::string emulation_compiler() {
 
 namespace detail {
 namespace ctx = boost::context;
+namespace fc = boost::context::detail;  // make_fcontext and jump_fcontext: Boost.Context's switch
 
 class EmulatedKernel {
  public:
@@ -51,9 +52,9 @@ class EmulatedKernel {
     if (handle != nullptr) dlclose(handle);
   }
   void* handle = nullptr;
-  void (*entry)(void**) = nullptr;
-  void (*block)(void**) = nullptr;  // every thread of a block without barriers
-  cunumpy_emulator::Index* (*index_of)() = nullptr;
+  void (*entry)(void**, const uint3*) = nullptr;  // one thread (its index)
+  void (*block)(void**) = nullptr;                // every thread of a block without barriers
+  void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // before each block
   bool barriers = false;
   std::string name;
 };
@@ -61,6 +62,41 @@ class EmulatedKernel {
 namespace {
 
 // ---- one block on one host thread ---------------------------------------------------------
+
+// The context switch is Boost.Context's jump_fcontext.  On x86-64 it is entered through the stub
+// below instead of a call: jump_fcontext leaves by an indirect jump, not a return, so every call
+// of it leaves one entry on the processor's return-address predictor, and after the switch each
+// return of the resumed thread (out of the hooks, back into the kernel) went to the entry above
+// the one predicted: two or three mispredicted returns per arrival at a barrier, more than the
+// switch itself.  The stub pushes its own return point and jumps, so the predictor's stack stays
+// as it was; the resumed thread then returns through the same call sites as the thread that
+// left, as predicted.  (On AArch64 jump_fcontext returns with `ret`, which keeps it balanced.)
+#if defined(__x86_64__) && defined(__ELF__)
+extern "C" fc::transfer_t cunumpy_emulator_jump(fc::fcontext_t to, void* data);
+asm(R"(
+        .text
+        .p2align 4
+        .type   cunumpy_emulator_jump, @function
+cunumpy_emulator_jump:
+        .cfi_startproc
+        leaq    1f(%rip), %rax
+        pushq   %rax
+        .cfi_adjust_cfa_offset 8
+        jmp     jump_fcontext@PLT
+1:
+        .cfi_adjust_cfa_offset -8
+        ret
+        .cfi_endproc
+        .size   cunumpy_emulator_jump, .-cunumpy_emulator_jump
+)");
+inline fc::transfer_t jump(fc::fcontext_t to) {
+  return cunumpy_emulator_jump(to, nullptr);
+}
+#else
+inline fc::transfer_t jump(fc::fcontext_t to) {
+  return fc::jump_fcontext(to, nullptr);
+}
+#endif
 
 // Stack bounds, for AddressSanitizer's fiber annotations (it must know which stack runs, or it
 // takes a switch for an overflow).  Without ASan the annotations compile to nothing.
@@ -98,7 +134,8 @@ StackBounds host_thread_stack() {
 struct LaneAborted {};
 
 struct Lane {
-  ctx::fiber fiber;  // the thread's context while it is suspended
+  fc::fcontext_t context = nullptr;  // the thread's context while it is suspended
+  ctx::stack_context stack_context;  // its stack, from the host thread's pool
   StackBounds stack;
   void* fake_stack = nullptr;  // ASan's, while suspended
   bool retire = false;         // the pool ends: return instead of waiting for the next block
@@ -120,8 +157,7 @@ struct BlockRun {
   Lane* current = nullptr;
   bool fibers = false;
   std::exception_ptr failure;
-  cunumpy_emulator::Index* index = nullptr;  // the kernel library's threadIdx & co.
-  ctx::fiber scheduler;                      // the scheduler's context while a round runs
+  fc::fcontext_t scheduler = nullptr;  // the scheduler's context while a round runs
   // Kept as the threads arrive, so a round's end needs no pass over the block's threads (a
   // barrier of 256 threads: 10% of its time went to three such passes): the barrier of
   // `round` opens by counting on to the next round.
@@ -135,17 +171,6 @@ struct BlockRun {
   void* host_fake_stack = nullptr;
 };
 
-// A fiber stack allocator that records where each lane's stack lies.
-struct RecordingStack {
-  ctx::pooled_fixedsize_stack* pool;  // the host thread's pool (outlives every lane)
-  Lane* lane;
-  ctx::stack_context allocate() {
-    ctx::stack_context sc = pool->allocate();
-    lane->stack = {static_cast<const char*>(sc.sp) - sc.size, sc.size};
-    return sc;
-  }
-  void deallocate(ctx::stack_context& sc) noexcept { pool->deallocate(sc); }
-};
 thread_local BlockRun* t_run = nullptr;
 
 bool is_waiting(const BlockRun& run, const Lane& lane) {
@@ -161,38 +186,37 @@ Lane* next_runnable(BlockRun& run, Lane* from) {
 }
 
 // Keeps the context that just switched to us where it belongs.
-void park(BlockRun& run, ctx::fiber&& from) {
+void park(BlockRun& run, fc::fcontext_t from) {
   if (run.resumer != nullptr) {
-    run.resumer->fiber = std::move(from);
+    run.resumer->context = from;
   } else {
-    run.scheduler = std::move(from);
+    run.scheduler = from;
   }
 }
 
-// Where `me` hands over: the next runnable thread of the round (its index made current), else
+// Where `me` hands over: the next runnable thread of the round (made current), else
 // the scheduler (also after a failure).
 // `to` receives the bounds of the stack it goes to.
-ctx::fiber hand_over(BlockRun& run, Lane* me, StackBounds& to) {
+fc::fcontext_t hand_over(BlockRun& run, Lane* me, StackBounds& to) {
   Lane* next = run.failure ? nullptr : next_runnable(run, me + 1);
   run.resumer = me;
   run.current = next;
   if (next == nullptr) {
     to = run.host_stack;
-    return std::move(run.scheduler);
+    return std::exchange(run.scheduler, nullptr);
   }
-  run.index->thread = next->thread;
-  to = next->stack;
-  return std::move(next->fiber);
+  to = next->stack;  // its threadIdx: restored by the thread itself (emulator.hpp)
+  return std::exchange(next->context, nullptr);
 }
 
 // Suspends `me` (at a barrier or a warp operation) until the scheduler's next round.
 void suspend(BlockRun& run, Lane* me) {
   StackBounds to;
-  ctx::fiber target = hand_over(run, me, to);
+  const fc::fcontext_t target = hand_over(run, me, to);
   asan_start_switch(&me->fake_stack, to);
-  ctx::fiber from = std::move(target).resume();
+  const fc::transfer_t from = jump(target);
   asan_finish_switch(me->fake_stack);
-  park(run, std::move(from));
+  park(run, from.fctx);
   if (run.aborting) throw LaneAborted{};
 }
 
@@ -359,10 +383,8 @@ void lane_body(Lane& lane) {
   for (;;) {
     if (!run->aborting && !lane.retire) {
       try {
-        run->kernel->entry(run->args);
+        run->kernel->entry(run->args, &lane.thread);
       } catch (const LaneAborted&) {
-      } catch (const ctx::detail::forced_unwind&) {
-        throw;
       } catch (...) {
         if (!run->failure) run->failure = std::current_exception();
       }
@@ -371,13 +393,27 @@ void lane_body(Lane& lane) {
     ++run->n_done;
     if (lane.retire) return;
     StackBounds to;
-    ctx::fiber target = hand_over(*run, &lane, to);
+    const fc::fcontext_t target = hand_over(*run, &lane, to);
     asan_start_switch(&lane.fake_stack, to);
-    ctx::fiber from = std::move(target).resume();  // until a block takes this thread again
+    const fc::transfer_t from = jump(target);  // until a block takes this thread again
     asan_finish_switch(lane.fake_stack);
     run = t_run;
-    park(*run, std::move(from));
+    park(*run, from.fctx);
   }
+}
+
+// A lane's context starts here, taken by the block run that hands over to it first.  It never
+// returns (a context function must not): retired, it switches back for good.
+void lane_entry(fc::transfer_t from) {
+  asan_finish_switch(nullptr);
+  Lane& lane = *t_run->current;
+  park(*t_run, from.fctx);
+  lane_body(lane);
+  StackBounds to;
+  const fc::fcontext_t target = hand_over(*t_run, &lane, to);
+  asan_start_switch(nullptr, to);  // this stack ends here
+  jump(target);
+  std::abort();  // not reached: nothing resumes a retired lane
 }
 
 struct LanePool {
@@ -388,21 +424,14 @@ struct LanePool {
   void grow(std::size_t n) {
     for (; created < n; ++created) {
       Lane& lane = lanes[created];
-      lane.fiber = ctx::fiber(std::allocator_arg, RecordingStack{&stacks, &lane},
-                              [&lane](ctx::fiber&& from) {
-                                asan_finish_switch(nullptr);
-                                park(*t_run, std::move(from));
-                                lane_body(lane);
-                                // Retired (the host thread ends): back to the one who retired it.
-                                StackBounds to;
-                                ctx::fiber target = hand_over(*t_run, &lane, to);
-                                asan_start_switch(nullptr, to);  // this stack ends here
-                                return target;
-                              });
+      lane.stack_context = stacks.allocate();
+      lane.stack = {static_cast<const char*>(lane.stack_context.sp) - lane.stack_context.size,
+                    lane.stack_context.size};
+      lane.context = fc::make_fcontext(lane.stack_context.sp, lane.stack_context.size, lane_entry);
     }
   }
-  // At the host thread's end every lane returns through the emulator's own code (annotated
-  // switches), so no fiber is left for Boost's forced unwinding.
+  // At the host thread's end every lane leaves its kernel loop and switches back for good
+  // (annotated switches); then its stack goes back to the pool.
   ~LanePool() {
     BlockRun run;
     run.failure = std::make_exception_ptr(Error("retired"));  // hand_over: back to here
@@ -412,14 +441,16 @@ struct LanePool {
     run.lanes = std::span<Lane>(lanes.get(), created);
     for (std::size_t i = 0; i < created; ++i) {
       Lane& lane = lanes[i];
-      if (!lane.fiber) continue;
-      lane.retire = true;
-      run.resumer = nullptr;
-      run.current = &lane;
-      asan_start_switch(&run.host_fake_stack, lane.stack);
-      ctx::fiber from = std::move(lane.fiber).resume();
-      asan_finish_switch(run.host_fake_stack);
-      park(run, std::move(from));
+      if (lane.context != nullptr) {
+        lane.retire = true;
+        run.resumer = nullptr;
+        run.current = &lane;
+        asan_start_switch(&run.host_fake_stack, lane.stack);
+        const fc::transfer_t from = jump(std::exchange(lane.context, nullptr));
+        asan_finish_switch(run.host_fake_stack);
+        (void)from;  // the retired lane's last context: never resumed
+      }
+      stacks.deallocate(lane.stack_context);
     }
     t_run = previous;
   }
@@ -430,15 +461,14 @@ LanePool& lane_pool() {
   return pool;
 }
 
-void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& block, void** args,
-               BlockRun& run) {
+void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Dim3& block,
+               void** args, BlockRun& run) {
   const long long n = block.product();
   if (!k.barriers) {  // no barrier: the threads one after the other, in the kernel's library
     k.block(args);
     return;
   }
   run.fibers = true;
-  run.index = &index;
   run.aborting = false;
   run.kernel = &k;
   run.args = args;
@@ -461,14 +491,13 @@ void run_block(EmulatedKernel& k, cunumpy_emulator::Index& index, const Dim3& bl
   auto resume_from_scheduler = [&](Lane* first) {
     run.resumer = nullptr;
     run.current = first;
-    index.thread = first->thread;
     asan_start_switch(&run.host_fake_stack, first->stack);
-    ctx::fiber from = std::move(first->fiber).resume();
+    const fc::transfer_t from = jump(std::exchange(first->context, nullptr));
     asan_finish_switch(run.host_fake_stack);
-    park(run, std::move(from));
+    park(run, from.fctx);
   };
   // After a failure every thread not done yet finishes: a suspended one unwinds from its
-  // barrier, one that never ran skips the kernel.  No fiber is left for Boost to unwind.
+  // barrier, one that never ran skips the kernel.  No thread is left suspended inside the kernel.
   auto abort_lanes = [&] {
     run.aborting = true;
     for (Lane& lane : lanes)
@@ -578,8 +607,8 @@ std::string translation_unit(const EmulationRequest& r) {
       r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
   return "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.expression + ".cu\"\n" + source +
          "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n"
-         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry(void** args) { "
-         "::cunumpy_emulator::call(&" +
+         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry(void** args, const uint3* thread) { "
+         "::cunumpy_emulator::set_thread(*thread); ::cunumpy_emulator::call(&" +
          r.expression +
          ", args); }\n"
          "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_block(void** args) { "
@@ -588,8 +617,8 @@ std::string translation_unit(const EmulationRequest& r) {
          ", args); }\n"
          "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
          "::cunumpy_emulator::hooks = h; }\n"
-         "CUNUMPY_EMULATOR_EXPORT ::cunumpy_emulator::Index* cunumpy_emulator_index_of() { return "
-         "&::cunumpy_emulator::index; }\n";
+         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_set_index(const ::cunumpy_emulator::Index* "
+         "i) { ::cunumpy_emulator::set_index(*i); }\n";
 }
 
 std::string shell_quote(const std::string& s) {
@@ -612,12 +641,11 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
                                     "-fvisibility=hidden",
                                     "-w",
                                     "-I" + cuda_include_dir().string()};
-#if defined(__x86_64__)
-  // TLS descriptors: a loaded library reaches threadIdx & co. (thread_local) through an address
-  // the compiler computes once per block instead of a __tls_get_addr call per thread (the
-  // default on AArch64; GCC and clang 19+ take it on x86-64).
-  if (compiler_identity().find("clang") == std::string::npos) flags.push_back("-mtls-dialect=gnu2");
-#endif
+  // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
+  // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
+  // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
+  // access after more libraries were loaded) clobber vector registers, which corrupted the
+  // vectorised block loop.
   for (const std::string& o : r.options)
     if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
   std::string text = "emulator\n" + compiler_identity() + "\n" + cpu_identity();
@@ -668,13 +696,14 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   k->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (k->handle == nullptr)
     throw Error("the kernel emulator: cannot load " + so.string() + ": " + dlerror());
-  k->entry = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_entry"));
+  k->entry =
+      reinterpret_cast<void (*)(void**, const uint3*)>(dlsym(k->handle, "cunumpy_emulator_entry"));
   k->block = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_block"));
   auto init = reinterpret_cast<void (*)(const cunumpy_emulator::Hooks*)>(
       dlsym(k->handle, "cunumpy_emulator_init"));
-  k->index_of = reinterpret_cast<cunumpy_emulator::Index* (*)()>(
-      dlsym(k->handle, "cunumpy_emulator_index_of"));
-  if (k->entry == nullptr || k->block == nullptr || init == nullptr || k->index_of == nullptr)
+  k->set_index = reinterpret_cast<void (*)(const cunumpy_emulator::Index*)>(
+      dlsym(k->handle, "cunumpy_emulator_set_index"));
+  if (k->entry == nullptr || k->block == nullptr || init == nullptr || k->set_index == nullptr)
     throw Error("the kernel emulator: " + so.string() +
                 " lacks its entry points; remove it and run again");
   init(&kHooks);
@@ -702,7 +731,7 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
     BlockRun run;
     run.shared.assign(std::max<std::size_t>(shared_mem, 16), 0);
     t_run = &run;
-    cunumpy_emulator::Index& index = *k.index_of();
+    cunumpy_emulator::Index index{};  // this host thread's block, set in the kernel's library
     index.block_dim = dim3(static_cast<unsigned>(block.x), static_cast<unsigned>(block.y),
                            static_cast<unsigned>(block.z));
     index.grid_dim = dim3(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y),
@@ -722,6 +751,7 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
                        static_cast<unsigned>((b / grid.x) % grid.y),
                        static_cast<unsigned>(b / (grid.x * grid.y))};
       try {
+        k.set_index(&index);
         run_block(k, index, block, args, run);
       } catch (...) {
         if (!run.failure) run.failure = std::current_exception();

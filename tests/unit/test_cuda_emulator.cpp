@@ -255,6 +255,61 @@ TEST_F(Emulator, AxpyAndAPerBlockDepositWithAtomics) {
   for (int k = 0; k < cells; ++k) EXPECT_EQ(hg(k), particles / cells) << "cell " << k;
 }
 
+// Every thread of odd 3D launch shapes sees its own indices: in the block loop (no barrier, which
+// the host compiler vectorises, tails included) and after barriers and warp operations (a thread
+// restores its threadIdx when it resumes), on blocks spread over host threads.
+TEST_F(Emulator, EveryThreadSeesItsOwnIndicesWithAndWithoutBarriers) {
+  const char* body = R"(
+      const long long block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * (long long)blockIdx.z);
+      const long long t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * (long long)threadIdx.z);
+      const long long i = block * blockDim.x * blockDim.y * blockDim.z + t;
+      out[i] = ((((threadIdx.x * 16 + threadIdx.y) * 16 + threadIdx.z) * 16 + blockIdx.x) * 16 +
+               blockIdx.y) * 16 + blockIdx.z + 16777216LL * (blockDim.x + 16 * gridDim.y);
+    })";
+  cn::CudaKernel loop(std::string(R"(
+    extern "C" __global__ void indices(long long* out, long long n) {
+      if (threadIdx.x + blockIdx.x > n) return;)") +
+                          body,
+                      "indices");
+  cn::CudaKernel fibers(std::string(R"(
+    extern "C" __global__ void indices(long long* out, long long n) {
+      __shared__ int arrived;
+      if (threadIdx.x + threadIdx.y + threadIdx.z == 0) arrived = 0;
+      __syncthreads();
+      atomicAdd(&arrived, 1);
+      __syncthreads();
+      __syncwarp();
+      if (arrived != (int)(blockDim.x * blockDim.y * blockDim.z)) __trap();)") +
+                            body,
+                        "indices");
+  struct Shape {
+    cn::Dim3 grid, block;
+  };
+  for (const Shape& shape :
+       {Shape{cn::Dim3(3, 2, 2), cn::Dim3(13, 3, 2)}, Shape{cn::Dim3(5, 1, 1), cn::Dim3(37, 1, 1)},
+        Shape{cn::Dim3(2, 3, 1), cn::Dim3(1, 5, 7)}}) {
+    const long long per_block = shape.block.product(), n = shape.grid.product() * per_block;
+    for (cn::CudaKernel* k : {&loop, &fibers}) {
+      auto out = cn::full<long long>({n}, -1);
+      (*k)({.grid = shape.grid, .block = shape.block}, out, n);
+      const auto h = cn::to_host(out);
+      for (long long i = 0; i < n; ++i) {
+        const long long b = i / per_block, t = i % per_block;
+        const long long tx = t % shape.block.x, ty = t / shape.block.x % shape.block.y,
+                        tz = t / (shape.block.x * shape.block.y);
+        const long long bx = b % shape.grid.x, by = b / shape.grid.x % shape.grid.y,
+                        bz = b / (shape.grid.x * shape.grid.y);
+        const long long want = ((((tx * 16 + ty) * 16 + tz) * 16 + bx) * 16 + by) * 16 + bz +
+                               16777216LL * (shape.block.x + 16 * shape.grid.y);
+        ASSERT_EQ(h(i), want) << (k == &loop ? "block loop" : "fibers") << ", thread " << i
+                              << " of grid (" << shape.grid.x << ", " << shape.grid.y << ", "
+                              << shape.grid.z << ") x block (" << shape.block.x << ", "
+                              << shape.block.y << ", " << shape.block.z << ")";
+      }
+    }
+  }
+}
+
 TEST_F(Emulator, BlockReductionsOfEveryTypeEqualTheHost) {
   const char* types[] = {"int",   "unsigned int", "long long", "unsigned long long",
                          "float", "double"};
