@@ -220,10 +220,20 @@ void suspend(BlockRun& run, Lane* me) {
   if (run.aborting) throw LaneAborted{};
 }
 
+// A barrier or warp operation reached where the emulator runs the block's threads as a loop.
+[[noreturn]] void not_in_fibers(const char* what) {
+  const BlockRun* run = t_run;
+  if (run != nullptr && !run->fibers && run->kernel != nullptr)
+    throw Error(std::string("CUDA kernel '") + run->kernel->name + "': " + what +
+                " reached, but the emulator found no __syncthreads, __syncwarp or *_sync( in "
+                "its source, the headers it includes or its -D options, and runs its threads as "
+                "a loop; name the operation in one of them");
+  throw Error(std::string(what) + " outside a block of the emulator");
+}
+
 void hook_syncthreads() {
   BlockRun* run = t_run;
-  if (run == nullptr || !run->fibers || run->current == nullptr)
-    throw Error("__syncthreads outside a block of the emulator");
+  if (run == nullptr || !run->fibers || run->current == nullptr) not_in_fibers("__syncthreads()");
   Lane* me = run->current;
   me->waiting_round = run->round;
   ++run->n_waiting;
@@ -232,8 +242,7 @@ void hook_syncthreads() {
 
 unsigned long long hook_warp(int op, unsigned mask, unsigned long long value, int arg, int width) {
   BlockRun* run = t_run;
-  if (run == nullptr || !run->fibers || run->current == nullptr)
-    throw Error("a warp operation outside a block of the emulator");
+  if (run == nullptr || !run->fibers || run->current == nullptr) not_in_fibers("a warp operation");
   Lane* me = run->current;
   me->at_warp = true;
   ++run->n_warp;
@@ -464,13 +473,13 @@ LanePool& lane_pool() {
 void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Dim3& block,
                void** args, BlockRun& run) {
   const long long n = block.product();
+  run.kernel = &k;
   if (!k.barriers) {  // no barrier: the threads one after the other, in the kernel's library
     k.block(args);
     return;
   }
   run.fibers = true;
   run.aborting = false;
-  run.kernel = &k;
   run.args = args;
   // Read once per host thread (for the main thread glibc reads /proc/self/maps to find it).
   static thread_local const StackBounds host_stack = host_thread_stack();
@@ -707,8 +716,12 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
     throw Error("the kernel emulator: " + so.string() +
                 " lacks its entry points; remove it and run again");
   init(&kHooks);
-  // Barriers and warp operations need the threads as fibers; other kernels run as loops.
-  const std::string code = strip_comments(r.source);
+  // Barriers and warp operations need the threads as fibers; other kernels run as loops.  The
+  // headers the source includes count too (a device function there may hold the barrier), and
+  // the -D options (a macro may).
+  std::string code = strip_comments(r.source);
+  for (const auto& h : r.headers) code += "\n" + strip_comments(read_file(h));
+  for (const std::string& o : r.options) code += "\n" + o;
   k->barriers = false;
   for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})
     k->barriers = k->barriers || code.find(sync) != std::string::npos;

@@ -310,6 +310,62 @@ TEST_F(Emulator, EveryThreadSeesItsOwnIndicesWithAndWithoutBarriers) {
   }
 }
 
+// A barrier inside a device function of an included header: the block's threads still run as
+// fibers that meet there (the emulator looks for barriers in the included headers too).
+TEST_F(Emulator, ABarrierInAnIncludedHeaderIsMet) {
+  TempDir dir;
+  dir.write("tile_tools.cuh", R"(
+    #pragma once
+    __device__ double neighbour_after_barrier(double* tile, double v) {
+      tile[threadIdx.x] = v;
+      __syncthreads();
+      return tile[(threadIdx.x + 1) % blockDim.x];
+    })");
+  cn::CudaKernel k(R"(
+    #include "tile_tools.cuh"
+    extern "C" __global__ void rotate(const double* x, double* y) {
+      __shared__ double tile[64];
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      y[i] = neighbour_after_barrier(tile, x[i]);
+    })",
+                   "rotate", {.block_size = 64, .include_dirs = {dir.path}});
+  const long long n = 128;
+  auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
+  auto y = cn::zeros<double>({n});
+  k(cn::threads(n), x, y);
+  const auto h = cn::to_host(y);
+  for (long long i = 0; i < n; ++i)
+    ASSERT_EQ(h(i), static_cast<double>(i / 64 * 64 + (i + 1) % 64)) << i;
+}
+
+// A barrier named by a -D option is met too; one the emulator cannot see (a name pasted
+// together) is an error that says what happened and what to do, not a wrong result.
+TEST_F(Emulator, ABarrierFromAnOptionIsMetAndAHiddenOneIsExplained) {
+  const char* source = R"(
+    #define PASTE(a, b) a##b
+    extern "C" __global__ void rotate(const double* x, double* y) {
+      __shared__ double tile[64];
+      tile[threadIdx.x] = x[threadIdx.x];
+      BARRIER;
+      y[threadIdx.x] = tile[(threadIdx.x + 1) % 64];
+    })";
+  cn::CudaKernel named(source, "rotate",
+                       {.block_size = 64, .options = {"-DBARRIER=__syncthreads()"}});
+  auto x = cn::arange<double>(0.0, 64.0, 1.0);
+  auto y = cn::zeros<double>({64});
+  named(cn::threads(64), x, y);
+  const auto h = cn::to_host(y);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(h(i), (i + 1) % 64) << i;
+  cn::CudaKernel hidden(source, "rotate",
+                        {.block_size = 64, .options = {"-DBARRIER=PASTE(__sync, threads)()"}});
+  const std::string what = message_of([&] { hidden(cn::threads(64), x, y); });
+  EXPECT_NE(what.find("CUDA kernel 'rotate': __syncthreads() reached, but the emulator found no "
+                      "__syncthreads"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("runs its threads as a loop"), std::string::npos) << what;
+}
+
 TEST_F(Emulator, BlockReductionsOfEveryTypeEqualTheHost) {
   const char* types[] = {"int",   "unsigned int", "long long", "unsigned long long",
                          "float", "double"};
