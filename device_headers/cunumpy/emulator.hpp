@@ -94,10 +94,6 @@ struct Index {
 // blockDim leave that loop.  (A block runs on one host thread from start to end, fibers
 // included, so the thread-local address is computed once.)
 static thread_local Index index{};
-// The calling host thread's index.  Declared const (and kept out of line) so that the compiler
-// computes the thread-local address once per block and sees every access of the kernel, and of
-// loop() below, go through one pointer: the reads of blockIdx and blockDim then leave the loop
-// over the threads.  (A block runs on one host thread from start to end, fibers included.)
 // A hook that suspends the calling thread (a barrier, a warp operation) and resumes it after
 // the other threads ran: threadIdx back to this thread's.
 template <typename Hook>
