@@ -1,0 +1,143 @@
+// The kernel emulator's engine on AArch64, where the fibers switch with a plain call of
+// Boost.Context's jump_fcontext (kernels/src/cuda_emulator.cpp): barriers, warp shuffles and
+// votes, the vectorised block loop with its tail, and a divergent barrier reported.  Built and
+// run by scripts/arm_check.sh under qemu-user; the kernels are compiled at run time by the cross
+// compiler (CXX=tests/arm/cross_cxx.sh).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <cunumpy/errors.hpp>
+
+#include "cuda_emulator.hpp"
+
+namespace {
+
+using cunumpy::detail::emulate_compile;
+using cunumpy::detail::emulate_launch;
+
+int failures = 0;
+void check(bool ok, const std::string& what) {
+  std::printf("%s: %s\n", what.c_str(), ok ? "ok" : "WRONG");
+  failures += ok ? 0 : 1;
+}
+
+auto compile(const char* source, const char* name) {
+  return emulate_compile({.source = source, .expression = name, .options = {}, .headers = {}});
+}
+
+}  // namespace
+
+int main() {
+  // Every thread reads its right neighbour's value after each of 9 barriers: 2 blocks of 256.
+  {
+    auto k = compile(R"(
+      extern "C" __global__ void rotate(double* x) {
+        __shared__ double s[256];
+        const int i = blockIdx.x * 256 + threadIdx.x;
+        s[threadIdx.x] = x[i];
+        for (int r = 0; r < 9; ++r) {
+          __syncthreads();
+          const double right = s[(threadIdx.x + 1) % 256];
+          __syncthreads();
+          s[threadIdx.x] = right;
+        }
+        x[i] = s[threadIdx.x];
+      })",
+                     "rotate");
+    std::vector<double> x(512);
+    for (int i = 0; i < 512; ++i) x[static_cast<std::size_t>(i)] = i;
+    double* p = x.data();
+    void* args[] = {&p};
+    emulate_launch(*k, {2, 1, 1}, {256, 1, 1}, args, 0);
+    bool ok = true;
+    for (int i = 0; i < 512; ++i)
+      ok = ok && x[static_cast<std::size_t>(i)] == i / 256 * 256 + (i % 256 + 9) % 256;
+    check(ok, "barriers (2 blocks of 256 threads, 18 barriers)");
+  }
+  // A butterfly sum with __shfl_xor_sync, a __ballot_sync and an __all_sync per warp; 3 warps,
+  // the last one partial (80 threads).
+  {
+    auto k = compile(R"(
+      extern "C" __global__ void warps(const int* x, int* sum, unsigned* ballot, int* all) {
+        const int t = threadIdx.x;
+        int v = x[t];
+        for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
+        sum[t] = v;
+        ballot[t] = __ballot_sync(0xffffffffu, x[t] % 3 == 0);
+        all[t] = __all_sync(0xffffffffu, x[t] >= 0);
+      })",
+                     "warps");
+    const int n = 80;
+    std::vector<int> x(n), sum(n), all(n);
+    std::vector<unsigned> ballot(n);
+    for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i;
+    int* px = x.data();
+    int* ps = sum.data();
+    unsigned* pb = ballot.data();
+    int* pa = all.data();
+    void* args[] = {&px, &ps, &pb, &pa};
+    emulate_launch(*k, {1, 1, 1}, {n, 1, 1}, args, 0);
+    bool ok = true;
+    for (int w = 0; w * 32 < n; ++w) {
+      const int first = w * 32, last = std::min(n, first + 32);
+      int want = 0;
+      unsigned bits = 0;
+      for (int i = first; i < last; ++i) {
+        want += i;
+        if (i % 3 == 0) bits |= 1u << (i - first);
+      }
+      for (int i = first; i < last; ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        // A partial warp's shuffles from exited or missing lanes give the lane's own value,
+        // so only full warps have the plain sum.
+        if (last - first == 32) ok = ok && sum[u] == want;
+        ok = ok && ballot[u] == bits && all[u] == 1;
+      }
+    }
+    check(ok, "warp shuffles and votes (80 threads)");
+  }
+  // The block loop (no barrier), vectorised by the compiler: 1000 elements in blocks of 128.
+  {
+    auto k = compile(R"(
+      extern "C" __global__ void axpy(double a, const double* x, double* y, long long n) {
+        const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+      })",
+                     "axpy");
+    long long n = 1000;
+    std::vector<double> x(1000), y(1000, 1.0);
+    for (int i = 0; i < 1000; ++i) x[static_cast<std::size_t>(i)] = i;
+    double a = 2.0;
+    const double* px = x.data();
+    double* py = y.data();
+    void* args[] = {&a, &px, &py, &n};
+    emulate_launch(*k, {8, 1, 1}, {128, 1, 1}, args, 0);
+    bool ok = true;
+    for (int i = 0; i < 1000; ++i) ok = ok && y[static_cast<std::size_t>(i)] == 2.0 * i + 1.0;
+    check(ok, "block loop (1000 elements, blocks of 128)");
+  }
+  // A barrier that half the block never reaches.
+  {
+    auto k = compile(R"(
+      extern "C" __global__ void divergent(double* x) {
+        if (threadIdx.x < 32) __syncthreads();
+        x[threadIdx.x] = 1.0;
+      })",
+                     "divergent");
+    std::vector<double> x(64);
+    double* p = x.data();
+    void* args[] = {&p};
+    std::string what;
+    try {
+      emulate_launch(*k, {1, 1, 1}, {64, 1, 1}, args, 0);
+    } catch (const cunumpy::Error& e) {
+      what = e.what();
+    }
+    check(what.find("threads 0-31 wait at __syncthreads(), threads 32-63 returned") !=
+              std::string::npos,
+          "divergent barrier reported");
+  }
+  std::printf("%s\n", failures == 0 ? "emulator all equal" : "emulator DIFFERENT");
+  return failures == 0 ? 0 : 1;
+}
