@@ -16,7 +16,7 @@ source "$(dirname "$0")/env.sh"
 SUDO=""
 [[ $(id -u) -ne 0 ]] && SUDO=sudo
 # Boost.Context for arm64: the package of the host's Boost version (libboost-context1.74.0).
-boost_context=$(dpkg -S /usr/lib/x86_64-linux-gnu/libboost_context.so.1.* 2>/dev/null | head -n1 | cut -d: -f1)
+boost_context=$(dpkg -S /usr/lib/x86_64-linux-gnu/libboost_context.so.1.* 2>/dev/null | head -n1 | cut -d: -f1 || true)
 boost_context=${boost_context:-libboost-context1.74.0}
 if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64-static >/dev/null ||
    [[ ! -e /usr/lib/aarch64-linux-gnu/libhwy.so.1 ]] ||
