@@ -64,7 +64,7 @@ aarch64-linux-gnu-g++ "${flags[@]}" "$k/sort/line_scatter.cpp" -c -o "$out/line_
 # resolution and the kernel cache).
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w -DCUNUMPY_SOURCE_DEVICE_HEADERS="\"$src/device_headers\"" \
   -DCUNUMPY_INSTALLED_INCLUDE_DIR='"/nonexistent"' -DCUNUMPY_CUDA_LIBRARY_DIR='""' \
-  -DCUNUMPY_CUDA_INCLUDE_DIR='""' "$src/tests/arm/emulator_check.cpp" "$k/cuda_emulator.cpp" \
+  -DCUNUMPY_CUDA_INCLUDE_DIR='""' -Wno-psabi -I"$src/tests/support" "$src/tests/arm/emulator_check.cpp" "$k/cuda_emulator.cpp" \
   "$k/cuda_signature.cpp" "$k/cuda_compiler.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
   /usr/lib/aarch64-linux-gnu/libcrypto.so -o "$out/emulator_check"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \

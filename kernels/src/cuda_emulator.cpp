@@ -136,7 +136,9 @@ struct LaneAborted {};
 struct Lane {
   fc::fcontext_t context = nullptr;  // the thread's context while it is suspended
   ctx::stack_context stack_context;  // its stack, from the host thread's pool
-  StackBounds stack;
+  StackBounds stack() const {
+    return {static_cast<const char*>(stack_context.sp) - stack_context.size, stack_context.size};
+  }
   void* fake_stack = nullptr;  // ASan's, while suspended
   bool retire = false;         // the pool ends: return instead of waiting for the next block
   uint3 thread{};
@@ -205,7 +207,7 @@ fc::fcontext_t hand_over(BlockRun& run, Lane* me, StackBounds& to) {
     to = run.host_stack;
     return std::exchange(run.scheduler, nullptr);
   }
-  to = next->stack;  // its threadIdx: restored by the thread itself (emulator.hpp)
+  to = next->stack();  // its threadIdx: restored by the thread itself (emulator.hpp)
   return std::exchange(next->context, nullptr);
 }
 
@@ -434,8 +436,6 @@ struct LanePool {
     for (; created < n; ++created) {
       Lane& lane = lanes[created];
       lane.stack_context = stacks.allocate();
-      lane.stack = {static_cast<const char*>(lane.stack_context.sp) - lane.stack_context.size,
-                    lane.stack_context.size};
       lane.context = fc::make_fcontext(lane.stack_context.sp, lane.stack_context.size, lane_entry);
     }
   }
@@ -454,10 +454,9 @@ struct LanePool {
         lane.retire = true;
         run.resumer = nullptr;
         run.current = &lane;
-        asan_start_switch(&run.host_fake_stack, lane.stack);
-        const fc::transfer_t from = jump(std::exchange(lane.context, nullptr));
+        asan_start_switch(&run.host_fake_stack, lane.stack());
+        jump(std::exchange(lane.context, nullptr));  // (its last context is never resumed)
         asan_finish_switch(run.host_fake_stack);
-        (void)from;  // the retired lane's last context: never resumed
       }
       stacks.deallocate(lane.stack_context);
     }
@@ -500,7 +499,7 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
   auto resume_from_scheduler = [&](Lane* first) {
     run.resumer = nullptr;
     run.current = first;
-    asan_start_switch(&run.host_fake_stack, first->stack);
+    asan_start_switch(&run.host_fake_stack, first->stack());
     const fc::transfer_t from = jump(std::exchange(first->context, nullptr));
     asan_finish_switch(run.host_fake_stack);
     park(run, from.fctx);
@@ -662,7 +661,8 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   text += tu;
   // The built-ins header is part of every emulated kernel: an edit of it recompiles them.
   text += "\n" + read_file(cuda_include_dir() / "cunumpy" / "emulator.hpp");
-  for (const auto& h : r.headers) text += "\n" + read_file(h);
+  std::vector<std::string> headers;  // read once: for the key and the search for barriers
+  for (const auto& h : r.headers) text += "\n" + headers.emplace_back(read_file(h));
   const std::string key = sha256_hex(text);
   fs::path dir = kernel_cache_dir();
   const bool cached = !dir.empty();
@@ -720,7 +720,7 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   // headers the source includes count too (a device function there may hold the barrier), and
   // the -D options (a macro may).
   std::string code = strip_comments(r.source);
-  for (const auto& h : r.headers) code += "\n" + strip_comments(read_file(h));
+  for (const std::string& h : headers) code += "\n" + strip_comments(h);
   for (const std::string& o : r.options) code += "\n" + o;
   k->barriers = false;
   for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})

@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
-#include <cunumpy/errors.hpp>
-
 #include "cuda_emulator.hpp"
+#include "kernel_sources.hpp"
 
 namespace {
 
 using cunumpy::detail::emulate_compile;
 using cunumpy::detail::emulate_launch;
+using cunumpy_test::kAxpy;
+using cunumpy_test::message_of;
 
 int failures = 0;
 void check(bool ok, const std::string& what) {
@@ -99,12 +100,7 @@ int main() {
   }
   // The block loop (no barrier), vectorised by the compiler: 1000 elements in blocks of 128.
   {
-    auto k = compile(R"(
-      extern "C" __global__ void axpy(double a, const double* x, double* y, long long n) {
-        const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-        if (i < n) y[i] = a * x[i] + y[i];
-      })",
-                     "axpy");
+    auto k = compile(kAxpy, "axpy");
     long long n = 1000;
     std::vector<double> x(1000), y(1000, 1.0);
     for (int i = 0; i < 1000; ++i) x[static_cast<std::size_t>(i)] = i;
@@ -128,12 +124,9 @@ int main() {
     std::vector<double> x(64);
     double* p = x.data();
     void* args[] = {&p};
-    std::string what;
-    try {
+    const std::string what = message_of([&] {
       emulate_launch(*k, {1, 1, 1}, {64, 1, 1}, args, 0);
-    } catch (const cunumpy::Error& e) {
-      what = e.what();
-    }
+    });
     check(what.find("threads 0-31 wait at __syncthreads(), threads 32-63 returned") !=
               std::string::npos,
           "divergent barrier reported");
