@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what cunumpy needs to build, test and run on Debian 12 (as root, or with sudo).
+# Installs what cunumpy needs to build, test and run on Debian 12 (as root, or with sudo), and
+# the extra packages given as arguments (scripts/tsan_check.sh: its clang and OpenMP runtime).
 # The CUDA toolkit is not a Debian package here: it is used when nvcc is on PATH or in
 # /usr/local/cuda/bin, and the build falls back to host-only without it.
 set -euo pipefail
@@ -12,6 +13,7 @@ packages=(
   petsc-dev
   slurm-wlm munge
   python3-numpy python3-h5py python3-matplotlib python3-venv python3-pip
+  "$@"
 )
 
 missing=()

@@ -63,7 +63,7 @@ enum WarpOp : int {
 struct Hooks {
   void (*syncthreads)();
   void* (*dynamic_shared)();
-  [[noreturn]] void (*trap)(const char* what);
+  void (*trap)(const char* what);  // throws: it never returns
   // The lanes of the warp run to the same warp operation and exchange there.
   unsigned long long (*warp)(int op, unsigned mask, unsigned long long value, int arg, int width);
   unsigned (*active_mask)();
@@ -128,6 +128,7 @@ inline void* cunumpy_emulator_dynamic_shared() {
 }
 [[noreturn]] inline void __trap() {
   cunumpy_emulator::hooks->trap("__trap() called");
+  __builtin_unreachable();
 }
 inline void __threadfence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -72,24 +72,24 @@ Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const
   const std::vector<double> s = morton_scales(lower, upper, levels);
   const double l0 = lower[0], l1 = lower[1], l2 = ndim == 3 ? lower[2] : 0.0;
   const double s0 = s[0], s1 = s[1], s2 = ndim == 3 ? s[2] : 0.0;
-  auto guard = use_backend(positions.backend());
+  const Target t = on(positions);
   Array<std::uint64_t> keys(Shape{positions.shape(0)}, positions.backend());
   const double* x = positions.data();
   std::uint64_t* k = keys.data();
   if (positions.backend() != Backend::cuda) {  // host memory: the vectorised host loop
-    detail::emulated_order(positions.backend());
+    detail::emulated_order(t);
     const double lows[3] = {l0, l1, l2};
     detail::host_fast::morton_keys(k, x, positions.shape(0), ndim, lows, s.data(), levels);
     return keys;
   }
   if (ndim == 2) {
     parallel_for(
-        "morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
+        t, "morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
           k[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
         });
   } else {
     parallel_for(
-        "morton_keys_3d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
+        t, "morton_keys_3d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
           k[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2,
                                      levels);
         });
@@ -102,13 +102,12 @@ Array<std::uint64_t> morton_encode(const Array<std::uint64_t>& cells) {
     throw ValueError("morton_encode: cells of shape (n, 2) or (n, 3) are required, got " +
                      cells.shape().str());
   const bool three = cells.shape(1) == 3;
-  auto guard = use_backend(cells.backend());
   Array<std::uint64_t> keys(Shape{cells.shape(0)}, cells.backend());
   const std::uint64_t* c = cells.data();
   std::uint64_t* k = keys.data();
-  CUNUMPY_FOR("morton_encode", cells.shape(0), i,
-              k[i] = three ? cunumpy_morton_encode3(c[3 * i], c[3 * i + 1], c[3 * i + 2])
-                           : cunumpy_morton_encode2(c[2 * i], c[2 * i + 1]););
+  CUNUMPY_FOR_ON(on(cells), "morton_encode", cells.shape(0), i,
+                 k[i] = three ? cunumpy_morton_encode3(c[3 * i], c[3 * i + 1], c[3 * i + 2])
+                              : cunumpy_morton_encode2(c[2 * i], c[2 * i + 1]););
   return keys;
 }
 
@@ -116,12 +115,11 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
   max_morton_levels(ndim);  // validates ndim
   if (keys.ndim() != 1)
     throw ValueError("morton_decode: 1D keys are required, got shape " + keys.shape().str());
-  auto guard = use_backend(keys.backend());
   Array<std::uint64_t> cells(Shape{keys.shape(0), ndim}, keys.backend());
   const std::uint64_t* k = keys.data();
   std::uint64_t* c = cells.data();
-  CUNUMPY_FOR(
-      "morton_decode", keys.shape(0), i,
+  CUNUMPY_FOR_ON(
+      on(keys), "morton_decode", keys.shape(0), i,
       if (ndim == 2) {
         c[2 * i] = cunumpy_morton_compact2(k[i]);
         c[2 * i + 1] = cunumpy_morton_compact2(k[i] >> 1);
@@ -149,59 +147,59 @@ void check_rows(std::string_view what, long long n, const Shape& shape, Backend 
 namespace {
 template <typename K>
 Array<std::uint64_t> to_words(const Array<K>& keys) {
-  auto guard = use_backend(keys.backend());
   Array<std::uint64_t> w(keys.shape(), keys.backend());
   const K* k = keys.data();
   std::uint64_t* o = w.data();
   // Signed keys: flipping the sign bit of the sign-extended value keeps the order.
   const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
-  CUNUMPY_FOR("sort_by_key words", keys.size(), i,
-              o[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(k[i])) ^ flip;);
+  CUNUMPY_FOR_ON(on(keys), "sort_by_key words", keys.size(), i,
+                 o[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(k[i])) ^ flip;);
   return w;
 }
 
 #if CUNUMPY_CUDA_COMPILATION()
 template <typename W>
-void gather_words(void* out, const void* in, const std::int64_t* order, long long n,
-                  std::size_t row_bytes) {
+void gather_words(const Target& t, void* out, const void* in, const std::int64_t* order,
+                  long long n, std::size_t row_bytes) {
   const long long per_row = static_cast<long long>(row_bytes / sizeof(W));
   W* o = static_cast<W*>(out);
   const W* src = static_cast<const W*>(in);
   parallel_for(
-      "sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
+      t, "sort_by_key gather", n * per_row, CUNUMPY_LAMBDA(long long k) {
         const long long row = k / per_row, col = k % per_row;
         o[k] = src[order[row] * per_row + col];
       });
 }
 
-// out row i = in row order[i], rows of row_bytes bytes, on the current backend (the device).
-void gather_rows(void* out, const void* in, const std::int64_t* order, long long n,
+// out row i = in row order[i], rows of row_bytes bytes, on the device of `t`.
+void gather_rows(const Target& t, void* out, const void* in, const std::int64_t* order, long long n,
                  std::size_t row_bytes) {
   if (n == 0 || row_bytes == 0) return;
   if (row_bytes % 8 == 0)
-    gather_words<std::uint64_t>(out, in, order, n, row_bytes);
+    gather_words<std::uint64_t>(t, out, in, order, n, row_bytes);
   else if (row_bytes % 4 == 0)
-    gather_words<std::uint32_t>(out, in, order, n, row_bytes);
+    gather_words<std::uint32_t>(t, out, in, order, n, row_bytes);
   else if (row_bytes % 2 == 0)
-    gather_words<std::uint16_t>(out, in, order, n, row_bytes);
+    gather_words<std::uint16_t>(t, out, in, order, n, row_bytes);
   else
-    gather_words<std::uint8_t>(out, in, order, n, row_bytes);
+    gather_words<std::uint8_t>(t, out, in, order, n, row_bytes);
 }
 
-SortedWords cuda_sort_words(const Array<std::uint64_t>& words) {
+SortedWords cuda_sort_words(const Target& t, const Array<std::uint64_t>& words) {
   const long long n = words.size();
   Array<std::int64_t> order(Shape{n}, Backend::cuda);
   Array<std::uint64_t> sorted(Shape{n}, Backend::cuda);
   if (n == 0) return {sorted, order};
   const std::uint64_t* w = words.data();
   const std::uint64_t top = parallel_reduce(
-      "sort_by_key max", n, ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return w[i]; });
+      t, "sort_by_key max", n, ReduceOp::max, CUNUMPY_LAMBDA(long long i) { return w[i]; });
   const int end_bit = top == 0 ? 1 : 64 - std::countl_zero(top);
   Array<std::int64_t> index(Shape{n}, Backend::cuda);
   std::int64_t* idx = index.data();
   parallel_for(
-      "sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
-  auto stream = static_cast<cudaStream_t>(current_stream().native_handle());
+      t, "sort_by_key iota", n, CUNUMPY_LAMBDA(long long i) { idx[i] = i; });
+  const StreamScope scope(t.stream);  // the temporary storage in the stream's order
+  auto stream = static_cast<cudaStream_t>(t.stream.native_handle());
   std::size_t temp_bytes = 0;
   CUNUMPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, w, sorted.data(), idx,
                                                      order.data(), n, 0, end_bit, stream));
@@ -236,17 +234,17 @@ SortedWords stable_sort_words(const Array<std::uint64_t>& words,
   check_sort_keys(words.shape());
   if (words.backend() == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
-    auto guard = use_backend(Backend::cuda);
-    SortedWords out = cuda_sort_words(words);
+    const Target t = on(words);
+    SortedWords out = cuda_sort_words(t, words);
     for (const CarriedRows& r : rows)
-      gather_rows(r.out, r.in, out.order.data(), words.size(), r.row_bytes);
+      gather_rows(t, r.out, r.in, out.order.data(), words.size(), r.row_bytes);
     return out;
 #else
     throw BackendError("sort_by_key on cuda needs cunumpy built with CUDA");
 #endif
   }
   // Host memory (host, or the emulated device's arena, sorted in place there).
-  detail::emulated_order(words.backend());
+  detail::emulated_order(on(words));
   SortedWords out{Array<std::uint64_t>(words.shape(), words.backend()),
                   Array<std::int64_t>(words.shape(), words.backend())};
   host_sort_words(words.data(), words.size(), out.words.data(), out.order.data(), rows);
@@ -256,13 +254,12 @@ SortedWords stable_sort_words(const Array<std::uint64_t>& words,
 namespace {
 template <typename K>
 Array<K> words_to(const Array<std::uint64_t>& words) {
-  auto guard = use_backend(words.backend());
   Array<K> keys(words.shape(), words.backend());
   const std::uint64_t* w = words.data();
   K* k = keys.data();
   const std::uint64_t flip = std::is_signed_v<K> ? (std::uint64_t{1} << 63) : 0;
-  CUNUMPY_FOR("sort_by_key keys", words.size(), i,
-              k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip)););
+  CUNUMPY_FOR_ON(on(words), "sort_by_key keys", words.size(), i,
+                 k[i] = static_cast<K>(static_cast<std::int64_t>(w[i] ^ flip)););
   return keys;
 }
 }  // namespace
@@ -304,12 +301,11 @@ namespace {
 
 template <SegmentKey K>
 void check_segment_keys(const Array<K>& keys, long long n_segments) {
-  auto guard = use_backend(keys.backend());
   const K* k = keys.data();
   const long long top =
       keys.size() == 0 ? -1
                        : static_cast<long long>(parallel_reduce(
-                             "segment_sum max key", keys.size(), ReduceOp::max,
+                             on(keys), "segment_sum max key", keys.size(), ReduceOp::max,
                              CUNUMPY_LAMBDA(long long i) { return static_cast<long long>(k[i]); }));
   if (top >= n_segments) throw_segment_key(top, n_segments);
 }
@@ -441,14 +437,14 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   const long long m = values.ndim() == 2 ? values.shape(1) : 1;
   const long long width = m * Scalar<R>::parts;  // scalars per row
   const Shape out_shape = values.ndim() == 2 ? Shape{n_segments, m} : Shape{n_segments};
-  auto guard = use_backend(keys.backend());
+  const Target t = on(keys);
   Array<R> out = zeros<R>(out_shape, keys.backend());
   S* o = reinterpret_cast<S*>(out.data());
   const VS* v = reinterpret_cast<const VS*>(values.data());
   const K* k = keys.data();
 
   if (keys.backend() != Backend::cuda) {
-    detail::emulated_order(keys.backend());
+    detail::emulated_order(t);
     if (width == 1)
       host_segment_sum_column(k, v, n, n_segments, o);
     else
@@ -462,7 +458,7 @@ Array<segment_sum_t<V>> segment_sum_impl(const Array<K>& keys, const Array<V>& v
   const K* sk = sorted.data();
   const std::int64_t* ord = order.data();
   parallel_for(
-      "segment_sum", n_segments * width, CUNUMPY_LAMBDA(long long t) {
+      t, "segment_sum", n_segments * width, CUNUMPY_LAMBDA(long long t) {
         const long long seg = t / width, col = t % width;
         long long lo = 0, hi = n;  // first position with key >= seg
         while (lo < hi) {

@@ -11,6 +11,19 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
+#if defined(__SANITIZE_THREAD__)
+#define CUNUMPY_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CUNUMPY_TSAN 1
+#endif
+#endif
+#ifndef CUNUMPY_TSAN
+#define CUNUMPY_TSAN 0
+#endif
+#if CUNUMPY_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 #endif
 
 #include <algorithm>
@@ -99,10 +112,13 @@ inline fc::transfer_t jump(fc::fcontext_t to) {
 #endif
 
 // Stack bounds, for AddressSanitizer's fiber annotations (it must know which stack runs, or it
-// takes a switch for an overflow).  Without ASan the annotations compile to nothing.
+// takes a switch for an overflow), and ThreadSanitizer's fiber of that stack (it keeps a
+// shadow call stack and a clock per fiber; a switch between a block's threads orders them,
+// as they run on one host thread).  Without the sanitizers the annotations compile to nothing.
 struct StackBounds {
   const void* bottom = nullptr;
   std::size_t size = 0;
+  void* tsan_fiber = nullptr;
 };
 #if defined(__SANITIZE_ADDRESS__)
 inline void asan_start_switch(void** fake, const StackBounds& to) {
@@ -115,10 +131,37 @@ inline void asan_finish_switch(void* fake) {
 inline void asan_start_switch(void**, const StackBounds&) {}
 inline void asan_finish_switch(void*) {}
 #endif
+#if CUNUMPY_TSAN
+inline void* tsan_create_fiber() {
+  return __tsan_create_fiber(0);
+}
+inline void tsan_destroy_fiber(void* fiber) {
+  if (fiber != nullptr) __tsan_destroy_fiber(fiber);
+}
+inline void* tsan_current_fiber() {
+  return __tsan_get_current_fiber();
+}
+#else
+inline void* tsan_create_fiber() {
+  return nullptr;
+}
+inline void tsan_destroy_fiber(void*) {}
+inline void* tsan_current_fiber() {
+  return nullptr;
+}
+#endif
+// What comes right before a switch to the stack `to`.
+inline void start_switch(void** fake, const StackBounds& to) {
+#if CUNUMPY_TSAN
+  __tsan_switch_to_fiber(to.tsan_fiber, 0);
+#endif
+  asan_start_switch(fake, to);
+}
 
 // The calling host thread's own stack.
 StackBounds host_thread_stack() {
   StackBounds b;
+  b.tsan_fiber = tsan_current_fiber();
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
     void* addr = nullptr;
@@ -137,8 +180,10 @@ struct Lane {
   fc::fcontext_t context = nullptr;  // the thread's context while it is suspended
   ctx::stack_context stack_context;  // its stack, from the host thread's pool
   StackBounds stack() const {
-    return {static_cast<const char*>(stack_context.sp) - stack_context.size, stack_context.size};
+    return {static_cast<const char*>(stack_context.sp) - stack_context.size, stack_context.size,
+            tsan_fiber};
   }
+  void* tsan_fiber = nullptr;  // ThreadSanitizer's fiber of the stack
   void* fake_stack = nullptr;  // ASan's, while suspended
   bool retire = false;         // the pool ends: return instead of waiting for the next block
   uint3 thread{};
@@ -215,7 +260,7 @@ fc::fcontext_t hand_over(BlockRun& run, Lane* me, StackBounds& to) {
 void suspend(BlockRun& run, Lane* me) {
   StackBounds to;
   const fc::fcontext_t target = hand_over(run, me, to);
-  asan_start_switch(&me->fake_stack, to);
+  start_switch(&me->fake_stack, to);
   const fc::transfer_t from = jump(target);
   asan_finish_switch(me->fake_stack);
   park(run, from.fctx);
@@ -405,7 +450,7 @@ void lane_body(Lane& lane) {
     if (lane.retire) return;
     StackBounds to;
     const fc::fcontext_t target = hand_over(*run, &lane, to);
-    asan_start_switch(&lane.fake_stack, to);
+    start_switch(&lane.fake_stack, to);
     const fc::transfer_t from = jump(target);  // until a block takes this thread again
     asan_finish_switch(lane.fake_stack);
     run = t_run;
@@ -422,7 +467,7 @@ void lane_entry(fc::transfer_t from) {
   lane_body(lane);
   StackBounds to;
   const fc::fcontext_t target = hand_over(*t_run, &lane, to);
-  asan_start_switch(nullptr, to);  // this stack ends here
+  start_switch(nullptr, to);  // this stack ends here
   jump(target);
   std::abort();  // not reached: nothing resumes a retired lane
 }
@@ -436,6 +481,7 @@ struct LanePool {
     for (; created < n; ++created) {
       Lane& lane = lanes[created];
       lane.stack_context = stacks.allocate();
+      lane.tsan_fiber = tsan_create_fiber();
       lane.context = fc::make_fcontext(lane.stack_context.sp, lane.stack_context.size, lane_entry);
     }
   }
@@ -454,10 +500,11 @@ struct LanePool {
         lane.retire = true;
         run.resumer = nullptr;
         run.current = &lane;
-        asan_start_switch(&run.host_fake_stack, lane.stack());
+        start_switch(&run.host_fake_stack, lane.stack());
         jump(std::exchange(lane.context, nullptr));  // (its last context is never resumed)
         asan_finish_switch(run.host_fake_stack);
       }
+      tsan_destroy_fiber(lane.tsan_fiber);
       stacks.deallocate(lane.stack_context);
     }
     t_run = previous;
@@ -499,7 +546,7 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
   auto resume_from_scheduler = [&](Lane* first) {
     run.resumer = nullptr;
     run.current = first;
-    asan_start_switch(&run.host_fake_stack, first->stack());
+    start_switch(&run.host_fake_stack, first->stack());
     const fc::transfer_t from = jump(std::exchange(first->context, nullptr));
     asan_finish_switch(run.host_fake_stack);
     park(run, from.fctx);

@@ -26,13 +26,26 @@ std::atomic<bool>& debug_flag() {
       detail::parse_flag(std::getenv("CUNUMPY_CUDA_DEBUG")).value_or(false)};
   return flag;
 }
+
+// The calling thread's innermost cuda_debug() scope (nullptr: the process default).
+thread_local bool* t_debug_scope = nullptr;
 }  // namespace
 
 void set_cuda_debug(bool enabled) noexcept {
+  if (t_debug_scope != nullptr) *t_debug_scope = enabled;
   debug_flag().store(enabled);
 }
 bool get_cuda_debug() noexcept {
+  if (t_debug_scope != nullptr) return *t_debug_scope;
   return debug_flag().load();
+}
+
+CudaDebugScope::CudaDebugScope(bool enabled) noexcept
+    : enabled_(enabled), previous_(t_debug_scope) {
+  t_debug_scope = &enabled_;
+}
+CudaDebugScope::~CudaDebugScope() {
+  t_debug_scope = previous_;
 }
 
 // ---- argument checks and packing -----------------------------------------------------------
@@ -94,7 +107,7 @@ template <typename Expected>
 void require_device_array(const CudaParameter& p, const KernelArg& a, const ArgWhere& where,
                           Expected&& expected) {
   if (a.kind != KernelArg::Kind::array) type_error(where, expected(), a, "pass an Array");
-  if (a.backend == Backend::host && !emulating_here())
+  if (a.backend == Backend::host && !where.host_arrays)
     type_error(where, expected(), a,
                "host data is never copied to the device implicitly: pass to_device(array) (or "
                "build it with "
@@ -532,6 +545,10 @@ std::pair<Dim3, Dim3> CudaKernel::launch_shape(std::optional<Dim3> n_threads,
 }
 
 PackedArgs CudaKernel::prepare(std::span<const KernelArg> args) const {
+  return prepare(args, false);
+}
+
+PackedArgs CudaKernel::prepare(std::span<const KernelArg> args, bool host_arrays) const {
   const State& s = *state_;
   PackedArgs packed;
   packed.reserve(args.size());
@@ -547,8 +564,9 @@ PackedArgs CudaKernel::prepare(std::span<const KernelArg> args) const {
     void* dst = packed.slot();
     const std::size_t n =
         s.o.check_signature
-            ? detail::pack_argument(s.signature[i], args[i], dst,
-                                    detail::ArgWhere{s.expression, i, &s.signature[i], false})
+            ? detail::pack_argument(
+                  s.signature[i], args[i], dst,
+                  detail::ArgWhere{s.expression, i, &s.signature[i], false, host_arrays})
             : detail::pack_unchecked(args[i], dst);
     packed.commit(n);
   }
@@ -556,7 +574,31 @@ PackedArgs CudaKernel::prepare(std::span<const KernelArg> args) const {
 }
 
 void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> args) {
+  // Where the arguments live: the given stream's backend, else the first device array's, else
+  // the calling thread's active backend.
+  Backend backend = launch.stream ? launch.stream->backend() : get_backend();
+  if (!launch.stream) {
+    auto it = std::find_if(args.begin(), args.end(), [](const KernelArg& a) {
+      return a.kind == KernelArg::Kind::array && a.backend != Backend::host;
+    });
+    if (it != args.end()) backend = it->backend;
+  }
+  run(backend, launch.stream, Mode::queued, launch, args);
+}
+
+void CudaKernel::launch_args_on(const Target& target, const Launch& launch,
+                                std::span<const KernelArg> args) {
+  run(target.backend, launch.stream.value_or(target.stream), Mode::queued, launch, args);
+}
+
+void CudaKernel::emulate_args(const Launch& launch, std::span<const KernelArg> args) {
+  run(Backend::emulated, std::nullopt, Mode::emulate_now, launch, args);
+}
+
+void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
+                     const Launch& launch, std::span<const KernelArg> args) {
   State& s = *state_;
+  const bool now = mode == Mode::emulate_now;
   std::optional<Dim3> n_threads = launch.n_threads;
   if (!n_threads && !launch.grid) {
     if (s.o.n_threads_of) {
@@ -570,18 +612,17 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
       n_threads = Dim3(it->ndim > 0 ? it->shape[0] : 0);
     }
   }
-  const auto [grid, block] = launch_shape(n_threads, launch.grid, launch.block);
-  PackedArgs packed = prepare(args);
+  const std::pair<Dim3, Dim3> shape = launch_shape(n_threads, launch.grid, launch.block);
+  const Dim3 grid = shape.first, block = shape.second;  // captured below: no structured binding
+  PackedArgs packed = prepare(args, now);
   if (launch.shared_mem > static_cast<std::size_t>(default_shared_memory_per_block)) {
-    const int opt_in = max_shared_memory_per_block(true);
+    const int opt_in = max_shared_memory_per_block(true, backend);
     if (launch.shared_mem > static_cast<std::size_t>(opt_in))
       throw ValueError("CudaKernel '" + s.name + "': " + std::to_string(launch.shared_mem) +
                        " bytes of dynamic shared memory requested, the device allows at most " +
                        std::to_string(opt_in) + " per block; use less or split the work");
   }
-  if (grid.product() == 0) return;  // nothing to launch
-  const bool here = detail::emulating_here();
-  const Backend backend = here ? Backend::emulated : get_backend();
+  if (grid.product() == 0) return;     // nothing to launch
   if (backend == Backend::emulated) {  // the kernel emulator, on the emulated device's arrays
     {
       std::lock_guard lock(s.mutex);
@@ -594,8 +635,8 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
         s.emulated = detail::emulate_compile(r);
       }
     }
-    const StreamRef stream = launch.stream.value_or(current_stream());
-    if (!here && stream.backend() == Backend::emulated && !debug_active()) {
+    const StreamRef stream = given.value_or(current_stream(Backend::emulated));
+    if (!now && stream.backend() == Backend::emulated && !debug_active()) {
       // Queued on the stream's worker (the default stream runs it now), with the packed
       // argument bytes; debug mode runs it now to report errors at the launch.
       auto kernel = s.emulated;
@@ -607,16 +648,18 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
       if (!detail::emulated_enqueue(stream, work)) work();
       return;
     }
-    if (!here) detail::emulated_drain(stream);
+    if (!now) detail::emulated_drain(stream);
     detail::emulate_launch(*s.emulated, grid, block, packed.pointers(), launch.shared_mem);
     return;
   }
   if (backend != Backend::cuda)
     throw BackendError("CudaKernel '" + s.expression +
                        "': a launch needs a device backend (cuda, or emulated for the "
-                       "kernel emulator), the active one is " +
+                       "kernel emulator), but no argument is a device array and the active "
+                       "backend is " +
                        std::string(to_string(backend)) + " (" + backend_reason() +
-                       "); on host use a host implementation of the kernel");
+                       "); pass device arrays, launch on a device stream or target, or on "
+                       "host use a host implementation of the kernel");
   compile();
   if (s.kernel == nullptr)
     throw BackendError("CudaKernel '" + s.expression +
@@ -632,7 +675,7 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
     dims.grid[d] = static_cast<unsigned int>(grid[d]);
     dims.block[d] = static_cast<unsigned int>(block[d]);
   }
-  const StreamRef stream = launch.stream.value_or(current_stream());
+  const StreamRef stream = given.value_or(current_stream(Backend::cuda));
   detail::cuda_api::launch_kernel(s.kernel, dims, packed.pointers(), launch.shared_mem,
                                   stream.native_handle());
   if (debug_active()) {
@@ -649,20 +692,5 @@ void CudaKernel::launch_args(const Launch& launch, std::span<const KernelArg> ar
     }
   }
 }
-
-namespace detail {
-namespace {
-thread_local bool t_emulate_here = false;
-}
-EmulateHere::EmulateHere() noexcept : previous_(t_emulate_here) {
-  t_emulate_here = true;
-}
-EmulateHere::~EmulateHere() {
-  t_emulate_here = previous_;
-}
-bool emulating_here() noexcept {
-  return t_emulate_here;
-}
-}  // namespace detail
 
 }  // namespace cunumpy

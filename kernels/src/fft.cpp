@@ -84,8 +84,8 @@ class FftImpl {
   void forward(const double* real, std::complex<double>* spectrum) {
 #if CUNUMPY_CUDA_COMPILATION()
     if (backend_ == Backend::cuda) {
-      check(cufftSetStream(forward_cuda_,
-                           static_cast<cudaStream_t>(current_stream().native_handle())),
+      check(cufftSetStream(forward_cuda_, static_cast<cudaStream_t>(
+                                              current_stream(Backend::cuda).native_handle())),
             "cufftSetStream");
       check(cufftExecD2Z(forward_cuda_, const_cast<double*>(real),
                          reinterpret_cast<cufftDoubleComplex*>(spectrum)),
@@ -102,8 +102,8 @@ class FftImpl {
   void inverse(std::complex<double>* spectrum, double* real) {
 #if CUNUMPY_CUDA_COMPILATION()
     if (backend_ == Backend::cuda) {
-      check(cufftSetStream(inverse_cuda_,
-                           static_cast<cudaStream_t>(current_stream().native_handle())),
+      check(cufftSetStream(inverse_cuda_, static_cast<cudaStream_t>(
+                                              current_stream(Backend::cuda).native_handle())),
             "cufftSetStream");
       check(cufftExecZ2D(inverse_cuda_, reinterpret_cast<cufftDoubleComplex*>(spectrum), real),
             "cufftExecZ2D");

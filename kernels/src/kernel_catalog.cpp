@@ -127,28 +127,32 @@ Choice& choice() {
   }();
   return *c;
 }
+// The calling thread's innermost use_kernel_implementation scope (nullptr: the default).
+thread_local std::optional<std::string>* t_scope = nullptr;
 }  // namespace
 
 void set_kernel_implementation(std::optional<std::string> name) {
   if (name && name->empty()) name.reset();
+  if (t_scope != nullptr) *t_scope = name;
   Choice& c = choice();
   std::lock_guard lock(c.mutex);
   c.name = std::move(name);
 }
 
 std::optional<std::string> get_kernel_implementation() {
+  if (t_scope != nullptr) return *t_scope;
   Choice& c = choice();
   std::lock_guard lock(c.mutex);
   return c.name;
 }
 
 KernelImplementationScope::KernelImplementationScope(std::optional<std::string> name)
-    : previous_(get_kernel_implementation()) {
-  set_kernel_implementation(std::move(name));
+    : name_(name && name->empty() ? std::nullopt : std::move(name)), previous_(t_scope) {
+  t_scope = &name_;
 }
 
 KernelImplementationScope::~KernelImplementationScope() {
-  set_kernel_implementation(std::move(previous_));
+  t_scope = previous_;
 }
 
 namespace detail {

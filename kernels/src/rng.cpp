@@ -64,7 +64,7 @@ std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
                                                      const U64Operand& stream,
                                                      const U64Operand& counter) {
   const Broadcast b = broadcast(what, {&seed, &stream, &counter});
-  auto guard = use_backend(b.backend);
+  const Target t = on(b.backend);
   Array<double> out0(b.shape, b.backend);
   Array<double> out1 =
       (kind == 1 || kind == 3) ? Array<double>(b.shape, b.backend) : Array<double>();
@@ -74,23 +74,25 @@ std::pair<Array<double>, Array<double>> philox_apply(const char* what, int kind,
   // Keyed by particle id (the common case) on host memory: the vectorised host loop.
   if (b.backend != Backend::cuda && (kind == 0 || kind == 1) && !seed.is_array() &&
       stream.is_array() && !counter.is_array()) {
-    detail::emulated_order(b.backend);
+    detail::emulated_order(t);
     detail::host_fast::philox_uniform_ids(o0, kind == 1 ? o1 : nullptr, seed.scalar(), st.data,
                                           counter.scalar(), b.shape.size());
     return {out0, out1};
   }
   switch (kind) {
     case 0:
-      CUNUMPY_FOR(what, b.shape.size(), i, o0[i] = cunumpy_uniform(s[i], st[i], c[i]););
+      CUNUMPY_FOR_ON(t, what, b.shape.size(), i, o0[i] = cunumpy_uniform(s[i], st[i], c[i]););
       break;
     case 1:
-      CUNUMPY_FOR(what, b.shape.size(), i, cunumpy_uniform2(s[i], st[i], c[i], &o0[i], &o1[i]););
+      CUNUMPY_FOR_ON(t, what, b.shape.size(), i,
+                     cunumpy_uniform2(s[i], st[i], c[i], &o0[i], &o1[i]););
       break;
     case 2:
-      CUNUMPY_FOR(what, b.shape.size(), i, o0[i] = cunumpy_normal(s[i], st[i], c[i]););
+      CUNUMPY_FOR_ON(t, what, b.shape.size(), i, o0[i] = cunumpy_normal(s[i], st[i], c[i]););
       break;
     default:
-      CUNUMPY_FOR(what, b.shape.size(), i, cunumpy_normal2(s[i], st[i], c[i], &o0[i], &o1[i]););
+      CUNUMPY_FOR_ON(t, what, b.shape.size(), i,
+                     cunumpy_normal2(s[i], st[i], c[i], &o0[i], &o1[i]););
       break;
   }
   return {out0, out1};
@@ -103,14 +105,13 @@ Array<std::uint32_t> philox4x32_10(const Array<std::uint32_t>& counters, std::ui
   if (counters.ndim() != 2 || counters.shape(1) != 4)
     throw ValueError("philox4x32_10: counters of shape (n, 4) are required, got " +
                      counters.shape().str());
-  auto guard = use_backend(counters.backend());
   Array<std::uint32_t> out(counters.shape(), counters.backend());
   const std::uint32_t* in = counters.data();
   std::uint32_t* o = out.data();
-  CUNUMPY_FOR("philox4x32_10", counters.shape(0), i,
-              cunumpy_u32x4 c{{in[4 * i], in[4 * i + 1], in[4 * i + 2], in[4 * i + 3]}};
-              const cunumpy_u32x4 r = cunumpy_philox4x32_10(c, key0, key1);
-              for (int k = 0; k < 4; ++k) o[4 * i + k] = r.v[k];);
+  CUNUMPY_FOR_ON(on(counters), "philox4x32_10", counters.shape(0), i,
+                 cunumpy_u32x4 c{{in[4 * i], in[4 * i + 1], in[4 * i + 2], in[4 * i + 3]}};
+                 const cunumpy_u32x4 r = cunumpy_philox4x32_10(c, key0, key1);
+                 for (int k = 0; k < 4; ++k) o[4 * i + k] = r.v[k];);
   return out;
 }
 
@@ -134,17 +135,17 @@ namespace detail {
 // j % 2 of counter base + j / 2, so two numbers come from each Philox call.
 Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t stream,
                              std::uint64_t base, Shape shape, int kind, double a, double b) {
-  auto guard = use_backend(backend);
+  const Target t = on(backend);
   Array<double> out(shape, backend);
   const long long n = shape.size();
   double* o = out.data();
   if (backend != Backend::cuda) {
-    emulated_order(backend);
+    emulated_order(t);
     host_fast::generator_fill(o, n, seed, stream, base, kind, a, b);
     return out;
   }
   parallel_for(
-      kind == 0 ? "Generator::uniform" : "Generator::normal", (n + 1) / 2,
+      t, kind == 0 ? "Generator::uniform" : "Generator::normal", (n + 1) / 2,
       CUNUMPY_LAMBDA(long long p) {
         double x0, x1;
         if (kind == 0) {
@@ -163,33 +164,34 @@ Array<double> generator_draw(Backend backend, std::uint64_t seed, std::uint64_t 
 }
 }  // namespace detail
 
-namespace {
-Array<double> take(Generator& g, std::uint64_t& counter, Shape shape, int kind, double a,
-                   double b) {
-  Array<double> out =
-      detail::generator_draw(g.backend(), g.seed(), g.stream(), counter, shape, kind, a, b);
-  counter += static_cast<std::uint64_t>((shape.size() + 1) / 2);
-  return out;
+Array<double> Generator::take(Shape shape, int kind, double a, double b) {
+  const auto pairs = static_cast<std::uint64_t>((shape.size() + 1) / 2);
+  const std::uint64_t base = counter_.fetch_add(pairs);
+  return detail::generator_draw(backend_, seed_, stream_, base, shape, kind, a, b);
 }
-}  // namespace
 
 Array<double> Generator::random(Shape shape) {
-  return take(*this, counter_, shape, 0, 0.0, 1.0);
+  return take(shape, 0, 0.0, 1.0);
 }
 Array<double> Generator::uniform(double low, double high, Shape shape) {
-  return take(*this, counter_, shape, 0, low, high);
+  return take(shape, 0, low, high);
 }
 Array<double> Generator::standard_normal(Shape shape) {
-  return take(*this, counter_, shape, 1, 0.0, 1.0);
+  return take(shape, 1, 0.0, 1.0);
 }
 Array<double> Generator::normal(double mean, double stddev, Shape shape) {
   if (!(stddev >= 0.0))
     throw ValueError("normal: the standard deviation must be non-negative, got " +
                      std::to_string(stddev));
-  return take(*this, counter_, shape, 1, mean, stddev);
+  return take(shape, 1, mean, stddev);
 }
 
 void RandomStreams::seed(std::optional<std::uint64_t> value, int rank) {
+  const std::lock_guard lock(mutex_);
+  seed_locked(value, rank);
+}
+
+void RandomStreams::seed_locked(std::optional<std::uint64_t> value, int rank) {
   if (rank < 0)
     throw ValueError("RandomStreams::seed: rank must be non-negative, got " + std::to_string(rank));
   if (value) {
@@ -200,11 +202,15 @@ void RandomStreams::seed(std::optional<std::uint64_t> value, int rank) {
   }
   rank_ = rank;
   seeded_ = true;
-  for (auto& g : generators_) g.reset();
+  // In place: references to the generators stay valid (a reseed is not meant to run beside
+  // draws of other threads).
+  for (auto& g : generators_)
+    if (g) *g = Generator(seed_, rank_stream_id(rank_), g->backend());
 }
 
 Generator& RandomStreams::generator(std::optional<Backend> backend) {
-  if (!seeded_) seed();
+  const std::lock_guard lock(mutex_);
+  if (!seeded_) seed_locked(std::nullopt, 0);
   const Backend b = backend.value_or(get_backend());
   auto& slot = generators_[static_cast<int>(b)];
   if (!slot) slot.emplace(seed_, rank_stream_id(rank_), b);
@@ -212,6 +218,7 @@ Generator& RandomStreams::generator(std::optional<Backend> backend) {
 }
 
 Generator RandomStreams::make_generator(std::uint64_t seed, std::optional<Backend> backend) const {
+  const std::lock_guard lock(mutex_);
   return Generator(seed, rank_stream_id(rank_) ^ (std::uint64_t{1} << 62),
                    backend.value_or(get_backend()));
 }

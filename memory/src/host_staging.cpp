@@ -71,7 +71,7 @@ StagingRing::Ticket StagingRing::copy(const void* src, Backend src_backend,
   }
   ensure_device(src_backend);
   if (!slot.snapshot) slot.snapshot = allocate_block(memory_kind_of(src_backend), bytes_);
-  const StreamRef compute = current_stream();
+  const StreamRef compute = current_stream(src_backend);
   // The snapshot is taken in order after the kernels of the current stream; the copy stream
   // waits for it, so the next kernels may overwrite the array while the copy runs.
   copy_memory_async(slot.snapshot->data(), src_backend, src, src_backend, bytes_,

@@ -30,8 +30,12 @@ std::optional<MemoryInfo> memory_info() {
 }
 
 int max_shared_memory_per_block(bool opt_in) {
+  return max_shared_memory_per_block(opt_in, get_backend());
+}
+
+int max_shared_memory_per_block(bool opt_in, Backend backend) {
   // The emulated device is an sm_90 (H100/H200): 227 KiB for a kernel that opts in.
-  if (get_backend() == Backend::emulated) return opt_in ? 232448 : default_shared_memory_per_block;
+  if (backend == Backend::emulated) return opt_in ? 232448 : default_shared_memory_per_block;
   if (!cuda_available()) return default_shared_memory_per_block;
   return detail::cuda_api::shared_memory_per_block(opt_in);
 }

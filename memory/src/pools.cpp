@@ -114,7 +114,7 @@ MemoryPoolStats host_cache_stats() {
 }
 
 void free_memory_pool() {
-  if (get_backend() == Backend::cuda && cuda_available()) detail::cuda_api::trim_pool();
+  if (cuda_available()) detail::cuda_api::trim_pool();
   detail::memory_context().release_cached();
 }
 

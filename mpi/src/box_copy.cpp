@@ -37,24 +37,24 @@ Walk walk_of(const Box& b) {
 
 // Rows of the box, each `row_words` words of W.
 template <typename W>
-void copy_words(const char* name, W* array, const Box& box, W* buffer, bool pack) {
+void copy_words(const Target& t, const char* name, W* array, const Box& box, W* buffer, bool pack) {
   const Walk w = walk_of(box);
   const long long unit_words = box.unit / static_cast<long long>(sizeof(W));
   const long long row_words = unit_words * box.extent[3];
   const long long rows = box.units() / box.extent[3];
   if (pack)
-    CUNUMPY_FOR(name, rows, r, const W* src = array + w.row_offset(r) * unit_words;
-                W* dst = buffer + r * row_words;
-                for (long long k = 0; k < row_words; ++k) dst[k] = src[k];);
+    CUNUMPY_FOR_ON(t, name, rows, r, const W* src = array + w.row_offset(r) * unit_words;
+                   W* dst = buffer + r * row_words;
+                   for (long long k = 0; k < row_words; ++k) dst[k] = src[k];);
   else
-    CUNUMPY_FOR(name, rows, r, W* dst = array + w.row_offset(r) * unit_words;
-                const W* src = buffer + r * row_words;
-                for (long long k = 0; k < row_words; ++k) dst[k] = src[k];);
+    CUNUMPY_FOR_ON(t, name, rows, r, W* dst = array + w.row_offset(r) * unit_words;
+                   const W* src = buffer + r * row_words;
+                   for (long long k = 0; k < row_words; ++k) dst[k] = src[k];);
 }
 
 void copy_box(Backend backend, void* array, const Box& box, void* buffer, bool pack) {
   if (box.units() == 0) return;
-  auto guard = use_backend(backend);
+  const Target t = on(backend);
   const char* name = pack ? "halo pack" : "halo unpack";
   const auto aligned = [&](std::size_t n) {
     return box.unit % static_cast<long long>(n) == 0 &&
@@ -62,25 +62,25 @@ void copy_box(Backend backend, void* array, const Box& box, void* buffer, bool p
            reinterpret_cast<std::uintptr_t>(buffer) % n == 0;
   };
   if (aligned(8))
-    copy_words(name, static_cast<std::uint64_t*>(array), box, static_cast<std::uint64_t*>(buffer),
-               pack);
+    copy_words(t, name, static_cast<std::uint64_t*>(array), box,
+               static_cast<std::uint64_t*>(buffer), pack);
   else if (aligned(4))
-    copy_words(name, static_cast<std::uint32_t*>(array), box, static_cast<std::uint32_t*>(buffer),
-               pack);
+    copy_words(t, name, static_cast<std::uint32_t*>(array), box,
+               static_cast<std::uint32_t*>(buffer), pack);
   else
-    copy_words(name, static_cast<std::uint8_t*>(array), box, static_cast<std::uint8_t*>(buffer),
+    copy_words(t, name, static_cast<std::uint8_t*>(array), box, static_cast<std::uint8_t*>(buffer),
                pack);
 }
 
 template <typename S>
-void add_scalars(S* array, const Box& box, const S* buffer) {
+void add_scalars(const Target& t, S* array, const Box& box, const S* buffer) {
   const Walk w = walk_of(box);
   const long long k = box.unit / static_cast<long long>(sizeof(S));
   const long long row = k * box.extent[3];
   const long long rows = box.units() / box.extent[3];
-  CUNUMPY_FOR("halo sum", rows, r, S* dst = array + w.row_offset(r) * k;
-              const S* src = buffer + r * row;
-              for (long long c = 0; c < row; ++c) dst[c] += src[c];);
+  CUNUMPY_FOR_ON(t, "halo sum", rows, r, S* dst = array + w.row_offset(r) * k;
+                 const S* src = buffer + r * row;
+                 for (long long c = 0; c < row; ++c) dst[c] += src[c];);
 }
 
 }  // namespace
@@ -95,38 +95,38 @@ void unpack_box(Backend backend, void* array, const Box& box, const void* buffer
 
 void unpack_add_box(Backend backend, DType dtype, void* array, const Box& box, const void* buffer) {
   if (box.units() == 0) return;
-  auto guard = use_backend(backend);
+  const Target t = on(backend);
   switch (dtype) {
     case DType::int8:
-      return add_scalars(static_cast<std::int8_t*>(array), box,
+      return add_scalars(t, static_cast<std::int8_t*>(array), box,
                          static_cast<const std::int8_t*>(buffer));
     case DType::uint8:
-      return add_scalars(static_cast<std::uint8_t*>(array), box,
+      return add_scalars(t, static_cast<std::uint8_t*>(array), box,
                          static_cast<const std::uint8_t*>(buffer));
     case DType::int16:
-      return add_scalars(static_cast<std::int16_t*>(array), box,
+      return add_scalars(t, static_cast<std::int16_t*>(array), box,
                          static_cast<const std::int16_t*>(buffer));
     case DType::uint16:
-      return add_scalars(static_cast<std::uint16_t*>(array), box,
+      return add_scalars(t, static_cast<std::uint16_t*>(array), box,
                          static_cast<const std::uint16_t*>(buffer));
     case DType::int32:
-      return add_scalars(static_cast<std::int32_t*>(array), box,
+      return add_scalars(t, static_cast<std::int32_t*>(array), box,
                          static_cast<const std::int32_t*>(buffer));
     case DType::uint32:
-      return add_scalars(static_cast<std::uint32_t*>(array), box,
+      return add_scalars(t, static_cast<std::uint32_t*>(array), box,
                          static_cast<const std::uint32_t*>(buffer));
     case DType::int64:
-      return add_scalars(static_cast<std::int64_t*>(array), box,
+      return add_scalars(t, static_cast<std::int64_t*>(array), box,
                          static_cast<const std::int64_t*>(buffer));
     case DType::uint64:
-      return add_scalars(static_cast<std::uint64_t*>(array), box,
+      return add_scalars(t, static_cast<std::uint64_t*>(array), box,
                          static_cast<const std::uint64_t*>(buffer));
     case DType::float32:
     case DType::complex64:  // both parts: the unit holds twice as many floats
-      return add_scalars(static_cast<float*>(array), box, static_cast<const float*>(buffer));
+      return add_scalars(t, static_cast<float*>(array), box, static_cast<const float*>(buffer));
     case DType::float64:
     case DType::complex128:
-      return add_scalars(static_cast<double*>(array), box, static_cast<const double*>(buffer));
+      return add_scalars(t, static_cast<double*>(array), box, static_cast<const double*>(buffer));
     case DType::boolean:
       break;
   }

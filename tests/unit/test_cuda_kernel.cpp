@@ -583,11 +583,17 @@ TEST(Launch, NeedsADeviceBackendAndChecksSharedMemoryFirst) {
   auto x = cn::zeros<double>({256});
   auto out = cn::zeros<double>({2});
   {
+    // On host: host arrays are refused, and a kernel without arrays has no device to run on.
     auto h = cn::use_backend(cn::Backend::host);
+    auto hx = cn::zeros<double>({256});
     EXPECT_NE(message_of([&] {
-                k(cn::threads(256), x, out, 256);
-              }).find("a launch needs a device backend"),
+                k(cn::threads(256), hx, out, 256);
+              }).find("host data is never copied to the device implicitly"),
               std::string::npos);
+    cn::CudaKernel scalars("extern \"C\" __global__ void nothing(int n) {}", "nothing");
+    EXPECT_NE(
+        message_of([&] { scalars(cn::threads(32), 1); }).find("a launch needs a device backend"),
+        std::string::npos);
   }
   cn::Launch big = cn::threads(256);
   big.shared_mem = static_cast<std::size_t>(cn::max_shared_memory_per_block(true)) + 1;
@@ -605,6 +611,13 @@ TEST(Launch, NeedsADeviceBackendAndChecksSharedMemoryFirst) {
   cn::Launch sized;
   sized.shared_mem = 128 * 8;
   EXPECT_NO_THROW(from_first(sized, x, out, 256)) << "n_threads from the first array's length";
+  // Emulated arrays launch on the emulated device whatever the calling thread has active.
+  auto h = cn::use_backend(cn::Backend::host);
+  auto ones = cn::ones<double>({256}, cn::Backend::emulated);
+  k({.n_threads = 256, .shared_mem = 128 * 8}, ones, out, 256);
+  const auto sums = cn::to_host(out);
+  EXPECT_EQ(sums.data()[0], 128.0);
+  EXPECT_EQ(sums.data()[1], 128.0);
 }
 
 TEST(Debug, OptionsSwitchesAndPerKernelOverride) {

@@ -52,6 +52,7 @@
 #include <cunumpy/cuda_struct.hpp>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/stream.hpp>
+#include <cunumpy/target.hpp>
 
 namespace cunumpy {
 
@@ -240,6 +241,7 @@ struct ArgWhere {
   std::size_t index;
   const CudaParameter* param;
   bool field;
+  bool host_arrays = false;  // host arrays are accepted (emulate_cuda_kernel)
   std::string str() const;
 };
 // Checks `arg` against `param` and writes its bytes at `dst` (at most 72); returns how many.
@@ -307,22 +309,23 @@ std::string emulation_compiler();
 
 // Debug mode: -lineinfo and -DCUNUMPY_BOUNDS_CHECK are added to the options (unless present),
 // and every launch synchronises its stream and throws CudaError naming the kernel, its grid
-// and block.  CUNUMPY_CUDA_DEBUG=1 (true, yes, on) enables it at start.
+// and block.  CUNUMPY_CUDA_DEBUG=1 (true, yes, on) enables it at start.  set_cuda_debug sets
+// the process default; cuda_debug(on) sets it for the calling thread only, until the scope
+// ends (as use_backend does for the backend).  get_cuda_debug() is the calling thread's.
 inline constexpr std::array<std::string_view, 2> cuda_debug_options = {"-lineinfo",
                                                                        "-DCUNUMPY_BOUNDS_CHECK"};
 void set_cuda_debug(bool enabled) noexcept;
 bool get_cuda_debug() noexcept;
 class [[nodiscard]] CudaDebugScope {
  public:
-  explicit CudaDebugScope(bool enabled) noexcept : previous_(get_cuda_debug()) {
-    set_cuda_debug(enabled);
-  }
-  ~CudaDebugScope() { set_cuda_debug(previous_); }
+  explicit CudaDebugScope(bool enabled) noexcept;
+  ~CudaDebugScope();
   CudaDebugScope(const CudaDebugScope&) = delete;
   CudaDebugScope& operator=(const CudaDebugScope&) = delete;
 
  private:
-  bool previous_;
+  bool enabled_;
+  bool* previous_;
 };
 [[nodiscard]] inline CudaDebugScope cuda_debug(bool enabled = true) noexcept {
   return CudaDebugScope(enabled);
@@ -394,27 +397,51 @@ class CudaKernel {
   }
   PackedArgs prepare(std::span<const KernelArg> args) const;
 
-  // Launches on the cuda backend, or through the kernel emulator on the emulated backend (the
+  // Launches where the arguments live: on the backend of launch.stream when one is given, else
+  // of the first device array among the arguments, else the calling thread's active backend.
+  // On cuda it runs as a CUDA kernel, on the emulated device through the kernel emulator (the
   // source compiled by the host compiler, every block and thread run, __syncthreads met by
   // all the block's threads); BackendError on host.  Nothing is launched for a grid with a
   // zero extent.
   template <typename... A>
   void operator()(const Launch& launch, const A&... args) {
-    if constexpr ((!CudaArguments<A> && ...)) {
-      const std::array<KernelArg, sizeof...(A)> flat{kernel_arg(args)...};
-      launch_args(launch, flat);
-    } else {
-      std::vector<KernelArg> flat;
-      flat.reserve(sizeof...(A));
-      (detail::append_kernel_args(flat, args), ...);
-      launch_args(launch, flat);
-    }
+    with_args([&](std::span<const KernelArg> flat) { launch_args(launch, flat); }, args...);
   }
   void launch_args(const Launch& launch, std::span<const KernelArg> args);
+  // Launches on `target` (its backend and, unless launch.stream is given, its stream).
+  template <typename... A>
+  void launch_on(const Target& target, const Launch& launch, const A&... args) {
+    with_args([&](std::span<const KernelArg> flat) { launch_args_on(target, launch, flat); },
+              args...);
+  }
+  void launch_args_on(const Target& target, const Launch& launch, std::span<const KernelArg> args);
+  // Runs through the kernel emulator now, on the calling thread, on host arrays or emulated
+  // device arrays, whatever the active backend (emulate_cuda_kernel).
+  template <typename... A>
+  void emulate(const Launch& launch, const A&... args) {
+    with_args([&](std::span<const KernelArg> flat) { emulate_args(launch, flat); }, args...);
+  }
+  void emulate_args(const Launch& launch, std::span<const KernelArg> args);
 
   struct State;
 
  private:
+  template <typename F, typename... A>
+  static void with_args(F&& f, const A&... args) {
+    if constexpr ((!CudaArguments<A> && ...)) {
+      const std::array<KernelArg, sizeof...(A)> flat{kernel_arg(args)...};
+      f(std::span<const KernelArg>(flat));
+    } else {
+      std::vector<KernelArg> flat;
+      flat.reserve(sizeof...(A));
+      (detail::append_kernel_args(flat, args), ...);
+      f(std::span<const KernelArg>(flat));
+    }
+  }
+  enum class Mode { queued, emulate_now };
+  void run(Backend backend, std::optional<StreamRef> stream, Mode mode, const Launch& launch,
+           std::span<const KernelArg> args);
+  PackedArgs prepare(std::span<const KernelArg> args, bool host_arrays) const;
   explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::vector<std::string> options_for(std::span<const std::filesystem::path> headers,
                                        const std::string& arch) const;
@@ -579,22 +606,6 @@ class CudaStructArguments {
   mutable long long packs_ = 0;
 };
 
-namespace detail {
-// While alive on this thread, CudaKernel launches run through the kernel emulator, at once,
-// and accept host arrays as well as device ones (emulate_cuda_kernel).
-class [[nodiscard]] EmulateHere {
- public:
-  EmulateHere() noexcept;
-  ~EmulateHere();
-  EmulateHere(const EmulateHere&) = delete;
-  EmulateHere& operator=(const EmulateHere&) = delete;
-
- private:
-  bool previous_;
-};
-bool emulating_here() noexcept;
-}  // namespace detail
-
 // Runs `kernel` through the kernel emulator now, on the calling thread's turn, whatever the
 // active backend: host arrays (and emulated device arrays) are used in place, as the Python
 // emulate_cuda_kernel takes NumPy arrays.  So a test compares a CUDA kernel with its host
@@ -603,8 +614,7 @@ bool emulating_here() noexcept;
 //   cunumpy::emulate_cuda_kernel(axpy, cunumpy::threads(n), 2.0, x, y, n);   // x, y host arrays
 template <typename... A>
 void emulate_cuda_kernel(CudaKernel& kernel, const Launch& launch, const A&... args) {
-  const detail::EmulateHere here;
-  kernel(launch, args...);
+  kernel.emulate(launch, args...);
 }
 
 }  // namespace cunumpy

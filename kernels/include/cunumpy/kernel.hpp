@@ -478,8 +478,9 @@ class KernelBase {
 
 // A named host kernel and its optional CUDA counterpart: a CudaKernel (NVRTC; on the emulated
 // backend it runs through the kernel emulator), or any callable taking the Launch first (an
-// nvcc-compiled __global__ function's launcher).  Every call takes the launch shape first; the
-// host kernel ignores it.
+// nvcc-compiled __global__ function's launcher), or a Target and the Launch (it is told where
+// the call runs: the arrays' device with Dispatch::arrays).  Every call takes the launch shape
+// first; the host kernel ignores it.
 template <typename H, typename D = CudaKernel>
 class Kernel : public KernelBase {
  public:
@@ -494,7 +495,8 @@ class Kernel : public KernelBase {
   template <typename... A>
   decltype(auto) operator()(const Launch& launch, A&&... args) {
     using HostResult = decltype(host_(std::forward<A>(args)...));
-    using CudaResult = decltype(invoke_cuda(launch, std::forward<A>(args)...));
+    using CudaResult =
+        decltype(invoke_cuda(std::declval<const Target&>(), launch, std::forward<A>(args)...));
     static_assert(std::is_same_v<HostResult, CudaResult>,
                   "cunumpy::Kernel: the host and CUDA kernels must return the same type (void: "
                   "kernels write their results into arrays)");
@@ -511,18 +513,17 @@ class Kernel : public KernelBase {
       // The arrays' device (an argument object without arrays: the active device backend).
       if (device == Backend::host)
         device = get_backend() == Backend::host ? Backend::emulated : get_backend();
-      const UseBackend on(device);
-      return run_device(launch, std::forward<A>(args)...);
+      return run_device(on(device), launch, std::forward<A>(args)...);
     }
     if (get_backend() == Backend::host) return host_(std::forward<A>(args)...);
-    return run_device(launch, std::forward<A>(args)...);
+    return run_device(active_target(), launch, std::forward<A>(args)...);
   }
 
   // The kernel a call on the active backend runs: "host" or "cuda" (BackendError when it is
   // missing and missing_cuda is raise: call once at setup to fail early).
   std::string get_kernel() const {
     if (get_backend() == Backend::host) return "host";
-    if (!cuda_ && options_.missing_cuda == MissingCuda::raise) throw missing();
+    if (!cuda_ && options_.missing_cuda == MissingCuda::raise) throw missing(get_backend());
     return cuda_ ? "cuda" : "host (fallback)";
   }
 
@@ -561,28 +562,34 @@ class Kernel : public KernelBase {
 
  private:
   template <typename... A>
-  decltype(auto) run_device(const Launch& launch, A&&... args) {
-    if (cuda_) return invoke_cuda(launch, std::forward<A>(args)...);
-    if (options_.missing_cuda == MissingCuda::raise) throw missing();
+  decltype(auto) run_device(const Target& target, const Launch& launch, A&&... args) {
+    if (cuda_) return invoke_cuda(target, launch, std::forward<A>(args)...);
+    if (options_.missing_cuda == MissingCuda::raise) throw missing(target.backend);
     detail::warn_fallback_once(warned_, name_, options_.cuda_path);
     detail::record_fallback(name_, host_.where());
     return host_.call(true, std::forward<A>(args)...);
   }
 
+  // The CUDA side on `target`: a CudaKernel launches there; a callable that takes the target
+  // first is given it (the library never changes the active backend for it).
   template <typename... A>
-  decltype(auto) invoke_cuda(const Launch& launch, A&&... args) {
-    if constexpr (std::is_invocable_v<D&, const Launch&, A...>) {
+  decltype(auto) invoke_cuda(const Target& target, const Launch& launch, A&&... args) {
+    if constexpr (std::is_same_v<D, CudaKernel>) {
+      return cuda_->launch_on(target, launch, std::forward<A>(args)...);
+    } else if constexpr (std::is_invocable_v<D&, const Target&, const Launch&, A...>) {
+      return std::invoke(*cuda_, target, launch, std::forward<A>(args)...);
+    } else if constexpr (std::is_invocable_v<D&, const Launch&, A...>) {
       return std::invoke(*cuda_, launch, std::forward<A>(args)...);
     } else {
       return std::invoke(*cuda_, std::forward<A>(args)...);
     }
   }
 
-  BackendError missing() const {
+  BackendError missing(Backend backend) const {
     return BackendError(
         "Kernel '" + name_ + "' has no CUDA kernel" +
         (options_.cuda_path.empty() ? std::string() : " (expected at " + options_.cuda_path + ")") +
-        " and the " + std::string(to_string(get_backend())) +
+        " and the " + std::string(to_string(backend)) +
         " backend needs one; write it, or make the kernel with missing_cuda = "
         "MissingCuda::fallback to run the host kernel on host copies (slow)");
   }

@@ -124,8 +124,11 @@ class KernelCatalog {
 
 // ---- host implementations by name --------------------------------------------------------
 
-// The process-wide choice of host implementation (nothing: each kernel's default).  From
-// CUNUMPY_KERNEL_IMPLEMENTATION when set, read at first use.  Applies to host calls only.
+// The choice of host implementation (nothing: each kernel's default), as the backend is
+// chosen: set_kernel_implementation sets the process default (from
+// CUNUMPY_KERNEL_IMPLEMENTATION when set, read at first use); use_kernel_implementation sets
+// it for the calling thread only, until the scope ends; get_kernel_implementation() is the
+// calling thread's.  Applies to host calls only.
 void set_kernel_implementation(std::optional<std::string> name);
 std::optional<std::string> get_kernel_implementation();
 
@@ -137,7 +140,8 @@ class [[nodiscard]] KernelImplementationScope {
   KernelImplementationScope& operator=(const KernelImplementationScope&) = delete;
 
  private:
-  std::optional<std::string> previous_;
+  std::optional<std::string> name_;
+  std::optional<std::string>* previous_;
 };
 inline KernelImplementationScope use_kernel_implementation(std::optional<std::string> name) {
   return KernelImplementationScope(std::move(name));

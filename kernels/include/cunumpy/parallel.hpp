@@ -6,9 +6,13 @@
 //   double e = cunumpy::parallel_reduce("energy", n, cunumpy::ReduceOp::sum,
 //                                       CUNUMPY_LAMBDA(long long i) { return v(i) * v(i); });
 //
-// The active backend decides where the body runs: a CUDA grid-stride kernel on the current
-// stream (cuda), an OpenMP loop over host memory (host) or over the emulated device's memory
-// (emulated), or a serial loop without OpenMP.  Every launch is named and is an NVTX range.
+// A Target (<cunumpy/target.hpp>) passed first decides where the body runs, else the calling
+// thread's active backend: a CUDA grid-stride kernel on the target's stream (cuda), an OpenMP
+// loop over host memory (host) or over the emulated device's memory (emulated, queued on the
+// stream's worker), or a serial loop without OpenMP.
+//
+//   cunumpy::parallel_for(cunumpy::on(rho), "scale", n, CUNUMPY_LAMBDA(long long i) {...});  Every
+//   launch is named and is an NVTX range.
 // The cuda path exists in translation units compiled by nvcc (.cu files); calling a loop
 // from a host-compiled file while the cuda backend is active throws BackendError that says
 // so.  Host reductions combine per-thread partials in thread order, so a given thread count
@@ -31,6 +35,7 @@
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/reduce_op.hpp>
 #include <cunumpy/stream.hpp>
+#include <cunumpy/target.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -98,54 +103,63 @@ namespace cunumpy {
 
 namespace detail {
 // The loops with two copies of one body: host_f for host memory, device_f (an extended
-// lambda) for the device.  parallel_for / parallel_reduce pass one body twice; CUNUMPY_FOR /
-// CUNUMPY_REDUCE a plain lambda and an extended one.
+// lambda) for the device, run on `target`.  parallel_for / parallel_reduce pass one body
+// twice; CUNUMPY_FOR / CUNUMPY_REDUCE a plain lambda and an extended one.
 template <typename HostF, typename DeviceF>
-void dual_for(std::string_view name, long long n, HostF host_f, [[maybe_unused]] DeviceF device_f) {
+void dual_for(const Target& target, std::string_view name, long long n, HostF host_f,
+              [[maybe_unused]] DeviceF device_f) {
   check_extent(name, n);
   const NvtxRange range{std::string(name)};
   if (n == 0) return;
-  if (get_backend() == Backend::cuda) {
+  if (target.backend == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
+    const StreamScope scope(target.stream);  // the kernel and its allocations on the target's
     cuda_for(name, n, device_f);
 #else
     throw_no_cuda_in_translation_unit(name);
 #endif
-  } else if (get_backend() == Backend::emulated) {
-    // Queued on the current stream's worker (a copy of the body), or run now on the default
+  } else if (target.backend == Backend::emulated) {
+    // Queued on the target stream's worker (a copy of the body), or run now on the default
     // stream.
     std::function<void()> work = [n, host_f]() mutable { host_for(n, host_f); };
-    if (!emulated_enqueue(current_stream(), work)) work();
+    if (!emulated_enqueue(target.stream, work)) work();
   } else {
     host_for(n, host_f);
   }
 }
 
 template <typename HostF, typename DeviceF>
-auto dual_reduce(std::string_view name, long long n, ReduceOp op, HostF host_f,
-                 [[maybe_unused]] DeviceF device_f, [[maybe_unused]] std::source_location where) {
+auto dual_reduce(const Target& target, std::string_view name, long long n, ReduceOp op,
+                 HostF host_f, [[maybe_unused]] DeviceF device_f,
+                 [[maybe_unused]] std::source_location where) {
   using T = std::decay_t<decltype(host_f(0LL))>;
   static_assert(std::is_arithmetic_v<T>,
                 "parallel_reduce: the body must return an arithmetic value");
   check_extent(name, n);
   const NvtxRange range{std::string(name)};
   if (n == 0) return reduce_identity<T>(op);
-  if (get_backend() == Backend::cuda) {
+  if (target.backend == Backend::cuda) {
 #if CUNUMPY_CUDA_COMPILATION()
+    const StreamScope scope(target.stream);
     return cuda_reduce<T>(name, n, op, device_f, where);
 #else
     throw_no_cuda_in_translation_unit(name);
 #endif
   }
-  emulated_order(get_backend());  // the result is read now: after the stream's work
+  emulated_order(target);  // the result is read now: after the stream's work
   return host_reduce<T>(n, op, host_f);
 }
 }  // namespace detail
 
-// Runs f(i) for i in [0, n).
+// Runs f(i) for i in [0, n) on `target` (where the arrays the body reads live: on(array)),
+// or on the active backend.
+template <typename F>
+void parallel_for(const Target& target, std::string_view name, long long n, F f) {
+  detail::dual_for(target, name, n, f, f);
+}
 template <typename F>
 void parallel_for(std::string_view name, long long n, F f) {
-  detail::dual_for(name, n, f, f);
+  detail::dual_for(active_target(), name, n, f, f);
 }
 
 // CUNUMPY_FOR(name, n, i, body...): parallel_for(name, n, CUNUMPY_LAMBDA(long long i) {body})
@@ -154,48 +168,68 @@ void parallel_for(std::string_view name, long long n, F f) {
 // indirect call per iteration that stops the host compiler from inlining and vectorising
 // the body.  CUNUMPY_FOR gives the host loop a plain lambda of the same body (captures by
 // value in both).  In files that the host compiler alone compiles it is parallel_for.
-#define CUNUMPY_FOR(name, n, i, ...)                                         \
-  ::cunumpy::detail::dual_for((name), (n), [=](long long i) { __VA_ARGS__ }, \
+// CUNUMPY_FOR_ON(target, name, n, i, body...) runs it on `target`.
+#define CUNUMPY_FOR_ON(target, name, n, i, ...)                                        \
+  ::cunumpy::detail::dual_for((target), (name), (n), [=](long long i) { __VA_ARGS__ }, \
                               CUNUMPY_LAMBDA(long long i){__VA_ARGS__})
+#define CUNUMPY_FOR(name, n, i, ...) \
+  CUNUMPY_FOR_ON(::cunumpy::active_target(), name, n, i, __VA_ARGS__)
 
 // Runs f(i, j) for i in [0, n0), j in [0, n1); j varies fastest.
 template <typename F>
-void parallel_for(std::string_view name, long long n0, long long n1, F f) {
+void parallel_for(const Target& target, std::string_view name, long long n0, long long n1, F f) {
   detail::check_extent(name, n0);
   detail::check_extent(name, n1);
   parallel_for(
-      name, n0 * n1, CUNUMPY_LAMBDA(long long k) { f(k / n1, k % n1); });
+      target, name, n0 * n1, CUNUMPY_LAMBDA(long long k) { f(k / n1, k % n1); });
+}
+template <typename F>
+void parallel_for(std::string_view name, long long n0, long long n1, F f) {
+  parallel_for(active_target(), name, n0, n1, f);
 }
 
 // Runs f(i, j, k) over [0, n0) x [0, n1) x [0, n2); k varies fastest.
 template <typename F>
-void parallel_for(std::string_view name, long long n0, long long n1, long long n2, F f) {
+void parallel_for(const Target& target, std::string_view name, long long n0, long long n1,
+                  long long n2, F f) {
   detail::check_extent(name, n0);
   detail::check_extent(name, n1);
   detail::check_extent(name, n2);
   const long long n12 = n1 * n2;
   parallel_for(
-      name, n0 * n12, CUNUMPY_LAMBDA(long long m) {
+      target, name, n0 * n12, CUNUMPY_LAMBDA(long long m) {
         const long long i = m / n12;
         const long long r = m % n12;
         f(i, r / n2, r % n2);
       });
+}
+template <typename F>
+void parallel_for(std::string_view name, long long n0, long long n1, long long n2, F f) {
+  parallel_for(active_target(), name, n0, n1, n2, f);
 }
 
 // Combines f(i) for i in [0, n) with `op` and returns the result on the host (the identity
 // for n == 0: 0, +inf/max, -inf/lowest).  The value type is f's return type.  On cuda the
 // result is read back after the kernels finish (counted as a reduction synchronisation).
 template <typename F>
+auto parallel_reduce(const Target& target, std::string_view name, long long n, ReduceOp op, F f,
+                     std::source_location where = std::source_location::current()) {
+  return detail::dual_reduce(target, name, n, op, f, f, where);
+}
+template <typename F>
 auto parallel_reduce(std::string_view name, long long n, ReduceOp op, F f,
                      std::source_location where = std::source_location::current()) {
-  return detail::dual_reduce(name, n, op, f, f, where);
+  return detail::dual_reduce(active_target(), name, n, op, f, f, where);
 }
 
 // CUNUMPY_REDUCE(name, n, op, i, body...): parallel_reduce with the body (which returns the
 // value of index i) written once; as CUNUMPY_FOR, a plain lambda runs it on the host.
-#define CUNUMPY_REDUCE(name, n, op, i, ...)                                           \
-  ::cunumpy::detail::dual_reduce((name), (n), (op), [=](long long i) { __VA_ARGS__ }, \
-                                 CUNUMPY_LAMBDA(long long i){__VA_ARGS__},            \
+// CUNUMPY_REDUCE_ON(target, ...) runs it on `target`.
+#define CUNUMPY_REDUCE_ON(target, name, n, op, i, ...)                                          \
+  ::cunumpy::detail::dual_reduce((target), (name), (n), (op), [=](long long i) { __VA_ARGS__ }, \
+                                 CUNUMPY_LAMBDA(long long i){__VA_ARGS__},                      \
                                  std::source_location::current())
+#define CUNUMPY_REDUCE(name, n, op, i, ...) \
+  CUNUMPY_REDUCE_ON(::cunumpy::active_target(), name, n, op, i, __VA_ARGS__)
 
 }  // namespace cunumpy

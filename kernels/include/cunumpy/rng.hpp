@@ -18,7 +18,9 @@
 // same uniform bits on host, emulated and cuda.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -61,11 +63,26 @@ std::pair<Array<double>, Array<double>> philox_normal2(U64Operand seed, U64Opera
 
 // A stream of random numbers: Philox with key `seed` and stream id `stream`, consumed in order
 // (each fill takes the next counters).  The same (seed, stream) gives the same numbers on
-// every backend.
+// every backend.  Fills run where the generator's backend is, whatever thread calls them; a
+// generator shared by threads is safe (each fill reserves its counters atomically), but the
+// order in which threads' fills take the counters is theirs: for reproducible draws give each
+// thread its own generator (RandomStreams::make_generator).
 class Generator {
  public:
   Generator(std::uint64_t seed, std::uint64_t stream, Backend backend)
       : seed_(seed), stream_(stream), backend_(backend) {}
+  Generator(const Generator& other)
+      : seed_(other.seed_),
+        stream_(other.stream_),
+        counter_(other.position()),
+        backend_(other.backend_) {}
+  Generator& operator=(const Generator& other) {
+    seed_ = other.seed_;
+    stream_ = other.stream_;
+    counter_.store(other.position());
+    backend_ = other.backend_;
+    return *this;
+  }
 
   Array<double> random(Shape shape);  // uniform in [0, 1)
   Array<double> uniform(double low, double high, Shape shape);
@@ -75,17 +92,21 @@ class Generator {
   std::uint64_t seed() const noexcept { return seed_; }
   std::uint64_t stream() const noexcept { return stream_; }
   Backend backend() const noexcept { return backend_; }
-  std::uint64_t position() const noexcept { return counter_; }  // counters used so far
+  std::uint64_t position() const noexcept { return counter_.load(); }  // counters used so far
 
  private:
-  std::uint64_t seed_, stream_, counter_ = 0;
+  Array<double> take(Shape shape, int kind, double a, double b);
+  std::uint64_t seed_, stream_;
+  std::atomic<std::uint64_t> counter_{0};
   Backend backend_;
 };
 
 // One seeded generator per process and backend, for reproducible MPI runs: after
 // seed(value, rank) every draw comes from the stream (value, rank), so the same seed and
 // number of ranks give the same results and the ranks' streams are independent.  seed() with
-// no value seeds from the operating system.  The Runtime seeds it at start-up.
+// no value seeds from the operating system.  The Runtime seeds it at start-up.  Thread-safe:
+// the generators are created under a lock, and a draw from a shared one reserves its counters
+// atomically.
 class RandomStreams {
  public:
   void seed(std::optional<std::uint64_t> value = std::nullopt, int rank = 0);
@@ -108,10 +129,12 @@ class RandomStreams {
   }
 
  private:
+  void seed_locked(std::optional<std::uint64_t> value, int rank);
+  mutable std::mutex mutex_;
   std::uint64_t seed_ = 0;
   int rank_ = 0;
   bool seeded_ = false;
-  std::optional<Generator> generators_[3];  // by Backend
+  std::optional<Generator> generators_[3];  // by Backend; never reset while in use
 };
 
 // The process instance: the Runtime's (it seeds it at start-up with RuntimeOptions::seed, or

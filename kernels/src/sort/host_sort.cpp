@@ -184,7 +184,8 @@ void host_sort_pairs(const std::uint64_t* words, long long n, std::uint64_t* out
 #pragma omp single
     team = omp_get_num_threads();
 #endif
-    const auto [begin, end] = split_range(n, t, team);
+    const IndexRange part = split_range(n, t, team);     // (no structured binding: OpenMP
+    const long long begin = part.begin, end = part.end;  // constructs below capture them)
     std::uint32_t* c = counts.data() + static_cast<std::size_t>(t) * kStride;
     std::uint64_t my_diff = 0;
     for (long long i = begin; i < end; ++i) {

@@ -10,9 +10,10 @@
 // transfer, counted); to_device() and to_host() copy explicitly between the two; zero() zeroes
 // the device copy.  The host side stays the owner's: to_host() writes into the same memory.
 // If the owner reallocates (a std::vector that grew), call rebind(): the device copy is kept
-// when the shape is unchanged; using the mirror before rebind() throws ValueError.  On the
-// host backend device() is the host memory itself and nothing is ever copied.  Methods that
-// change something return the mirror, for chaining.
+// when the shape is unchanged; using the mirror before rebind() throws ValueError.  The device
+// side is the backend given at construction (the active one by default), whatever is active
+// when the methods are called; on host device() is the host memory itself and nothing is
+// ever copied.  Methods that change something return the mirror, for chaining.
 #pragma once
 
 #include <functional>
@@ -37,16 +38,19 @@ template <Element T>
 class DeviceMirror {
  public:
   // Mirrors a std::vector (watched: a reallocation without rebind() is detected).
-  DeviceMirror(std::vector<T>& owner, Shape shape)
-      : source_([&owner] { return std::span<T>(owner); }), shape_(shape) {
+  DeviceMirror(std::vector<T>& owner, Shape shape, Backend device = get_backend())
+      : source_([&owner] { return std::span<T>(owner); }), shape_(shape), backend_(device) {
     bind();
   }
   // Mirrors fixed host memory (a buffer that never moves).
-  DeviceMirror(std::span<T> host, Shape shape) : source_([host] { return host; }), shape_(shape) {
+  DeviceMirror(std::span<T> host, Shape shape, Backend device = get_backend())
+      : source_([host] { return host; }), shape_(shape), backend_(device) {
     bind();
   }
 
   const Shape& shape() const noexcept { return shape_; }
+  // The backend of the device side (host: the mirror is the host memory itself).
+  Backend backend() const noexcept { return backend_; }
   std::span<T> host() const { return check(); }
 
   // The array kernels write into: a device copy of the host memory, made on first access
@@ -54,10 +58,10 @@ class DeviceMirror {
   const Array<T>& device(std::source_location where = std::source_location::current()) {
     check();
     if (!device_) {
-      if (!device_backend()) {
+      if (backend_ == Backend::host) {
         device_ = host_array();
       } else {
-        device_ = cunumpy::to_device(host_array(), where);
+        device_ = cunumpy::to_device(host_array(), backend_, where);
       }
     }
     return *device_;
@@ -66,9 +70,9 @@ class DeviceMirror {
   // Copies the host memory into the device copy (allocating it on first use).
   DeviceMirror& to_device(std::source_location where = std::source_location::current()) {
     check();
-    if (!device_backend()) return *this;
+    if (backend_ == Backend::host) return *this;
     if (!device_) {
-      device_ = cunumpy::to_device(host_array(), where);
+      device_ = cunumpy::to_device(host_array(), backend_, where);
     } else {
       copy(*device_, host_array(), where);
     }
@@ -86,7 +90,7 @@ class DeviceMirror {
   // Zeroes the device copy (allocating it without a copy if needed), or the host memory on host.
   DeviceMirror& zero() {
     check();
-    if (!device_) device_ = device_backend() ? empty<T>(shape_, get_backend()) : host_array();
+    if (!device_) device_ = backend_ != Backend::host ? empty<T>(shape_, backend_) : host_array();
     device_->fill(T{});
     return *this;
   }
@@ -126,6 +130,7 @@ class DeviceMirror {
   std::function<std::span<T>()> source_;
   std::span<T> bound_;
   Shape shape_;
+  Backend backend_;
   std::optional<Array<T>> device_;
 };
 

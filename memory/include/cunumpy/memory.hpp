@@ -54,9 +54,11 @@ std::optional<MemoryInfo> memory_info();
 
 // The 48 KiB every CUDA device gives a block.
 inline constexpr int default_shared_memory_per_block = 48 * 1024;
-// Shared memory a block may use on the current device (opt_in: the larger limit a kernel gets
-// after raising its maximum dynamic shared memory); on the emulated backend an sm_90's (48 KiB,
-// 227 KiB opted in); 48 KiB without a device.
+// Shared memory a block may use on `backend`'s device (the active backend's by default;
+// opt_in: the larger limit a kernel gets after raising its maximum dynamic shared memory): the
+// current CUDA device's on cuda, an sm_90's on emulated (48 KiB, 227 KiB opted in); 48 KiB
+// without a device.
+int max_shared_memory_per_block(bool opt_in, Backend backend);
 int max_shared_memory_per_block(bool opt_in = false);
 
 // An uninitialised host array in page-locked memory from the pinned pool (cudaHostAlloc where a

@@ -113,6 +113,12 @@ void throw_copy_mismatch(const Shape& dst, const Shape& src) {
                    src.str() + "; copy between arrays of the same shape");
 }
 
+void throw_to_device_host() {
+  throw ValueError(
+      "to_device: the target must be a device backend (cuda or emulated), got host; use "
+      "to_host() for the host side");
+}
+
 void throw_cross_device(std::string_view what, Backend from, Backend to) {
   throw BackendError(std::string(what) + ": cannot move an array from the " +
                      std::string(to_string(from)) + " device to the " + std::string(to_string(to)) +

@@ -2,6 +2,7 @@
 #include <cunumpy/backend.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -43,28 +44,38 @@ const detail::cuda_api::Probe& cuda_probe() {
   return probe;
 }
 
-struct BackendState {
-  Backend backend = Backend::host;
-  std::string reason;
-};
-
 // Applies a request: cuda without a device becomes host, with the reason recorded.
-BackendState resolve(Backend requested, const std::string& why) {
+detail::BackendSelection resolve(Backend requested, const std::string& why) {
   if (requested == Backend::cuda && !cuda_available())
     return {Backend::host,
             why + ", but CUDA is unavailable (" + cuda_unavailable_reason() + "); using host"};
   return {requested, why};
 }
 
-BackendState& state() {
-  static BackendState s = [] {
+// The process default: read from the environment once, changed by set_backend.  The backend
+// is an atomic (read on every array creation and loop), the reason is guarded by the mutex.
+struct ProcessDefault {
+  std::atomic<Backend> backend{Backend::host};
+  std::mutex mutex;
+  std::string reason;
+};
+
+ProcessDefault& process_default() {
+  static ProcessDefault* d = [] {
+    auto* p = new ProcessDefault;  // never destroyed: arrays freed at exit may still ask
     const auto request = detail::backend_from_environment(std::getenv("CUNUMPY_BACKEND"),
                                                           std::getenv("ARRAY_BACKEND"));
     if (!request.warning.empty()) std::cerr << "cunumpy: warning: " << request.warning << "\n";
-    return resolve(request.backend, request.reason);
+    detail::BackendSelection s = resolve(request.backend, request.reason);
+    p->backend.store(s.backend);
+    p->reason = std::move(s.reason);
+    return p;
   }();
-  return s;
+  return *d;
 }
+
+// The calling thread's innermost UseBackend scope (nullptr: the thread follows the default).
+thread_local detail::BackendSelection* t_scope = nullptr;
 
 }  // namespace
 
@@ -135,7 +146,13 @@ std::optional<bool> parse_flag(const char* value) {
 }  // namespace detail
 
 void set_backend(Backend backend) {
-  state() = resolve(backend, "set_backend(" + std::string(to_string(backend)) + ")");
+  detail::BackendSelection s =
+      resolve(backend, "set_backend(" + std::string(to_string(backend)) + ")");
+  if (t_scope != nullptr) *t_scope = s;  // this thread's scope too (restored when it ends)
+  ProcessDefault& d = process_default();
+  const std::lock_guard lock(d.mutex);
+  d.backend.store(s.backend);
+  d.reason = std::move(s.reason);
 }
 
 void set_backend(std::string_view name) {
@@ -143,10 +160,18 @@ void set_backend(std::string_view name) {
 }
 
 Backend get_backend() {
-  return state().backend;
+  if (t_scope != nullptr) return t_scope->backend;
+  return process_default().backend.load(std::memory_order_relaxed);
 }
 std::string backend_reason() {
-  return state().reason;
+  if (t_scope != nullptr) return t_scope->reason;
+  ProcessDefault& d = process_default();
+  const std::lock_guard lock(d.mutex);
+  return d.reason;
+}
+
+Backend default_backend() {
+  return process_default().backend.load(std::memory_order_relaxed);
 }
 
 bool host_backend() {
@@ -163,13 +188,13 @@ bool device_backend() {
 }
 
 UseBackend::UseBackend(Backend backend)
-    : previous_(state().backend), previous_reason_(state().reason) {
-  set_backend(backend);
+    : selection_(resolve(backend, "use_backend(" + std::string(to_string(backend)) + ")")),
+      previous_(t_scope) {
+  t_scope = &selection_;
 }
 
 UseBackend::~UseBackend() {
-  state().backend = previous_;
-  state().reason = std::move(previous_reason_);
+  t_scope = previous_;
 }
 
 bool cuda_available() {
@@ -190,13 +215,13 @@ void synchronize_backend(Backend backend, SyncKind kind, const char* what,
     if (kind == SyncKind::device)
       cuda_api::device_synchronize();
     else
-      cuda_api::stream_synchronize(current_stream().native_handle());
+      cuda_api::stream_synchronize(current_stream(Backend::cuda).native_handle());
   }
   if (backend == Backend::emulated) {
     if (kind == SyncKind::device)
       emulated::drain_all();
     else
-      emulated_drain(current_stream());
+      emulated_drain(current_stream(Backend::emulated));
   }
   record_sync(
       kind, [what] { return std::string(what); }, where);

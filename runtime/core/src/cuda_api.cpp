@@ -89,14 +89,14 @@ Probe probe() {
 // stream: a freed block is reused by the next allocation without a device synchronisation.
 void* allocate(std::size_t bytes) {
   void* p = nullptr;
-  CUNUMPY_CUDA_CHECK(
-      cudaMallocAsync(&p, bytes, static_cast<cudaStream_t>(current_stream().native_handle())));
+  CUNUMPY_CUDA_CHECK(cudaMallocAsync(
+      &p, bytes, static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle())));
   return p;
 }
 
 void deallocate(void* p) noexcept {
   const cudaError_t err =
-      cudaFreeAsync(p, static_cast<cudaStream_t>(current_stream().native_handle()));
+      cudaFreeAsync(p, static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle()));
   if (err != cudaSuccess && !cuda_error_is_sticky(err)) (void)cudaGetLastError();
 }
 

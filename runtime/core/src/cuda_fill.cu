@@ -51,9 +51,9 @@ void launch_fill(void* dst, long long n, const void* value) {
   if (n == 0) return;
   Word w;
   memcpy(&w, value, sizeof(Word));
-  fill_kernel<Word>
-      <<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
-          static_cast<Word*>(dst), n, w);
+  fill_kernel<Word><<<grid_for(n), kBlock, 0,
+                      static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle())>>>(
+      static_cast<Word*>(dst), n, w);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -67,9 +67,9 @@ void launch_arange(void* dst, long long n, const void* start, const void* step) 
   T s, d;
   memcpy(&s, start, sizeof(T));
   memcpy(&d, step, sizeof(T));
-  arange_kernel<T>
-      <<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
-          static_cast<T*>(dst), n, s, d);
+  arange_kernel<T><<<grid_for(n), kBlock, 0,
+                     static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle())>>>(
+      static_cast<T*>(dst), n, s, d);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -77,9 +77,9 @@ template <typename T>
 void launch_linspace(void* dst, long long n, double start, double step, bool endpoint,
                      double stop) {
   if (n == 0) return;
-  linspace_kernel<T>
-      <<<grid_for(n), kBlock, 0, static_cast<cudaStream_t>(current_stream().native_handle())>>>(
-          static_cast<T*>(dst), n, start, step, endpoint, stop);
+  linspace_kernel<T><<<grid_for(n), kBlock, 0,
+                       static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle())>>>(
+      static_cast<T*>(dst), n, start, step, endpoint, stop);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
 

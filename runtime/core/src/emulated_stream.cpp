@@ -245,7 +245,7 @@ void emulated_drain(StreamRef stream) {
 }
 
 void emulated_order(Backend backend) {
-  if (backend == Backend::emulated) emulated_drain(current_stream());
+  if (backend == Backend::emulated) emulated_drain(current_stream(Backend::emulated));
 }
 
 }  // namespace detail

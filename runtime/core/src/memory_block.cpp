@@ -132,12 +132,12 @@ void copy_memory(void* dst, Backend dst_backend, const void* src, Backend src_ba
   if (dst_backend != Backend::cuda && src_backend != Backend::cuda) {
     // Host and emulated memory are both host-addressable; in order after the current stream.
     if (dst_backend == Backend::emulated || src_backend == Backend::emulated)
-      emulated_drain(current_stream());
+      emulated_drain(current_stream(Backend::emulated));
     std::memcpy(dst, src, bytes);
     return;
   }
   cuda_api::copy(dst, src, bytes, direction(dst_backend, src_backend),
-                 current_stream().native_handle());
+                 current_stream(Backend::cuda).native_handle());
 }
 
 void copy_memory_async(void* dst, Backend dst_backend, const void* src, Backend src_backend,

@@ -114,9 +114,11 @@ template <typename Event, typename Kind, typename Events, typename Counts>
 void record_everywhere(Kind kind, std::string description, const std::source_location& where,
                        Events events, Counts counts) {
   const std::string location = format_location(where);
+  const std::thread::id me = std::this_thread::get_id();
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   for (TransferCounter* c : r.counters) {
+    if (c->scope() == CountScope::thread && c->owner() != me) continue;
     (c->*events).push_back(Event{kind, description, location});
     ++(c->*counts)[static_cast<int>(kind)];
   }
@@ -136,7 +138,8 @@ void record_sync_event(SyncKind kind, std::string description, const std::source
 
 }  // namespace detail
 
-TransferCounter::TransferCounter() {
+TransferCounter::TransferCounter(CountScope scope)
+    : scope_(scope), owner_(std::this_thread::get_id()) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.counters.push_back(this);
@@ -157,7 +160,25 @@ void TransferCounter::stop() noexcept {
   r.active.fetch_sub(1, std::memory_order_relaxed);
 }
 
+long long TransferCounter::count(TransferKind kind) const noexcept {
+  const std::lock_guard lock(registry().mutex);
+  return counts_[static_cast<int>(kind)];
+}
+long long TransferCounter::total() const noexcept {
+  const std::lock_guard lock(registry().mutex);
+  return static_cast<long long>(events_.size());
+}
+long long TransferCounter::synchronizations() const noexcept {
+  const std::lock_guard lock(registry().mutex);
+  return static_cast<long long>(syncs_.size());
+}
+long long TransferCounter::synchronizations(SyncKind kind) const noexcept {
+  const std::lock_guard lock(registry().mutex);
+  return sync_counts_[static_cast<int>(kind)];
+}
+
 std::vector<TransferEvent> TransferCounter::kernel_conversion_calls() const {
+  const std::lock_guard lock(registry().mutex);
   std::vector<TransferEvent> out;
   for (const auto& e : events_)
     if (e.kind == TransferKind::kernel_conversion) out.push_back(e);
@@ -165,6 +186,7 @@ std::vector<TransferEvent> TransferCounter::kernel_conversion_calls() const {
 }
 
 std::string TransferCounter::report() const {
+  const std::lock_guard lock(registry().mutex);
   std::string out;
   append_section<TransferEvent, TransferKind>(out, events_, counts_, "transfer");
   if (!syncs_.empty())

@@ -16,8 +16,15 @@
 namespace cunumpy {
 namespace {
 
-thread_local StreamRef t_current{};
-thread_local int t_depth = 0;  // StreamScopes open on this thread
+// This thread's streams: the innermost StreamScope's, and the innermost of each backend's
+// (a scope of a cuda stream hides no emulated stream of an outer scope).
+struct CurrentStreams {
+  StreamRef innermost;
+  StreamRef of[3];
+  int depth = 0;         // StreamScopes open on this thread
+  int depth_of[3] = {};  // of each backend
+};
+thread_local CurrentStreams t_streams;
 
 std::atomic<long long> g_live_streams{0};
 std::atomic<long long> g_live_events{0};
@@ -100,19 +107,34 @@ void Stream::wait(const Event& event) const {
   }
 }
 
-StreamScope::StreamScope(StreamRef stream) noexcept : previous_(current_stream()) {
-  t_current = stream;
-  ++t_depth;
+StreamScope::StreamScope(StreamRef stream) noexcept
+    : stream_(stream),
+      previous_(t_streams.innermost),
+      previous_of_(t_streams.of[static_cast<int>(stream.backend())]) {
+  const int b = static_cast<int>(stream.backend());
+  t_streams.innermost = stream;
+  t_streams.of[b] = stream;
+  ++t_streams.depth;
+  ++t_streams.depth_of[b];
 }
 
 StreamScope::~StreamScope() {
-  t_current = previous_;
-  --t_depth;
+  const int b = static_cast<int>(stream_.backend());
+  t_streams.innermost = previous_;
+  t_streams.of[b] = previous_of_;
+  --t_streams.depth;
+  --t_streams.depth_of[b];
 }
 
 StreamRef current_stream() noexcept {
-  if (t_depth > 0) return t_current;
+  if (t_streams.depth > 0) return t_streams.innermost;
   return {get_backend(), nullptr};
+}
+
+StreamRef current_stream(Backend backend) noexcept {
+  const int b = static_cast<int>(backend);
+  if (t_streams.depth_of[b] > 0) return t_streams.of[b];
+  return {backend, nullptr};
 }
 
 Event::Event(Backend backend, bool timing) : backend_(backend), timing_(timing) {
@@ -218,7 +240,10 @@ double Event::elapsed(const Event& start, const Event& end) {
 }
 
 StreamRef copy_stream() {
-  const Backend backend = get_backend();
+  return copy_stream(get_backend());
+}
+
+StreamRef copy_stream(Backend backend) {
   if (backend == Backend::host) return {};
   return detail::runtime_copy_stream(backend)->ref();
 }

@@ -2,10 +2,20 @@
 //
 // Three backends: `host` (CPU memory, OpenMP loops), `cuda` (a real GPU) and `emulated`
 // (host memory behind the device API, so that every device code path runs in CI without a
-// GPU).  The initial backend comes from CUNUMPY_BACKEND=host|cuda|emulated (the Python
-// reference's ARRAY_BACKEND=numpy|cupy is accepted too); asking for cuda without a working
-// device falls back to host, and backend_reason() says why.  The selection is process-wide
-// and, like the Python library's, not thread-safe.
+// GPU).
+//
+// The active backend is per thread, on top of a process-wide default:
+//   - the process default comes from CUNUMPY_BACKEND=host|cuda|emulated (the Python
+//     reference's ARRAY_BACKEND=numpy|cupy is accepted too) and is changed by set_backend()
+//     (or RuntimeOptions::backend); every thread that is in no use_backend() scope follows it;
+//   - use_backend(b) selects b for the calling thread only, until the scope ends: other
+//     threads, and threads started inside the scope, keep following the process default.
+// Asking for cuda without a working device selects host instead, and backend_reason() says
+// why.  Every call here is thread-safe.
+//
+// The active backend is only a default for application code: the library itself never reads
+// it to decide where an array's work runs (an operation on arrays runs where they live, see
+// <cunumpy/target.hpp>), and never changes it.
 #pragma once
 
 #include <iosfwd>
@@ -29,25 +39,38 @@ std::ostream& operator<<(std::ostream& os, Backend backend);
 // Throws ValueError naming the accepted values.
 Backend parse_backend(std::string_view name);
 
-// Selects the process-wide backend.  Backend::cuda without a functional CUDA device selects
-// host instead and records the reason.  Existing arrays do not move.
+// Selects the process default.  Backend::cuda without a functional CUDA device selects host
+// instead and records the reason.  Called inside a use_backend() scope, it also changes that
+// scope's selection for the calling thread (the scope still restores its predecessor when it
+// ends).  Existing arrays do not move.
 void set_backend(Backend backend);
 void set_backend(std::string_view name);
 
-// The active backend and why it is the one it is (e.g. "CUNUMPY_BACKEND=cuda requested;
-// CUDA unavailable (no driver: cudaGetDeviceCount returned 35); using host").
+// The calling thread's active backend (its innermost use_backend() scope, else the process
+// default) and why it is the one it is (e.g. "CUNUMPY_BACKEND=cuda requested; CUDA
+// unavailable (no driver: cudaGetDeviceCount returned 35); using host").
 Backend get_backend();
 std::string backend_reason();
+// The process default, whatever scope the calling thread is in.
+Backend default_backend();
 
-// Convenience checks of the active backend.
+// Convenience checks of the calling thread's active backend.
 bool host_backend();
 bool cuda_backend();
 bool emulated_backend();
 // cuda or emulated: arrays created now live in device memory.
 bool device_backend();
 
-// RAII guard: selects `backend` for its scope and restores the previous selection (and
-// reason) when the scope ends, also when it is left by an exception.
+namespace detail {
+struct BackendSelection {
+  Backend backend = Backend::host;
+  std::string reason;
+};
+}  // namespace detail
+
+// RAII guard: selects `backend` for the calling thread for its scope and restores the
+// thread's previous selection when the scope ends, also when it is left by an exception.
+// Scopes nest; they must end in the thread that began them, in reverse order.
 class [[nodiscard]] UseBackend {
  public:
   explicit UseBackend(Backend backend);
@@ -56,8 +79,8 @@ class [[nodiscard]] UseBackend {
   UseBackend& operator=(const UseBackend&) = delete;
 
  private:
-  Backend previous_;
-  std::string previous_reason_;
+  detail::BackendSelection selection_;
+  detail::BackendSelection* previous_;
 };
 [[nodiscard]] inline UseBackend use_backend(Backend backend) {
   return UseBackend(backend);

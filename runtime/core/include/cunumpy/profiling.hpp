@@ -9,8 +9,12 @@
 //   { cunumpy::NvtxRange range("push");  push(...); }  // a range on the Nsight timeline
 //   cunumpy::Timing t = cunumpy::timed("push", [&] { push(...); });
 //
-// Counters nest: every active counter sees every event.  Like the backend, the set of active
-// counters is process-wide state.
+// Counters nest: every active counter sees every event in its scope.  A counter counts the
+// transfers and synchronisations of the thread that created it (CountScope::thread, the
+// default: an output or communication thread's copies do not show in the compute thread's
+// assert_no_transfers), or of every thread of the process (CountScope::process).  An event is
+// counted in the thread that asks for it: the caller of to_host, copy, HostStaging::copy,
+// synchronize..., also when the work itself then runs on a stream's worker.
 #pragma once
 
 #include <array>
@@ -20,6 +24,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -28,10 +33,19 @@
 
 namespace cunumpy {
 
-// Records the transfers and synchronisations made through cunumpy while it is alive.
+// Whose transfers a TransferCounter counts.
+enum class CountScope {
+  thread,   // the thread that created the counter
+  process,  // every thread
+};
+
+// Records the transfers and synchronisations made through cunumpy while it is alive.  The
+// counts and report() may be read at any time, also while other threads record into a
+// process counter; events() and sync_events() return references: read them once the threads
+// that record into the counter are done.
 class TransferCounter {
  public:
-  TransferCounter();
+  explicit TransferCounter(CountScope scope = CountScope::thread);
   ~TransferCounter();
   TransferCounter(const TransferCounter&) = delete;
   TransferCounter& operator=(const TransferCounter&) = delete;
@@ -40,15 +54,16 @@ class TransferCounter {
   long long to_device() const noexcept { return count(TransferKind::to_device); }
   long long kernel_conversions() const noexcept { return count(TransferKind::kernel_conversion); }
   long long fallbacks() const noexcept { return count(TransferKind::fallback); }
-  long long count(TransferKind kind) const noexcept { return counts_[static_cast<int>(kind)]; }
-  long long total() const noexcept { return static_cast<long long>(events_.size()); }
+  long long count(TransferKind kind) const noexcept;
+  long long total() const noexcept;
   const std::vector<TransferEvent>& events() const noexcept { return events_; }
   std::vector<TransferEvent> kernel_conversion_calls() const;
 
-  long long synchronizations() const noexcept { return static_cast<long long>(syncs_.size()); }
-  long long synchronizations(SyncKind kind) const noexcept {
-    return sync_counts_[static_cast<int>(kind)];
-  }
+  long long synchronizations() const noexcept;
+  long long synchronizations(SyncKind kind) const noexcept;
+  CountScope scope() const noexcept { return scope_; }
+  // The thread that created it.
+  std::thread::id owner() const noexcept { return owner_; }
   const std::vector<SyncEvent>& sync_events() const noexcept { return syncs_; }
 
   // The report of the Python reference:
@@ -71,11 +86,14 @@ class TransferCounter {
   std::array<long long, transfer_kind_count> counts_{};
   std::array<long long, sync_kind_count> sync_counts_{};
   bool active_ = false;
+  CountScope scope_;
+  std::thread::id owner_;
 };
 
-// Starts a counter: `auto counter = count_transfers();`.
-[[nodiscard]] inline TransferCounter count_transfers() {
-  return {};
+// Starts a counter: `auto counter = count_transfers();` (this thread's transfers), or
+// count_transfers(CountScope::process).
+[[nodiscard]] inline TransferCounter count_transfers(CountScope scope = CountScope::thread) {
+  return TransferCounter(scope);
 }
 
 // Scope form of assert_no_transfers: when the scope ends normally, throws
@@ -83,7 +101,8 @@ class TransferCounter {
 // is left by an exception, that exception propagates as it is and nothing else is thrown.
 class AssertNoTransfers {
  public:
-  AssertNoTransfers() : uncaught_(std::uncaught_exceptions()) {}
+  explicit AssertNoTransfers(CountScope scope = CountScope::thread)
+      : counter_(scope), uncaught_(std::uncaught_exceptions()) {}
   ~AssertNoTransfers() noexcept(false) {
     counter_.stop();
     if (std::uncaught_exceptions() == uncaught_) check();
@@ -99,11 +118,12 @@ class AssertNoTransfers {
   int uncaught_;
 };
 
-// Runs `body`; throws TransferAssertionError with the report if it made a transfer.  An
-// exception thrown by `body` propagates unchanged.
+// Runs `body`; throws TransferAssertionError with the report if it made a transfer (in the
+// calling thread; CountScope::process: in any thread).  An exception thrown by `body`
+// propagates unchanged.
 template <typename Body>
-void assert_no_transfers(Body&& body) {
-  AssertNoTransfers guard;
+void assert_no_transfers(Body&& body, CountScope scope = CountScope::thread) {
+  AssertNoTransfers guard(scope);
   std::forward<Body>(body)();
 }
 

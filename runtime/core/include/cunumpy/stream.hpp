@@ -15,9 +15,10 @@
 // the work queued on it in order (kernels, loops, asynchronous copies) while the host goes on,
 // so a missing synchronisation gives a wrong result there as on a GPU (see EmulatedStreams);
 // on host they do nothing.  Both are movable and
-// not copyable; a moved-from object is empty.  current_stream() is the stream device work is
-// issued on now: the one of the innermost StreamScope of this thread, else the backend's
-// default stream (native handle nullptr).
+// not copyable; a moved-from object is empty.  current_stream(backend) is the stream device
+// work of that backend is issued on now: the one of this thread's innermost StreamScope of a
+// stream of that backend, else the backend's default stream (native handle nullptr).  The
+// current streams are per thread, as CUDA's.
 #pragma once
 
 #include <functional>
@@ -76,8 +77,8 @@ class Stream {
   void* handle_ = nullptr;
 };
 
-// Makes a stream current for the calling thread until the scope ends (scopes nest).  The
-// stream must outlive the scope.
+// Makes a stream current for the calling thread until the scope ends (scopes nest, and end
+// in reverse order in the thread that began them).  The stream must outlive the scope.
 class [[nodiscard]] StreamScope {
  public:
   explicit StreamScope(StreamRef stream) noexcept;
@@ -86,18 +87,26 @@ class [[nodiscard]] StreamScope {
   StreamScope& operator=(const StreamScope&) = delete;
 
  private:
+  StreamRef stream_;
   StreamRef previous_;
+  StreamRef previous_of_;
 };
 [[nodiscard]] inline StreamScope use_stream(StreamRef stream) noexcept {
   return StreamScope(stream);
 }
 
-// The stream device work of this thread is issued on now.
+// The stream this thread issues `backend`'s device work on now: its innermost StreamScope of
+// a stream of `backend`, else that backend's default stream.
+StreamRef current_stream(Backend backend) noexcept;
+// The innermost StreamScope's stream of this thread, whatever its backend, else the default
+// stream of the thread's active backend (application code's default).
 StreamRef current_stream() noexcept;
 
-// The Runtime's copy stream of the active device backend (created on first use, synchronised
-// and destroyed when the Runtime ends): HostStaging's device-to-host copies run on it, so they
-// overlap the kernels of the current stream.  An empty StreamRef on host.
+// The Runtime's copy stream of a device backend (created on first use, synchronised and
+// destroyed when the Runtime ends): HostStaging's device-to-host copies run on it, so they
+// overlap the kernels of the current stream.  An empty StreamRef on host.  Without an
+// argument: the active backend's.
+StreamRef copy_stream(Backend backend);
 StreamRef copy_stream();
 
 class Event {
@@ -158,7 +167,7 @@ bool emulated_enqueue(StreamRef stream, std::function<void()>& work);
 // Waits, uncounted, for the work queued on an emulated stream (nothing for other streams):
 // what an operation that the emulated device runs inline does first, to stay in stream order.
 void emulated_drain(StreamRef stream);
-// emulated_drain(current_stream()) when `backend` is emulated.
+// emulated_drain(current_stream(Backend::emulated)) when `backend` is emulated.
 void emulated_order(Backend backend);
 // Waits, uncounted, for a recorded event (cuda or emulated); the caller counts the wait.
 void event_wait(const Event& event);

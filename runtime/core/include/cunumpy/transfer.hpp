@@ -19,6 +19,7 @@ namespace cunumpy {
 namespace detail {
 [[noreturn]] void throw_copy_mismatch(const Shape& dst, const Shape& src);
 [[noreturn]] void throw_cross_device(std::string_view what, Backend from, Backend to);
+[[noreturn]] void throw_to_device_host();
 }  // namespace detail
 
 // A host array with the values of `a`: `a` itself when it is a host array, else a new host
@@ -38,9 +39,18 @@ Array<T> to_host(const Array<T>& a, std::source_location where = std::source_loc
 // cuda or emulated, else cuda when available): `a` itself when it is already there, else a
 // host->device copy, counted as to_device.  BackendError when there is no device.
 template <Element T>
+Array<T> to_device(const Array<T>& a, Backend target,
+                   std::source_location where = std::source_location::current());
+template <Element T>
 Array<T> to_device(const Array<T>& a,
                    std::source_location where = std::source_location::current()) {
-  const Backend target = detail::device_target("to_device");
+  return to_device(a, detail::device_target("to_device"), where);
+}
+
+// The same onto the device backend `target` (cuda or emulated).
+template <Element T>
+Array<T> to_device(const Array<T>& a, Backend target, std::source_location where) {
+  if (target == Backend::host) detail::throw_to_device_host();
   if (a.backend() == target) return a;
   if (a.is_device()) detail::throw_cross_device("to_device", a.backend(), target);
   Array<T> out(a.shape(), target);
