@@ -275,6 +275,29 @@ TEST_F(Threads, ACudaKernelLaunchesWhereItsArraysLive) {
             std::string::npos);
 }
 
+// A kernel pair whose CUDA side is a callable taking the Target: with Dispatch::arrays it is
+// told the arrays' device, and the active backend of the calling thread is left alone.
+TEST_F(Threads, AKernelPairTellsItsCudaSideWhereTheCallRuns) {
+  cn::Backend told = cn::Backend::host, active_inside = cn::Backend::emulated;
+  auto host_scale = [](cn::Array<double> x, double f) {
+    for (long long i = 0; i < x.size(); ++i) x.data()[i] *= f;
+  };
+  auto device_scale = [&](const cn::Target& t, const cn::Launch&, cn::Array<double> x, double f) {
+    told = t.backend;
+    active_inside = cn::get_backend();
+    auto v = x.view<1>();
+    cn::parallel_for(
+        t, "scale", x.size(), CUNUMPY_LAMBDA(long long i) { v(i) *= f; });
+  };
+  cn::Kernel scale("scale", host_scale, std::optional(device_scale),
+                   {.dispatch = cn::Dispatch::arrays});
+  auto x = cn::ones<double>({16}, cn::Backend::emulated);
+  scale(cn::threads(16), x, 3.0);
+  EXPECT_EQ(told, cn::Backend::emulated);
+  EXPECT_EQ(active_inside, cn::Backend::host);
+  EXPECT_EQ(host_values(x), std::vector<double>(16, 3.0));
+}
+
 TEST_F(Threads, TransferCountersCountTheirThreadOrTheProcess) {
   auto mine = cn::count_transfers();
   auto all = cn::count_transfers(cn::CountScope::process);
