@@ -50,6 +50,19 @@ endfunction()
 # Host code computes what the device computes, bit for bit: no fused multiply-adds that the
 # source does not write (GCC and Clang contract a * b + c by default; nvcc's device side is
 # told --fmad=false where it matters).
+# The project's warnings for the host compiler's files of `target` (-Wall -Wextra -Wpedantic;
+# not -Wmissing-field-initializers: options structs are filled with designated initialisers
+# that name only what they change, the library's documented style), errors with
+# CUNUMPY_WARNINGS_AS_ERRORS=ON (CI: a new warning fails the build).
+option(CUNUMPY_WARNINGS_AS_ERRORS "Treat the project's compiler warnings as errors" OFF)
+function(cunumpy_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>)
+  if(CUNUMPY_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
 function(cunumpy_no_contraction target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>
@@ -75,7 +88,7 @@ function(cunumpy_layer name)
     target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/internal>)
   endif()
   target_link_libraries(${target} PUBLIC ${arg_LINKS})
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
+  cunumpy_warnings(${target})
   cunumpy_no_contraction(${target})
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include/cunumpy)
     install(DIRECTORY include/cunumpy DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "*.in" EXCLUDE)

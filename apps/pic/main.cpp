@@ -16,6 +16,7 @@
 #include <string>
 
 #include "checkpoint.hpp"
+#include "cli_checks.hpp"
 #include "pic.hpp"
 #include "pic_catalog.hpp"
 
@@ -30,12 +31,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"landau", "two_stream", "custom"}));
   app.add_option("--dim", config.dim, "1 or 2")->check(CLI::IsMember({1, 2}));
   app.add_option("--particles", config.particles, "particles over all ranks")
-      ->check(CLI::PositiveNumber);
+      ->check(pic::cli::at_least(1));
   app.add_option("--cells", cells, "cells along x (and y in 2D unless --cells-y)")
-      ->check(CLI::Range(4, 1 << 24));
-  app.add_option("--cells-y", cells_y, "cells along y (2D)")->check(CLI::Range(4, 1 << 24));
-  app.add_option("--steps", config.steps, "time steps")->check(CLI::PositiveNumber);
-  app.add_option("--dt", config.dt, "time step (1/omega_p)")->check(CLI::PositiveNumber);
+      ->check(pic::cli::between(4, 1 << 24));
+  app.add_option("--cells-y", cells_y, "cells along y (2D)")->check(pic::cli::between(4, 1 << 24));
+  app.add_option("--steps", config.steps, "time steps")->check(pic::cli::at_least(1));
+  app.add_option("--dt", config.dt, "time step (1/omega_p)")->check(pic::cli::positive());
   app.add_option("--backend", backend, "host | cuda | emulated (default: CUNUMPY_BACKEND)")
       ->check(CLI::IsMember({"host", "cuda", "emulated"}));
   app.add_option("--seed", config.seed, "random seed (random start)");
@@ -47,12 +48,14 @@ int main(int argc, char** argv) {
                  "host 2D particle step: fused (one pass: gather, push, next deposit) | separate")
       ->check(CLI::IsMember({"fused", "separate"}));
   app.add_option("--sort-every", config.sort_every, "Morton re-sort period in steps (0: never)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--k", config.k, "custom case: wave number")->check(CLI::PositiveNumber);
-  app.add_option("--amplitude", config.amplitude, "custom case: density perturbation");
-  app.add_option("--vth", config.vth, "custom case: thermal velocity")->check(CLI::PositiveNumber);
+      ->check(pic::cli::at_least(0));
+  app.add_option("--k", config.k, "custom case: wave number")->check(pic::cli::positive());
+  app.add_option("--amplitude", config.amplitude, "custom case: density perturbation")
+      ->check(pic::cli::finite());
+  app.add_option("--vth", config.vth, "custom case: thermal velocity")->check(pic::cli::positive());
   app.add_option("--beam-velocity", config.beam_velocity,
-                 "custom case: two streams at +-v (0: one Maxwellian)");
+                 "custom case: two streams at +-v (0: one Maxwellian)")
+      ->check(pic::cli::finite());
   app.add_option("--output", output,
                  "folder for energy.csv and summary.json (checked before the first step)");
   bool overwrite = false;
@@ -62,7 +65,7 @@ int main(int argc, char** argv) {
          "--flush-every", flush_every,
          "with --output: rewrite the outputs every N steps during the run (default: a tenth of "
          "the steps; 0: only at the end)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(pic::cli::at_least(0));
   app.add_flag("--no-progress", no_progress, "no progress lines");
   app.add_option(
          "--kernels", config.kernels,
@@ -72,10 +75,10 @@ int main(int argc, char** argv) {
   app.add_option(
          "--output-every", config.output_every,
          "with --output: openPMD fields and particles every N steps (openpmd/data_<step>.h5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(pic::cli::at_least(0));
   app.add_option("--checkpoint-every", config.checkpoint_every,
                  "with --output: a checkpoint every N steps (checkpoints/checkpoint_<step>.h5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(pic::cli::at_least(0));
   std::string restart;
   app.add_option("--restart", restart,
                  "continue from a checkpoint (its configuration, particles and histories; "
@@ -165,11 +168,10 @@ int main(int argc, char** argv) {
     const pic::Results r = pic::run(config, world);
     const pic::Health health = pic::health_of(r);
     if (world.rank() == 0 && health.diverged)
-      std::fprintf(
-          stderr,
-          "pic: warning: the run diverged: the total energy changed by %g of its initial value "
-          "(non-finite: NaN or inf); the physics is not resolved, reduce --dt\n",
-          health.max_relative_energy_error);
+      std::fprintf(stderr,
+                   "pic: warning: the run is not healthy: %s; the physics is not resolved "
+                   "(reduce --dt, check --k, --vth and the cells)\n",
+                   health.reason.c_str());
     if (world.rank() == 0) {
       std::printf("\n%s, %dD, %lld particles, %d steps on %d rank(s), backend %s\n",
                   config.case_name.c_str(), config.dim, config.particles, config.steps, r.ranks,

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -104,6 +105,22 @@ void validate(const Config& c, int ranks) {
     fail(
         "--decompose runs the builtin kernels (the catalog's CUDA kernels take the replicated "
         "grid); drop --kernels rtc or --decompose");
+  // Ranges in which the derived quantities (box length 2 pi / k, cell size, particle weight,
+  // dt v) stay far from the double range's limits: beyond them products overflow or underflow
+  // and the run computes nothing meaningful.
+  auto within = [&](double v, double lo, double hi, const char* name, const char* why) {
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream m;
+      m << name << " must be between " << lo << " and " << hi << " (" << why << "), got " << v;
+      fail(m.str());
+    }
+  };
+  within(c.k, 1e-8, 1e8, "--k", "the box length 2 pi / k sets the cell size and the weights");
+  within(c.dt, 1e-12, 1e3, "--dt",
+         "in units of 1 / omega_p; the leapfrog is stable for dt < 2, larger steps diverge");
+  within(c.vth, 1e-12, 1e8, "--vth", "in units of the Debye length times omega_p");
+  if (c.beam_velocity != 0.0)
+    within(c.beam_velocity, 1e-12, 1e8, "--beam-velocity", "as --vth; 0 for one Maxwellian");
 }
 
 std::vector<Species> species_of(const Config& c) {
@@ -997,7 +1014,8 @@ Results run(const Config& config, const cn::Comm& comm) {
     }
   }
   counter.stop();
-  r.transfers_in_loop = counter.total();
+  r.mpi_staging_in_loop = counter.mpi_stagings();
+  r.transfers_in_loop = counter.total() - r.mpi_staging_in_loop;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double particle_steps =
       static_cast<double>(config.particles) * std::max(1, config.steps - first_step);
@@ -1093,19 +1111,74 @@ cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) 
 Health health_of(const Results& r) {
   Health h;
   if (r.field_energy.empty()) return h;
+  auto unhealthy = [&](std::string why) {
+    h.diverged = true;
+    if (h.reason.empty()) h.reason = std::move(why);
+  };
+  // Every diagnostic finite at every step.
+  const std::pair<const char*, const std::vector<double>*> series[] = {
+      {"field energy", &r.field_energy},
+      {"mode energy", &r.mode_energy},
+      {"kinetic energy", &r.kinetic_energy},
+      {"momentum", &r.momentum},
+      {"total charge", &r.total_charge}};
+  for (const auto& [name, values] : series)
+    for (std::size_t i = 0; i < values->size(); ++i)
+      if (!std::isfinite((*values)[i])) {
+        const double v = (*values)[i];
+        unhealthy("the " + std::string(name) + " is " +
+                  (std::isnan(v) ? "NaN"
+                   : v > 0       ? "+Inf"
+                                 : "-Inf") +
+                  " at step " + std::to_string(i));
+        break;
+      }
   const double e0 = r.field_energy.front() + r.kinetic_energy.front();
+  if (!std::isnormal(e0) || !(e0 > 0.0)) {
+    // Zero, subnormal, negative or not finite: a relative change of it measures nothing.
+    std::ostringstream m;
+    m << "the initial total energy is ";
+    if (std::isfinite(e0))
+      m << e0;
+    else
+      m << (std::isnan(e0) ? "NaN" : e0 > 0 ? "+Inf" : "-Inf");
+    m << ", so its relative change cannot be measured";
+    unhealthy(m.str());
+    h.max_relative_energy_error = std::numeric_limits<double>::quiet_NaN();
+    return h;
+  }
   for (std::size_t i = 0; i < r.field_energy.size(); ++i) {
     const double e = r.field_energy[i] + r.kinetic_energy[i];
-    const double change = std::abs(e - e0) / std::abs(e0);
+    const double change = std::abs(e - e0) / e0;
     // NaN-propagating: std::max would drop a NaN change.
     if (!(change <= h.max_relative_energy_error)) h.max_relative_energy_error = change;
   }
-  h.diverged = !std::isfinite(h.max_relative_energy_error) || h.max_relative_energy_error > 0.5;
+  if (!std::isfinite(h.max_relative_energy_error))
+    unhealthy("the total energy stopped being a finite number");
+  else if (h.max_relative_energy_error > 0.5) {
+    std::ostringstream m;
+    m << "the total energy changed by " << h.max_relative_energy_error << " of its initial value";
+    unhealthy(m.str());
+  }
   return h;
 }
 
 namespace {
 namespace fs = std::filesystem;
+
+// Text as a JSON string's contents.
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
 
 // A JSON number, or null for NaN and infinities.
 std::string json_number(double v) {
@@ -1200,6 +1273,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"complete\": " << (r.complete ? "true" : "false") << ",\n"
        << "  \"steps_done\": " << r.steps_done << ",\n"
        << "  \"diverged\": " << (health.diverged ? "true" : "false") << ",\n"
+       << "  \"health\": \"" << (health.diverged ? json_escape(health.reason) : "ok") << "\",\n"
        << "  \"backend\": \"" << r.backend << "\",\n"
        << "  \"ranks\": " << r.ranks << ",\n"
        << "  \"threads_per_rank\": " << r.threads_per_rank << ",\n"
@@ -1235,6 +1309,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"ns_per_particle_step\": " << json_number(r.ns_per_particle_step) << ",\n"
        << "  \"particle_steps_per_second\": " << json_number(r.particle_steps_per_second) << ",\n"
        << "  \"transfers_in_loop\": " << r.transfers_in_loop << ",\n"
+       << "  \"mpi_staging_in_loop\": " << r.mpi_staging_in_loop << ",\n"
        << "  \"grid\": \"" << (r.decomposed ? "decomposed" : "replicated") << "\",\n"
        << "  \"bytes_sent_per_step_per_rank\": " << json_number(r.bytes_sent_per_step) << ",\n"
        << "  \"max_bytes_sent_per_step\": " << json_number(r.max_bytes_sent_per_step) << ",\n"

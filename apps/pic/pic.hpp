@@ -86,7 +86,8 @@ struct Results {
   double fit_t_begin = 0, fit_t_end = 0;
   int fit_points = 0;
   double seconds = 0, ns_per_particle_step = 0, particle_steps_per_second = 0;
-  long long transfers_in_loop = 0;
+  long long transfers_in_loop = 0;    // host/device transfers of the time loop (MPI staging aside)
+  long long mpi_staging_in_loop = 0;  // copies through host memory for a non-CUDA-aware MPI
   std::map<std::string, double> phase_seconds;
   int ranks = 1;
   int threads_per_rank = 1;  // OpenMP threads (the Runtime's share of the node when unset)
@@ -106,11 +107,14 @@ struct Results {
 };
 
 // What summary.json reports of a run's health: the largest relative change of the total energy
-// (NaN-propagating: non-finite when the run produced NaN or inf), and whether it diverged (a
-// non-finite energy or a change of more than half the initial energy).
+// (NaN-propagating: non-finite when the run produced NaN or inf, NaN when the initial energy
+// is zero, subnormal or not finite), and whether the run is unhealthy ("diverged": a
+// non-finite diagnostic at any step, an initial energy whose relative change means nothing,
+// or a change of more than half the initial energy), with the first reason found.
 struct Health {
   double max_relative_energy_error = 0.0;
   bool diverged = false;
+  std::string reason;  // empty when healthy
 };
 Health health_of(const Results& results);
 

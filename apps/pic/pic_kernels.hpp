@@ -19,19 +19,25 @@ struct Stencil {
   double w[3];
 };
 
+// A node index from floor(s): the cast is defined for every s (NaN and values past +-2^62 give
+// node 0; positions wrapped by periodic() never do).
+CUNUMPY_HD_INLINE long long node_of(double j) {
+  return (j > -4.0e18 && j < 4.0e18) ? static_cast<long long>(j) : 0;
+}
+
 CUNUMPY_HD_INLINE Stencil stencil(double s, int order) {
   Stencil st;
   if (order == 1) {
     const double j = floor(s);
     const double f = s - j;
-    st.first = static_cast<long long>(j);
+    st.first = node_of(j);
     st.w[0] = 1.0 - f;
     st.w[1] = f;
     st.w[2] = 0.0;
   } else {
     const double j = floor(s + 0.5);
     const double d = s - j;  // in [-0.5, 0.5)
-    st.first = static_cast<long long>(j) - 1;
+    st.first = node_of(j) - 1;
     st.w[0] = 0.5 * (0.5 - d) * (0.5 - d);
     st.w[1] = 0.75 - d * d;
     st.w[2] = 0.5 * (0.5 + d) * (0.5 + d);
@@ -84,10 +90,17 @@ CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
   }
 }
 
-// x mapped into [0, length).
+// x mapped into [0, length), for every x: near the box by x - length floor(x / length); far
+// from it (where that loses the remainder) by the exact fmod; a NaN or infinite x (a diverged
+// particle) gives 0, inside the box, so that no later cell index is undefined: its velocity is
+// not finite either, and the run's energy diagnostics report the divergence.
 CUNUMPY_HD_INLINE double periodic(double x, double length) {
   double r = x - length * floor(x / length);
-  return r >= length ? r - length : r;
+  if (r >= length) r -= length;
+  if (r >= 0.0 && r < length) return r;
+  r = fmod(x, length);  // NaN for a NaN or infinite x
+  if (r < 0.0) r += length;
+  return (r >= 0.0 && r < length) ? r : 0.0;
 }
 
 // The radical inverse of i in `base` (van der Corput): a low-discrepancy sequence in [0, 1).

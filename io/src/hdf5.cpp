@@ -1,10 +1,15 @@
 // HDF5 handles and errors (hdf5.hpp).
 #include <cunumpy/hdf5.hpp>
 
+#include <cunumpy/agree.hpp>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
+#include <optional>
+#include <system_error>
 
 #include <unistd.h>
 
@@ -292,8 +297,22 @@ File File::create(const std::string& path, const Comm& comm) {
 
 File File::open(const std::string& path, const Comm& comm) {
   quiet_hdf5();
-  if (::access(path.c_str(), R_OK) != 0)
-    throw IoError("HDF5: cannot read " + path + ": " + std::strerror(errno));
+  // Checked on every rank, and agreed, before the collective open: a folder or a missing file
+  // is one clear error on every rank (not pages of MPI-IO errors, or a rank left waiting).
+  all_ranks<IoError>(comm, [&] {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(st))
+      throw IoError("HDF5: " + path + " does not exist" +
+                    (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")"
+                                                                      : std::string()));
+    if (std::filesystem::is_directory(st))
+      throw IoError("HDF5: " + path + " is a folder, not a file; give the path of an .h5 file");
+    if (!std::filesystem::is_regular_file(st))
+      throw IoError("HDF5: " + path + " is not a regular file");
+    if (::access(path.c_str(), R_OK) != 0)
+      throw IoError("HDF5: cannot read " + path + ": " + std::strerror(errno));
+  });
   bool parallel = false;
   Handle fapl = file_access(path, comm, parallel);
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.id());
@@ -322,11 +341,12 @@ void File::close() {
   }
 }
 
-Object write_dataset(const File& file, const Group& group, const std::string& name, hid_t type,
-                     std::span<const long long> global, std::span<const long long> offset,
-                     std::span<const long long> count, const void* data) {
-  quiet_hdf5();
-  const std::string full = group.path() + "/" + name;
+namespace {
+// The collective part of write_dataset: create, select, write.
+Object write_block(const File& file, const Group& group, const std::string& name,
+                   const std::string& full, hid_t type, std::span<const long long> global,
+                   std::span<const long long> offset, std::span<const long long> count,
+                   const void* data) {
   const int rank = static_cast<int>(global.size());
   std::vector<hsize_t> g(global.begin(), global.end()), o(offset.begin(), offset.end()),
       c(count.begin(), count.end());
@@ -345,6 +365,33 @@ Object write_dataset(const File& file, const Group& group, const std::string& na
         full);
   return Object(std::move(d), file.file(), full);
 }
+}  // namespace
+
+Object write_dataset(const File& file, const Group& group, const std::string& name, hid_t type,
+                     std::span<const long long> global, std::span<const long long> offset,
+                     std::span<const long long> count, const void* data) {
+  quiet_hdf5();
+  const std::string full = group.path() + "/" + name;
+  // Every rank's block is checked and the outcome agreed before the collective calls, and the
+  // write's outcome after them: a failure on one rank is an IoError on every rank.
+  all_ranks<IoError>(file.comm(), [&] {
+    if (offset.size() != global.size() || count.size() != global.size())
+      throw IoError("HDF5: " + file.file() + ": " + full +
+                    ": the block's offset and count need one entry per axis of the dataset (" +
+                    std::to_string(global.size()) + ")");
+    for (std::size_t a = 0; a < global.size(); ++a)
+      if (offset[a] < 0 || count[a] < 0 || offset[a] + count[a] > global[a])
+        throw IoError("HDF5: " + file.file() + ": " + full + ": this rank's block (offset " +
+                      std::to_string(offset[a]) + ", count " + std::to_string(count[a]) +
+                      " along axis " + std::to_string(a) + ") lies outside the dataset (" +
+                      std::to_string(global[a]) + ")");
+  });
+  std::optional<Object> written;
+  all_ranks<IoError>(file.comm(), [&] {
+    written = write_block(file, group, name, full, type, global, offset, count, data);
+  });
+  return std::move(*written);
+}
 
 std::vector<long long> dataset_shape(const Object& dataset) {
   Handle space(check_id(H5Dget_space(dataset.id()), "H5Dget_space", dataset.file(), dataset.path()),
@@ -362,18 +409,21 @@ void read_dataset(const File& file, const Object& dataset, hid_t type,
   bool fits = shape.size() == count.size() && offset.size() == count.size();
   for (std::size_t a = 0; fits && a < shape.size(); ++a)
     fits = offset[a] >= 0 && count[a] >= 0 && offset[a] + count[a] <= shape[a];
-  if (!fits)
-    throw IoError("HDF5: " + file.file() + ": " + dataset.path() +
-                  " does not hold the block asked for (its shape does not match what the file's "
-                  "header says: truncated or corrupted?)");
-  std::vector<hsize_t> o(offset.begin(), offset.end()), c(count.begin(), count.end());
-  Handle fspace(H5Dget_space(dataset.id()), H5Sclose);
-  Handle mspace(check_id(H5Screate_simple(static_cast<int>(c.size()), c.data(), nullptr),
-                         "H5Screate_simple", file.file(), dataset.path()),
-                H5Sclose);
-  const Handle dxpl = select_block(file, dataset.path(), fspace.id(), mspace.id(), o, c);
-  check(H5Dread(dataset.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dread",
-        file.file(), dataset.path());
+  all_ranks_agree<IoError>(
+      file.comm(), fits ? std::string()
+                        : "HDF5: " + file.file() + ": " + dataset.path() +
+                              " does not hold the block asked for (its shape does not match "
+                              "what the file's header says: truncated or corrupted?)");
+  all_ranks<IoError>(file.comm(), [&] {
+    std::vector<hsize_t> o(offset.begin(), offset.end()), c(count.begin(), count.end());
+    Handle fspace(H5Dget_space(dataset.id()), H5Sclose);
+    Handle mspace(check_id(H5Screate_simple(static_cast<int>(c.size()), c.data(), nullptr),
+                           "H5Screate_simple", file.file(), dataset.path()),
+                  H5Sclose);
+    const Handle dxpl = select_block(file, dataset.path(), fspace.id(), mspace.id(), o, c);
+    check(H5Dread(dataset.id(), type, mspace.id(), fspace.id(), dxpl.id(), data), "H5Dread",
+          file.file(), dataset.path());
+  });
 }
 
 }  // namespace cunumpy::h5

@@ -1,6 +1,8 @@
 // openPMD output (openpmd.hpp).
 #include <cunumpy/openpmd.hpp>
 
+#include <cunumpy/agree.hpp>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -109,21 +111,26 @@ class OpenPmdFile {
             const MeshLayout& l, const std::vector<const Array<double>*>& data,
             const UnitDimension& unit) {
     const std::size_t nd = l.global.size();
-    if (nd < 1 || nd > 3 || l.offset.size() != nd || l.count.size() != nd ||
-        l.spacing.size() != nd || l.grid_offset.size() != nd || l.axis_labels.size() != nd)
-      throw ValueError("openPMD mesh " + record +
-                       ": global, offset, count, spacing, grid_offset and axis_labels need one "
-                       "entry per axis (1 to 3)");
-    const std::size_t n_components = components.empty() ? 1 : components.size();
-    if (data.size() != n_components)
-      throw ValueError("openPMD mesh " + record + ": " + std::to_string(n_components) +
-                       " component array(s) expected, got " + std::to_string(data.size()));
-    long long elements = 1;
-    for (long long c : l.count) elements *= c;
-    for (const Array<double>* a : data)
-      if (a == nullptr || a->size() != elements)
-        throw ValueError("openPMD mesh " + record + ": each component's block must hold " +
-                         std::to_string(elements) + " values (the layout's count)");
+    // Checked on every rank and agreed before the collective writes (a rank's block of the
+    // wrong size is an error on every rank).
+    all_ranks<ValueError>(comm_, [&] {
+      if (nd < 1 || nd > 3 || l.offset.size() != nd || l.count.size() != nd ||
+          l.spacing.size() != nd || l.grid_offset.size() != nd || l.axis_labels.size() != nd)
+        throw ValueError("openPMD mesh " + record +
+                         ": global, offset, count, spacing, grid_offset and axis_labels need one "
+                         "entry per axis (1 to 3)");
+      const std::size_t n_components = components.empty() ? 1 : components.size();
+      if (data.size() != n_components)
+        throw ValueError("openPMD mesh " + record + ": " + std::to_string(n_components) +
+                         " component array(s) expected, got " + std::to_string(data.size()));
+      long long elements = 1;
+      for (long long c : l.count) elements *= c;
+      for (const Array<double>* a : data)
+        if (a == nullptr || a->size() != elements)
+          throw ValueError("openPMD mesh " + record + ": each component's block must hold " +
+                           std::to_string(elements) + " values (the layout's count), got " +
+                           (a == nullptr ? std::string("none") : std::to_string(a->size())));
+    });
     const h5::Group meshes = iteration_.group("meshes");
     has_meshes_ = true;
     const std::vector<double> position =
@@ -156,10 +163,27 @@ class OpenPmdFile {
 
   void particles(const std::string& species, const ParticleRecords& p) {
     const std::size_t nd = p.axes.size();
-    if (nd < 1 || nd > 3 || p.position.size() != nd || p.momentum.size() != nd)
-      throw ValueError("openPMD particles " + species +
-                       ": one position and one momentum array per axis (1 to 3 axes)");
     const long long n = p.count;
+    // Every array checked on every rank and agreed before the first collective call.
+    all_ranks<ValueError>(comm_, [&] {
+      if (nd < 1 || nd > 3 || p.position.size() != nd || p.momentum.size() != nd)
+        throw ValueError("openPMD particles " + species +
+                         ": one position and one momentum array per axis (1 to 3 axes)");
+      auto check = [&](const auto* a, const char* what) {
+        if (a == nullptr || a->ndim() != 1 || a->size() < n)
+          throw ValueError("openPMD particles " + species + ": " + what +
+                           " must be a 1D array of at least " + std::to_string(n) + " rows");
+      };
+      for (std::size_t a = 0; a < nd; ++a) {
+        check(p.position[a], "position");
+        check(p.momentum[a], "momentum");
+      }
+      if (p.weighting != nullptr) check(p.weighting, "weighting");
+      if (p.id != nullptr) check(p.id, "id");
+      if (!p.patch_offset.empty() && (p.patch_offset.size() != nd || p.patch_extent.size() != nd))
+        throw ValueError(
+            "openPMD particles: patch_offset and patch_extent need one value per axis");
+    });
     const long long total = comm_.allreduce(n, Op::sum);
     const long long first = comm_.scan(n, Op::sum) - n;
     const std::vector<long long> global{total}, offset{first}, count{n};
@@ -220,8 +244,6 @@ class OpenPmdFile {
   // particlePatches: one patch per rank (row = rank), its count, offset and region.
   void patches(const h5::Group& species, const ParticleRecords& p, long long n, long long first) {
     const std::size_t nd = p.axes.size();
-    if (p.patch_offset.size() != nd || p.patch_extent.size() != nd)
-      throw ValueError("openPMD particles: patch_offset and patch_extent need one value per axis");
     const long long P = comm_.size(), r = comm_.rank();
     const std::vector<long long> global{P}, offset{r}, count{1};
     const h5::Group g = species.group("particlePatches");
@@ -245,17 +267,20 @@ class OpenPmdFile {
 
   void extension(const std::string& name,
                  const std::function<void(const h5::File&, const h5::Group&)>& write) {
-    write(file_, file_.group(name));
+    // The application's own writes: a failure of them on one rank fails every rank.
+    all_ranks<IoError>(comm_, [&] { write(file_, file_.group(name)); });
   }
 
   void close() {
     if (closed_) return;
-    // openPMD: meshesPath and particlesPath only when the file has meshes or particles.
-    if (has_meshes_) file_.attribute("meshesPath", "meshes/");
-    if (has_particles_) file_.attribute("particlesPath", "particles/");
-    iteration_.release();
-    file_.flush();
-    file_.close();
+    all_ranks<IoError>(comm_, [&] {
+      // openPMD: meshesPath and particlesPath only when the file has meshes or particles.
+      if (has_meshes_) file_.attribute("meshesPath", "meshes/");
+      if (has_particles_) file_.attribute("particlesPath", "particles/");
+      iteration_.release();
+      file_.flush();
+      file_.close();
+    });
     closed_ = true;
     comm_.barrier();
     std::string error;

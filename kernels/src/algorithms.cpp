@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <sstream>
 #include <string>
 
 #include <cunumpy/errors.hpp>
 #include <cunumpy/morton.cuh>
 #include <cunumpy/parallel.hpp>
+#include <cunumpy/transfer.hpp>
 
 #include "host_fast.hpp"
 #include "host_simd/targets.hpp"
@@ -60,6 +63,32 @@ std::vector<double> morton_scales(std::span<const double> lower, std::span<const
   return scales;
 }
 
+namespace {
+// The error for positions with a NaN or infinite coordinate: names the first such particle
+// (found now, on the error path) and how many there are.
+[[noreturn]] void throw_non_finite_position(const Array<double>& positions) {
+  const Array<double> h = to_host(positions);  // the error path only
+  const long long n = h.shape(0), nd = h.shape(1);
+  long long first = -1, count = 0;
+  for (long long i = 0; i < n; ++i) {
+    bool bad = false;
+    for (long long a = 0; a < nd; ++a) bad = bad || !std::isfinite(h.data()[i * nd + a]);
+    if (bad && first < 0) first = i;
+    count += bad ? 1 : 0;
+  }
+  std::ostringstream m;
+  m.precision(17);
+  m << "morton_keys: particle " << first << " has a non-finite position (";
+  for (long long a = 0; a < nd; ++a) m << (a > 0 ? ", " : "") << h.data()[first * nd + a];
+  m << ")";
+  if (count > 1) m << ", and " << count - 1 << " more particle(s) do";
+  m << "; Morton keys need finite positions (positions outside the box, but finite, go to "
+       "its edge cells): look for the step that made them (a time step too large for the "
+       "fields?)";
+  throw ValueError(m.str());
+}
+}  // namespace
+
 Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const double> lower,
                                  std::span<const double> upper, int levels) {
   if (positions.ndim() != 2 || (positions.shape(1) != 2 && positions.shape(1) != 3))
@@ -76,24 +105,31 @@ Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const
   Array<std::uint64_t> keys(Shape{positions.shape(0)}, positions.backend());
   const double* x = positions.data();
   std::uint64_t* k = keys.data();
+  const long long n = positions.shape(0);
   if (positions.backend() != Backend::cuda) {  // host memory: the vectorised host loop
     detail::emulated_order(t);
     const double lows[3] = {l0, l1, l2};
-    detail::host_fast::morton_keys(k, x, positions.shape(0), ndim, lows, s.data(), levels);
+    if (detail::host_fast::morton_keys(k, x, n, ndim, lows, s.data(), levels))
+      throw_non_finite_position(positions);
     return keys;
   }
-  if (ndim == 2) {
-    parallel_for(
-        t, "morton_keys_2d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
-          k[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
-        });
-  } else {
-    parallel_for(
-        t, "morton_keys_3d", positions.shape(0), CUNUMPY_LAMBDA(long long i) {
-          k[i] = cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2,
-                                     levels);
-        });
-  }
+  // The device: the keys and a count of non-finite coordinates (x - x is NaN for them) in one
+  // pass.
+  const long long bad =
+      ndim == 2 ? parallel_reduce(
+                      t, "morton_keys_2d", n, ReduceOp::sum,
+                      CUNUMPY_LAMBDA(long long i) {
+                        const double px = x[2 * i], py = x[2 * i + 1];
+                        k[i] = cunumpy_morton_key2(px, py, l0, l1, s0, s1, levels);
+                        return (px - px == 0.0 && py - py == 0.0) ? 0LL : 1LL;
+                      })
+                : parallel_reduce(
+                      t, "morton_keys_3d", n, ReduceOp::sum, CUNUMPY_LAMBDA(long long i) {
+                        const double px = x[3 * i], py = x[3 * i + 1], pz = x[3 * i + 2];
+                        k[i] = cunumpy_morton_key3(px, py, pz, l0, l1, l2, s0, s1, s2, levels);
+                        return (px - px == 0.0 && py - py == 0.0 && pz - pz == 0.0) ? 0LL : 1LL;
+                      });
+  if (bad > 0) throw_non_finite_position(positions);
   return keys;
 }
 

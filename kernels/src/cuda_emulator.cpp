@@ -330,7 +330,11 @@ std::string ranges(const std::vector<unsigned>& ids) {
     std::size_t j = i;
     while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
     if (!s.empty()) s += ", ";
-    s += std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
+    s += std::to_string(ids[i]);
+    if (j > i) {  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "-" + string
+      s += '-';
+      s += std::to_string(ids[j]);
+    }
     i = j + 1;
   }
   return s;
@@ -342,7 +346,13 @@ uint3 thread_of(long long t, const Dim3& block) {
 }
 
 std::string block_name(const uint3& b) {
-  return "(" + std::to_string(b.x) + ", " + std::to_string(b.y) + ", " + std::to_string(b.z) + ")";
+  std::string s = "(";
+  s += std::to_string(b.x);
+  s += ", ";
+  s += std::to_string(b.y);
+  s += ", ";
+  s += std::to_string(b.z);
+  return s += ')';
 }
 
 // Completes the warp operations every live lane of a warp has reached; returns whether any
@@ -703,13 +713,23 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   // vectorised block loop.
   for (const std::string& o : r.options)
     if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
-  std::string text = "emulator\n" + compiler_identity() + "\n" + cpu_identity();
-  for (const auto& f : flags) text += f + "\n";
+  // (Appended piece by piece: GCC 12 warns, falsely, on "text" + std::string; -Wrestrict.)
+  std::string text = "emulator\n";
+  for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity()})
+    text += piece;
+  for (const auto& f : flags) {
+    text += f;
+    text += '\n';
+  }
   text += tu;
   // The built-ins header is part of every emulated kernel: an edit of it recompiles them.
-  text += "\n" + read_file(cuda_include_dir() / "cunumpy" / "emulator.hpp");
+  text += '\n';
+  text += read_file(cuda_include_dir() / "cunumpy" / "emulator.hpp");
   std::vector<std::string> headers;  // read once: for the key and the search for barriers
-  for (const auto& h : r.headers) text += "\n" + headers.emplace_back(read_file(h));
+  for (const auto& h : r.headers) {
+    text += '\n';
+    text += headers.emplace_back(read_file(h));
+  }
   const std::string key = sha256_hex(text);
   fs::path dir = kernel_cache_dir();
   const bool cached = !dir.empty();
@@ -726,9 +746,15 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
       out << tu;
     }
     std::string cmd = shell_quote(emulation_compiler());
-    for (const auto& f : flags) cmd += " " + shell_quote(f);
-    cmd += " -x c++ " + shell_quote(stem + ".cpp") + " -o " + shell_quote(stem + ".so") + " > " +
-           shell_quote(stem + ".log") + " 2>&1";
+    for (const auto& f : flags) {
+      cmd += ' ';
+      cmd += shell_quote(f);
+    }
+    for (const std::string& piece :
+         {std::string(" -x c++ "), shell_quote(stem + ".cpp"), std::string(" -o "),
+          shell_quote(stem + ".so"), std::string(" > "), shell_quote(stem + ".log")})
+      cmd += piece;
+    cmd += " 2>&1";
     const int status = std::system(cmd.c_str());
     std::string log;
     {
@@ -767,8 +793,14 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   // headers the source includes count too (a device function there may hold the barrier), and
   // the -D options (a macro may).
   std::string code = strip_comments(r.source);
-  for (const std::string& h : headers) code += "\n" + strip_comments(h);
-  for (const std::string& o : r.options) code += "\n" + o;
+  for (const std::string& h : headers) {
+    code += '\n';
+    code += strip_comments(h);
+  }
+  for (const std::string& o : r.options) {
+    code += '\n';
+    code += o;
+  }
   k->barriers = false;
   for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})
     k->barriers = k->barriers || code.find(sync) != std::string::npos;

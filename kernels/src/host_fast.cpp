@@ -51,40 +51,56 @@ void uniform_pairs_range(double* __restrict out, long long n, std::uint64_t seed
     out[2 * p] = scale_shift(a, b - a, words_to_uniform(w, 0));
   }
 }
-void morton3_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1,
-                   double l2, double s0, double s1, double s2, int levels, long long begin,
-                   long long end) {
-  if (host_simd::vector_loops()) {
-    const double lower[] = {l0, l1, l2}, scale[] = {s0, s1, s2};
-    begin = host_simd::morton3(keys, x, lower, scale, levels, begin, end);
-  }
-  for (long long i = begin; i < end; ++i)
-    keys[i] =
-        cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2, levels);
+// The plain loops' share of the finite check: x - x is 0 unless x is NaN or infinite.
+inline bool finite(double x) {
+  return x - x == 0.0;
 }
 
-void morton2_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1,
+bool morton3_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1,
+                   double l2, double s0, double s1, double s2, int levels, long long begin,
+                   long long end) {
+  bool non_finite = false;
+  if (host_simd::vector_loops()) {
+    const double lower[] = {l0, l1, l2}, scale[] = {s0, s1, s2};
+    begin = host_simd::morton3(keys, x, lower, scale, levels, begin, end, &non_finite);
+  }
+  for (long long i = begin; i < end; ++i) {
+    non_finite = non_finite || !finite(x[3 * i]) || !finite(x[3 * i + 1]) || !finite(x[3 * i + 2]);
+    keys[i] =
+        cunumpy_morton_key3(x[3 * i], x[3 * i + 1], x[3 * i + 2], l0, l1, l2, s0, s1, s2, levels);
+  }
+  return non_finite;
+}
+
+bool morton2_range(std::uint64_t* __restrict keys, const double* __restrict x, double l0, double l1,
                    double s0, double s1, int levels, long long begin, long long end) {
+  bool non_finite = false;
   if (host_simd::vector_loops()) {
     const double lower[] = {l0, l1}, scale[] = {s0, s1};
-    begin = host_simd::morton2(keys, x, lower, scale, levels, begin, end);
+    begin = host_simd::morton2(keys, x, lower, scale, levels, begin, end, &non_finite);
   }
-  for (long long i = begin; i < end; ++i)
+  for (long long i = begin; i < end; ++i) {
+    non_finite = non_finite || !finite(x[2 * i]) || !finite(x[2 * i + 1]);
     keys[i] = cunumpy_morton_key2(x[2 * i], x[2 * i + 1], l0, l1, s0, s1, levels);
+  }
+  return non_finite;
 }
 }  // namespace
 
-void morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim,
+bool morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim,
                  const double* lower, const double* scale, int levels) {
-#pragma omp parallel
+  bool non_finite = false;
+#pragma omp parallel reduction(|| : non_finite)
   {
     const auto [begin, end] = omp_thread_range(n);
     if (ndim == 3)
-      morton3_range(keys, positions, lower[0], lower[1], lower[2], scale[0], scale[1], scale[2],
-                    levels, begin, end);
+      non_finite = morton3_range(keys, positions, lower[0], lower[1], lower[2], scale[0], scale[1],
+                                 scale[2], levels, begin, end);
     else
-      morton2_range(keys, positions, lower[0], lower[1], scale[0], scale[1], levels, begin, end);
+      non_finite = morton2_range(keys, positions, lower[0], lower[1], scale[0], scale[1], levels,
+                                 begin, end);
   }
+  return non_finite;
 }
 
 void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,

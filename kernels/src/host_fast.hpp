@@ -18,8 +18,9 @@ void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const st
 void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t stream,
                     std::uint64_t base, int kind, double a, double b);
 
-// keys[i] = cunumpy_morton_key2/3 of row i of positions (n, ndim), ndim 2 or 3.
-void morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim,
+// keys[i] = cunumpy_morton_key2/3 of row i of positions (n, ndim), ndim 2 or 3.  True when a
+// coordinate is NaN or infinite (found in the same pass).
+bool morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim,
                  const double* lower, const double* scale, int levels);
 
 }  // namespace cunumpy::detail::host_fast

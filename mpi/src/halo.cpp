@@ -123,7 +123,7 @@ class HaloImpl {
       std::uint8_t* send_mpi = send;
       std::uint8_t* recv_mpi = recv_.data();
       if (staged_) {
-        copy(send_host_, send_, where);
+        mpi_staging_copy(send_host_, send_, where);
         ++stats_.staged_copies;
         send_mpi = send_host_.data();
         recv_mpi = recv_host_.data();
@@ -159,7 +159,7 @@ class HaloImpl {
       Request::wait_all(requests_);
       requests_.clear();
       if (staged_) {
-        copy(recv_, recv_host_, where_);
+        mpi_staging_copy(recv_, recv_host_, where_);
         ++stats_.staged_copies;
       }
     }
@@ -188,16 +188,64 @@ class HaloImpl {
   HaloStats stats_;
 
  private:
-  // The message plan of a field layout, made (and checked across the ranks) once.
+  // The message plan of a field layout (made once per layout), after the checks: the first
+  // exchange of this object (and every one in the checked mode, CUNUMPY_MPI_CHECK=1) compares
+  // every rank's field with one allgather; every later one compares with the neighbours, in one
+  // round of 16-byte messages before the data, so that a field of the wrong shape or kind on
+  // one rank is an error there and on its neighbours instead of a rank waiting for messages
+  // that never come.
   const Plan& plan_for(const HaloField& f, HaloMode mode) {
     Layout layout{f.shape, f.dtype, f.element_size};
     auto key = layout.key();
-    auto it = plans_.find(key);
-    if (it != plans_.end() && !mpi_checks()) return it->second;
     const std::string problem = shape_problem(f.shape);
-    check_across_ranks(f, problem, mode);
+    if (checked_ == 0 || mpi_checks())
+      check_across_ranks(f, problem, mode);
+    else
+      check_with_neighbours(f, problem, mode);
+    ++checked_;
+    auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     return plans_.emplace(key, make_plan(f)).first->second;
+  }
+
+  // What a rank's field is, as one number the neighbours compare: the element type and size,
+  // the component count and the mode.
+  long long signature(const HaloField& f, HaloMode mode) const {
+    return ((static_cast<long long>(f.dtype) * 64 + f.element_size) * (1LL << 20) +
+            components_of(f.shape)) *
+               2 +
+           static_cast<long long>(mode);
+  }
+
+  void check_with_neighbours(const HaloField& f, const std::string& problem, HaloMode mode) {
+    if (neighbours_.empty()) {  // one rank: nothing to compare with
+      if (!problem.empty()) throw ValueError("HaloExchange: " + problem);
+      return;
+    }
+    const long long mine[2] = {problem.empty() ? 1 : 0, signature(f, mode)};
+    std::vector<long long> theirs(2 * neighbours_.size());
+    std::vector<Request> requests;
+    requests.reserve(2 * neighbours_.size());
+    for (std::size_t k = 0; k < neighbours_.size(); ++k)
+      requests.push_back(comm_.irecv(std::span<long long>(&theirs[2 * k], 2), neighbours_[k].peer,
+                                     o_.tag + 27 + neighbours_[k].from_direction));
+    for (const Neighbour& n : neighbours_)
+      requests.push_back(
+          comm_.isend(std::span<const long long>(mine, 2), n.peer, o_.tag + 27 + n.direction));
+    Request::wait_all(requests);
+    std::ostringstream msg;
+    if (!problem.empty()) msg << "; on this rank (" << comm_.rank() << "): " << problem;
+    for (std::size_t k = 0; k < neighbours_.size(); ++k) {
+      if (theirs[2 * k] != 1)
+        msg << "; neighbour rank " << neighbours_[k].peer << " passed a field that does not fit "
+            << "its part (its own error says how)";
+      else if (theirs[2 * k + 1] != mine[1])
+        msg << "; neighbour rank " << neighbours_[k].peer
+            << " passed another kind of field (element type, components or fill/sum)";
+    }
+    if (msg.tellp() > 0)
+      throw ValueError("HaloExchange: the ranks passed fields that do not match" + msg.str() +
+                       "; every rank must exchange the same kind of field at the same time");
   }
 
   // "" when `shape` fits this rank's part, else what is wrong.
@@ -324,9 +372,35 @@ class HaloImpl {
     }
   }
 
+  // The other ranks around this one, one entry per direction (a rank may stand in several).
+  struct Neighbour {
+    int peer;
+    int direction;       // offset_index of the direction towards it
+    int from_direction;  // offset_index of the direction its messages to this rank travel in
+  };
+  static std::vector<Neighbour> neighbours_of(const CartesianDecomposition& d) {
+    std::vector<Neighbour> out;
+    const int nd = d.ndim();
+    const int n_off = nd == 1 ? 3 : nd == 2 ? 9 : 27;
+    for (int code = 0; code < n_off; ++code) {
+      std::array<int, 3> o{0, 0, 0};
+      for (int a = 0; a < 3; ++a)
+        o[a] = a < nd ? (code / (a == 0 ? 1 : a == 1 ? 3 : 9)) % 3 - 1 : 0;
+      if (o == std::array<int, 3>{0, 0, 0}) continue;
+      std::array<int, 3> at = d.coords();
+      for (int a = 0; a < nd; ++a) at[a] += o[a];
+      const int peer = d.rank_of(at);
+      if (peer == proc_null || peer == d.rank()) continue;
+      out.push_back({peer, offset_index(o), offset_index({-o[0], -o[1], -o[2]})});
+    }
+    return out;
+  }
+
   Comm comm_;
   CartesianDecomposition d_;
   HaloOptions o_;
+  std::vector<Neighbour> neighbours_ = neighbours_of(d_);
+  long long checked_ = 0;  // exchanges begun (the ranks' sequences agree; reset_stats keeps it)
   std::map<std::tuple<std::vector<long long>, int, int>, Plan> plans_;
   Array<std::uint8_t> send_, recv_, send_host_, recv_host_;
   std::vector<Request> requests_;

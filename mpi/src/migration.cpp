@@ -2,9 +2,12 @@
 #include <cunumpy/migration.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
+#include <cunumpy/agree.hpp>
 #include <cunumpy/algorithms.hpp>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/migration_kernels.hpp>
@@ -127,9 +130,23 @@ class MigrationImpl {
     }
     const long long rb = lay.records.record_bytes;
 
-    // 4. The leaving particles' records, and the exchange.
-    ensure(send_, outgoing * rb, b);
-    ensure(recv_, incoming * rb, b);
+    // 4. The leaving particles' records, and the exchange.  Every allocation this call needs
+    // (the buffers and, when particles leave or arrive beyond the capacity, the spare arrays)
+    // is made first, and the ranks agree on it: memory running out on one rank is an error on
+    // every rank, not a rank missing from the exchange.
+    const long long total = stay + incoming;
+    const long long capacity = lay.capacity;
+    const bool grow = total > capacity;
+    const long long new_capacity =
+        grow ? std::max(total, static_cast<long long>(std::ceil(o_.growth * capacity))) : capacity;
+    const bool into_spares = leaving > 0 || grow;
+    all_ranks(comm_, [&] {
+      ensure(send_, outgoing * rb, b);
+      ensure(recv_, incoming * rb, b);
+      if (into_spares)
+        for (std::size_t c = 0; c < cols.size(); ++c)
+          (void)cols[c].spare(grow ? new_capacity : std::max(capacity, total));
+    });
     if (outgoing > 0)
       gather_records(b, lay.records, order.data(), stay, outgoing,
                      reinterpret_cast<char*>(send_.data()));
@@ -137,13 +154,8 @@ class MigrationImpl {
     if (remote) exchange(send, recv, rb, b, where);
 
     // 5. The particles that stayed, in order, then those that arrived.
-    const long long total = stay + incoming;
-    const long long capacity = lay.capacity;
-    const bool grow = total > capacity;
-    const long long new_capacity =
-        grow ? std::max(total, static_cast<long long>(std::ceil(o_.growth * capacity))) : capacity;
     if (grow) ++stats_.reallocations;
-    if (leaving > 0 || grow) {
+    if (into_spares) {
       // Into the spare arrays (the stayers gathered by the sorted order, or copied as they
       // are), which then become the particle arrays.
       RecordLayout target = lay.records;
@@ -190,7 +202,8 @@ class MigrationImpl {
     Layout lay;
     lay.backend = cols[0].backend();
     lay.capacity = cols[0].capacity();
-    long long offset = 0, signature = 1469598103934665603LL;
+    long long offset = 0;
+    std::uint64_t signature = 14695981039346656037ULL;  // FNV-1a, in unsigned arithmetic
     bool w8 = true, w4 = true;
     for (std::size_t c = 0; c < cols.size(); ++c) {
       const ParticleColumn& col = cols[c];
@@ -211,12 +224,14 @@ class MigrationImpl {
       w4 = w4 && rb % 4 == 0;
       lay.records.columns[c] = {static_cast<char*>(col.data()), rb, offset};
       offset += round8(rb);
-      signature = (signature ^ (rb * 131 + static_cast<long long>(col.dtype()))) * 1099511628211LL;
+      signature = (signature ^ (static_cast<std::uint64_t>(rb) * 131u +
+                                static_cast<std::uint64_t>(col.dtype()))) *
+                  1099511628211ULL;
     }
     lay.records.count = static_cast<int>(cols.size());
     lay.records.record_bytes = offset;
     lay.records.word = w8 ? 8 : w4 ? 4 : 1;
-    lay.signature = signature;
+    lay.signature = std::bit_cast<long long>(signature);  // sent in the alltoall of counts
     return lay;
   }
 
@@ -279,7 +294,7 @@ class MigrationImpl {
       if (send_host_.size() != send_.size()) send_host_ = pinned_empty<std::uint8_t>(send_.shape());
       if (recv_host_.size() != recv_.size()) recv_host_ = pinned_empty<std::uint8_t>(recv_.shape());
       if (any_remote_out) {
-        copy(send_host_, send_, where);
+        mpi_staging_copy(send_host_, send_, where);
         ++stats_.staged_copies;
       }
       send_mpi = send_host_.data();
@@ -308,7 +323,7 @@ class MigrationImpl {
     }
     Request::wait_all(requests);
     if (staged && std::any_of(recv.begin(), recv.end(), [](long long v) { return v > 0; })) {
-      copy(recv_, recv_host_, where);
+      mpi_staging_copy(recv_, recv_host_, where);
       ++stats_.staged_copies;
     }
   }

@@ -49,7 +49,9 @@ TEST_F(Mpi, Reductions) {
   EXPECT_EQ(v, out);
   std::vector<long long> red(2, -1);
   world.reduce<long long>(std::vector<long long>{rank, 1}, std::span(red), cn::Op::sum, size - 1);
-  if (rank == size - 1) EXPECT_EQ(red, (std::vector<long long>{size * (size - 1) / 2, size}));
+  if (rank == size - 1) {
+    EXPECT_EQ(red, (std::vector<long long>{size * (size - 1) / 2, size}));
+  }
   EXPECT_EQ(world.scan(1, cn::Op::sum), rank + 1);
 }
 
@@ -61,8 +63,9 @@ TEST_F(Mpi, GatherScatterAlltoallBcast) {
   }());
   std::vector<double> g(static_cast<std::size_t>(2 * size));
   world.gather<double>(std::vector<double>{1.0 * rank, -1.0 * rank}, std::span(g), 0);
-  if (rank == 0)
+  if (rank == 0) {
     for (int r = 0; r < size; ++r) EXPECT_EQ(g[2 * r], r);
+  }
   std::vector<int> all(static_cast<std::size_t>(3 * size));
   std::iota(all.begin(), all.end(), 0);
   std::vector<int> mine(3);
@@ -94,7 +97,9 @@ TEST_F(Mpi, VectorForms) {
     for (int k = 0; k < counts[r]; ++k) EXPECT_EQ(all[displs[r] + k], r);
   std::vector<double> gathered(rank == 0 ? total : 0);
   world.gatherv<double>(mine, std::span(gathered), counts, displs, 0);
-  if (rank == 0) EXPECT_EQ(gathered, all);
+  if (rank == 0) {
+    EXPECT_EQ(gathered, all);
+  }
   std::vector<double> back(static_cast<std::size_t>(rank + 1), -1.0);
   world.scatterv<double>(all, counts, displs, std::span(back), 0);
   EXPECT_EQ(back, mine);
@@ -232,7 +237,9 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
   EXPECT_EQ(v[20], size);
   std::vector<long long> red(33, -1);
   world.reduce<long long>(std::vector<long long>(33, 2), std::span(red), cn::Op::sum, 0);
-  if (rank == 0) EXPECT_EQ(red[32], 2 * size);
+  if (rank == 0) {
+    EXPECT_EQ(red[32], 2 * size);
+  }
   std::vector<long long> sc(33);
   world.scan<long long>(std::vector<long long>(33, 1), std::span(sc), cn::Op::sum);
   EXPECT_EQ(sc[10], rank + 1);
@@ -243,7 +250,9 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
   for (int r = 0; r < size; ++r) EXPECT_EQ(all[10 * static_cast<std::size_t>(r) + 9], 100 * r + 9);
   std::vector<int> gathered(10 * static_cast<std::size_t>(size), -1);
   world.gather<int>(mine, std::span(gathered), 0);
-  if (rank == 0) EXPECT_EQ(gathered, all);
+  if (rank == 0) {
+    EXPECT_EQ(gathered, all);
+  }
   std::vector<int> part(10, -1);
   world.scatter<int>(all, std::span(part), 0);
   EXPECT_EQ(part, mine);
@@ -269,7 +278,9 @@ TEST_F(Mpi, CountsAboveTheLimitAreExact) {
               r + 0.5);
   std::vector<double> g(static_cast<std::size_t>(total), -1);
   world.gatherv<double>(piece, std::span(g), counts, displs, 0);
-  if (rank == 0) EXPECT_EQ(g, whole);
+  if (rank == 0) {
+    EXPECT_EQ(g, whole);
+  }
   std::vector<double> back(piece.size(), -1);
   world.scatterv<double>(whole, counts, displs, std::span(back), 0);
   EXPECT_EQ(back, piece);

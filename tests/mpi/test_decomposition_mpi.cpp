@@ -27,7 +27,9 @@ TEST(DecompositionMpi, RangesTileTheBoxAndNeighboursAreMutual) {
     std::vector<int> out{world.rank()}, in{-7};
     world.sendrecv<int>(out, right, std::span<int>(in), left, 20 + axis);
     got = in[0];
-    if (left != cn::proc_null) EXPECT_EQ(got, left) << "axis " << axis;
+    if (left != cn::proc_null) {
+      EXPECT_EQ(got, left) << "axis " << axis;
+    }
   }
   if (world.rank() == 0) std::printf("%s\n", d.str().c_str());
 }

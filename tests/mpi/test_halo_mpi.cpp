@@ -197,7 +197,9 @@ TEST(HaloMpi, DeviceArraysGoDirectWhenMpiIsCudaAware) {
     EXPECT_EQ(counter.total(), expected) << counter.report();
     EXPECT_EQ(halo.stats().staged_copies, expected);
     EXPECT_EQ(halo.stats().exchanges, 2);
-    if (world.size() > 1) EXPECT_GT(halo.stats().bytes_sent, 0);
+    if (world.size() > 1) {
+      EXPECT_GT(halo.stats().bytes_sent, 0);
+    }
   }
   cn::set_mpi_cuda_aware(std::nullopt);
 }
@@ -256,9 +258,41 @@ TEST(HaloMpi, MismatchedFieldsAreAnErrorOnEveryRankNotAHang) {
       ADD_FAILURE() << "no error";
     } catch (const cn::ValueError& e) {
       EXPECT_NE(std::string(e.what()).find("wrong shape"), std::string::npos) << e.what();
-      if (world.rank() == world.size() - 1)
+      if (world.rank() == world.size() - 1) {
         EXPECT_NE(std::string(e.what()).find("field_shape()"), std::string::npos) << e.what();
+      }
     }
+  }
+  {
+    // After good exchanges, the last rank passes a field of the wrong shape (or another kind
+    // of field): an error there and on its neighbours (at 2 and 4 ranks every rank is one),
+    // not a rank waiting alone.  Then the exchange works again.
+    cn::HaloExchange halo(world, d, {.guard = 1});
+    auto good = cn::zeros<double>(halo.field_shape(), cn::Backend::host);
+    halo.fill(good);
+    halo.sum(good);
+    const bool last = world.rank() == world.size() - 1;
+    for (int variant = 0; variant < 2; ++variant) {
+      auto bad = variant == 0
+                     ? cn::zeros<double>({d.local_cells(0), d.local_cells(1)}, cn::Backend::host)
+                     : cn::zeros<double>(halo.field_shape(2), cn::Backend::host);
+      auto& mine = last ? bad : good;
+      if (world.size() == 1 && variant == 1) continue;  // alone, two components are fine
+      try {
+        halo.fill(mine);
+        ADD_FAILURE() << "no error, variant " << variant;
+      } catch (const cn::ValueError& e) {
+        const std::string m = e.what();
+        if (variant == 0 && last) {
+          EXPECT_NE(m.find("field_shape()"), std::string::npos) << m;
+        }
+        if (!last) {
+          EXPECT_NE(m.find("neighbour rank " + std::to_string(world.size() - 1)), std::string::npos)
+              << m;
+        }
+      }
+    }
+    halo.fill(good);  // a good exchange again
   }
   {
     cn::HaloExchange halo(world, d, {.guard = 1});

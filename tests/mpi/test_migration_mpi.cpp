@@ -120,7 +120,9 @@ TEST_P(MigrationMpi, ParticlesReachTheirOwnersWithTheirColumns) {
     check(p, world, m);
   }
   EXPECT_EQ(m.stats().migrations, 4);
-  if (world.size() > 1) EXPECT_GT(m.stats().sent, 0);
+  if (world.size() > 1) {
+    EXPECT_GT(m.stats().sent, 0);
+  }
   const long long sent = world.allreduce(m.stats().sent, cn::Op::sum);
   const long long received = world.allreduce(m.stats().received, cn::Op::sum);
   EXPECT_EQ(sent, received);
@@ -185,8 +187,12 @@ TEST_P(MigrationMpi, ArraysGrowWhenNeededAndKeepTheirCapacity) {
   const long long reallocations = m.stats().reallocations;
   p.n = m.migrate(p.columns, p.n);
   check(p, world, m);
-  if (world.rank() == 0) EXPECT_EQ(p.x.shape(0), capacity);
-  if (world.rank() == 0) EXPECT_EQ(m.stats().reallocations, reallocations);
+  if (world.rank() == 0) {
+    EXPECT_EQ(p.x.shape(0), capacity);
+  }
+  if (world.rank() == 0) {
+    EXPECT_EQ(m.stats().reallocations, reallocations);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MigrationMpi,

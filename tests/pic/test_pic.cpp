@@ -2,6 +2,7 @@
 // against the dispersion relation, conservation, host == emulated, no transfers in the loop.
 #include <gtest/gtest.h>
 
+#include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "host_step_case.hpp"
 #include "host_step_simd.hpp"
 #include "pic.hpp"
+#include "pic_kernels.hpp"
 #include "test_environment.hpp"
 
 namespace cn = cunumpy;
@@ -231,6 +233,34 @@ TEST(Pic, HostAndEmulatedGiveTheSameDiagnostics) {
   }
 }
 
+// --deterministic gives the same bits whatever the number of OpenMP threads: the density's
+// exact sums and the library's reductions (fixed chunks combined in order), 1D and 2D.
+TEST(Pic, DeterministicRunsAreBitIdenticalAtOneTwoAndFourThreads) {
+  for (int dim : {1, 2}) {
+    pic::Config c = landau();
+    c.deterministic = true;
+    c.dim = dim;
+    c.cells_y = 8;
+    c.steps = 20;
+    c.particles = 60000;
+    std::vector<pic::Results> runs;
+    const int before = omp_get_max_threads();
+    for (int threads : {1, 2, 4}) {
+      omp_set_num_threads(threads);
+      runs.push_back(pic::run(c, cn::Comm::serial()));
+    }
+    omp_set_num_threads(before);
+    for (std::size_t t = 1; t < runs.size(); ++t)
+      for (std::size_t i = 0; i < runs[0].field_energy.size(); ++i) {
+        ASSERT_EQ(runs[t].field_energy[i], runs[0].field_energy[i])
+            << dim << "D, step " << i << ", " << (t == 1 ? 2 : 4) << " threads against 1";
+        ASSERT_EQ(runs[t].kinetic_energy[i], runs[0].kinetic_energy[i]) << dim << "D, step " << i;
+        ASSERT_EQ(runs[t].momentum[i], runs[0].momentum[i]) << dim << "D, step " << i;
+        ASSERT_EQ(runs[t].total_charge[i], runs[0].total_charge[i]) << dim << "D, step " << i;
+      }
+  }
+}
+
 TEST(Pic, TheTimeLoopMakesNoTransferOnTheEmulatedDevice) {
   auto b = cn::use_backend(cn::Backend::emulated);
   pic::Config c = landau();
@@ -417,11 +447,61 @@ TEST(PicOutput, ADivergedRunIsFlaggedAndNonFiniteValuesAreValidJson) {
   EXPECT_NE(json.find("\"diverged\": true"), std::string::npos) << json;
 }
 
+// The runs whose relative energy change measures nothing: an initial energy of zero, a tiny
+// (subnormal) one, a non-finite one; and one whose energy stays constant while another
+// diagnostic (the mode energy, the charge) stops being finite.
+TEST(PicOutput, AnUnmeasurableOrNonFiniteRunIsNotHealthy) {
+  auto with_initial = [](double e0) {
+    pic::Results r = small_results(1.0);
+    r.field_energy.assign(3, 0.0);
+    r.kinetic_energy.assign(3, e0);
+    return r;
+  };
+  for (double e0 : {0.0, 1e-310, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    const pic::Health h = pic::health_of(with_initial(e0));
+    EXPECT_TRUE(h.diverged) << "initial energy " << e0;
+    EXPECT_TRUE(std::isnan(h.max_relative_energy_error)) << "nothing measured";
+    EXPECT_NE(h.reason.find(std::isfinite(e0) ? "initial total energy" : "kinetic energy is"),
+              std::string::npos)
+        << h.reason;
+  }
+  pic::Results mode = small_results(1.0);
+  mode.mode_energy[1] = std::numeric_limits<double>::infinity();
+  const pic::Health m = pic::health_of(mode);
+  EXPECT_TRUE(m.diverged);
+  EXPECT_EQ(m.reason, "the mode energy is +Inf at step 1");
+  pic::Results charge = small_results(1.0);
+  charge.total_charge[2] = std::nan("");
+  EXPECT_EQ(pic::health_of(charge).reason, "the total charge is NaN at step 2");
+  EXPECT_EQ(pic::health_of(small_results(1.0)).reason, "") << "a healthy run has no reason";
+}
+
+// Every position maps into the box, and every stencil's first node is defined: far values
+// keep their exact remainder, non-finite ones (a diverged particle) land at 0.
+TEST(PicKernels, PeriodicWrapAndStencilsAreDefinedForEveryPosition) {
+  const double l = 4.0 * M_PI;
+  for (double x : {-1e-15, 0.0, l, l * (1 + 1e-16), -l, 3.5 * l, 1e300, -1e300, 1e17, -7e20,
+                   std::nan(""), HUGE_VAL, -HUGE_VAL, 5e-324}) {
+    const double r = pic::kernels::periodic(x, l);
+    EXPECT_TRUE(r >= 0.0 && r < l) << x << " -> " << r;
+    if (std::isfinite(x) && std::abs(x) < 1e15) {
+      EXPECT_NEAR(r, x - l * std::floor(x / l), 1e-9) << x;
+    }
+  }
+  EXPECT_EQ(pic::kernels::periodic(1e17, 1.0), 0.0) << "an exact remainder far from the box";
+  for (double s : {std::nan(""), 1e300, -1e300, HUGE_VAL}) {
+    const pic::kernels::Stencil st = pic::kernels::stencil(s, 1);
+    EXPECT_EQ(st.first, 0) << s;
+    EXPECT_EQ(pic::kernels::stencil(s, 2).first, -1) << s;
+  }
+}
+
 TEST(PicOutput, BadPhysicalOptionsAreErrors) {
   for (auto set : std::vector<std::function<void(pic::Config&)>>{
            [](pic::Config& c) { c.vth = std::nan(""); }, [](pic::Config& c) { c.dt = INFINITY; },
            [](pic::Config& c) { c.amplitude = 1.5; }, [](pic::Config& c) { c.k = std::nan(""); },
-           [](pic::Config& c) { c.beam_velocity = -1.0; }}) {
+           [](pic::Config& c) { c.beam_velocity = -1.0; }, [](pic::Config& c) { c.k = 1e300; },
+           [](pic::Config& c) { c.k = 1e-300; }, [](pic::Config& c) { c.dt = 1e300; }}) {
     pic::Config c = landau();
     c.steps = 2;
     set(c);

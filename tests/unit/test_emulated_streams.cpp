@@ -229,6 +229,7 @@ TEST_F(EmulatedStreams, HostStagingIsRightWhileTheComputeStreamOverwrites) {
 
 TEST(EmulatedStreamsMode, NamesAndEnvironment) {
   EXPECT_EQ(cn::to_string(cn::EmulatedStreams::deferred), "deferred");
-  if (const char* expect = std::getenv("CUNUMPY_TEST_EXPECT_STREAMS"))
+  if (const char* expect = std::getenv("CUNUMPY_TEST_EXPECT_STREAMS")) {
     EXPECT_EQ(cn::to_string(cn::emulated_streams()), expect);
+  }
 }

@@ -92,7 +92,9 @@ TEST(MemoryInfo, HostHasNoneEmulatedReportsTheMachine) {
   EXPECT_EQ(cn::max_shared_memory_per_block(), 48 * 1024);
   EXPECT_EQ(cn::max_shared_memory_per_block(true), 227 * 1024) << "the emulated device is an sm_90";
   auto h = cn::use_backend(cn::Backend::host);
-  if (!cn::cuda_available()) EXPECT_EQ(cn::max_shared_memory_per_block(true), 48 * 1024);
+  if (!cn::cuda_available()) {
+    EXPECT_EQ(cn::max_shared_memory_per_block(true), 48 * 1024);
+  }
 }
 
 TEST(PinMemory, ErrorsAndCopies) {

@@ -8,6 +8,10 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "on_backend.hpp"
 
 namespace cn = cunumpy;
@@ -103,6 +107,37 @@ TEST_P(Parallel, ReductionsAreRepeatable) {
   const double first = cn::parallel_reduce("sum", n, cn::ReduceOp::sum, body);
   for (int r = 0; r < 5; ++r)
     EXPECT_EQ(cn::parallel_reduce("sum", n, cn::ReduceOp::sum, body), first) << "bitwise";
+}
+
+// The same bits whatever the number of host threads (fixed chunks, combined in order), for
+// lengths around the chunk size; a sum of one chunk is the sequential sum.
+TEST_P(Parallel, ReductionsGiveTheSameBitsAtEveryThreadCount) {
+#if defined(_OPENMP)
+  for (long long n : {7LL, 4096LL, 4097LL, 100003LL}) {
+    std::vector<double> values(static_cast<std::size_t>(n));
+    for (long long i = 0; i < n; ++i)
+      values[static_cast<std::size_t>(i)] =
+          std::sin(0.37 * static_cast<double>(i)) * 1e3 + 1e-3 * i;
+    auto a = cn::from_host<double>(values);
+    auto v = a.view<1>();
+    std::vector<double> sums;
+    const int before = omp_get_max_threads();
+    for (int threads : {1, 2, 3, 4}) {
+      omp_set_num_threads(threads);
+      sums.push_back(cn::parallel_reduce(
+          "sum", n, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); }));
+    }
+    omp_set_num_threads(before);
+    for (double s : sums) EXPECT_EQ(s, sums[0]) << "n = " << n;
+    if (n <= 4096) {
+      double sequential = 0;
+      for (double x : values) sequential += x;
+      EXPECT_EQ(sums[0], sequential) << "n = " << n;
+    }
+  }
+#else
+  GTEST_SKIP() << "built without OpenMP";
+#endif
 }
 
 TEST_P(Parallel, AtomicsFromLoopBodiesAreExact) {

@@ -206,7 +206,9 @@ TEST_F(Threads, ALoopOnAStreamTargetRunsOnThatStreamWithoutAScope) {
       cn::on(s), "sum", 2000, cn::ReduceOp::sum, CUNUMPY_LAMBDA(long long i) { return v(i); });
   EXPECT_EQ(sum, 2000.0) << "a reduction on the stream waits for its work first";
   s.synchronize();
-  if (cn::emulated_streams() != cn::EmulatedStreams::sync) EXPECT_TRUE(on_worker);
+  if (cn::emulated_streams() != cn::EmulatedStreams::sync) {
+    EXPECT_TRUE(on_worker);
+  }
 }
 
 TEST_F(Threads, StreamsAreCurrentPerThreadAndPerBackend) {

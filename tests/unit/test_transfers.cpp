@@ -123,7 +123,8 @@ TEST_F(Transfers, ReportGroupsByKindAndCallSite) {
   const int l_dev = __LINE__ + 1;
   (void)cn::to_device(h);
   const std::string expected =
-      "4 transfer(s) through cunumpy (3 to_host, 1 to_device, 0 kernel_conversion, 0 fallback)\n"
+      "4 transfer(s) through cunumpy (3 to_host, 1 to_device, 0 kernel_conversion, 0 fallback, 0 "
+      "mpi_staging)\n"
       "  to_host (3):\n"
       "    " +
       here(l_loop) +
@@ -138,13 +139,13 @@ TEST_F(Transfers, ReportListsSynchronisationsAfterTransfers) {
   auto counter = cn::count_transfers();
   const int l = __LINE__ + 1;
   cn::synchronize();
-  EXPECT_EQ(
-      counter.report(),
-      "0 transfer(s) through cunumpy (0 to_host, 0 to_device, 0 kernel_conversion, 0 fallback)\n"
-      "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction)\n"
-      "  device (1):\n"
-      "    " +
-          here(l) + ": synchronize()");
+  EXPECT_EQ(counter.report(),
+            "0 transfer(s) through cunumpy (0 to_host, 0 to_device, 0 kernel_conversion, 0 "
+            "fallback, 0 mpi_staging)\n"
+            "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction)\n"
+            "  device (1):\n"
+            "    " +
+                here(l) + ": synchronize()");
 }
 
 TEST_F(Transfers, AssertNoTransfersFailsWithTheReport) {

@@ -59,7 +59,9 @@ std::vector<double> morton_scales(std::span<const double> lower, std::span<const
                                   int levels);
 
 // Keys of points (n, 2) or (n, 3) float64 in the box [lower, upper) with `levels` bits per
-// axis, as uint64 (n,).
+// axis, as uint64 (n,).  A finite point outside the box takes the key of the nearest edge
+// cell along each axis; a NaN or infinite coordinate is a ValueError naming the first such
+// point and their count (found in the pass that computes the keys: no extra sweep).
 Array<std::uint64_t> morton_keys(const Array<double>& positions, std::span<const double> lower,
                                  std::span<const double> upper, int levels);
 // Keys from integer cells: (n, 2) or (n, 3) uint64 -> (n,).

@@ -307,10 +307,12 @@ class HostKernel {
   auto converted(A&&... args) const {
     constexpr int count = static_cast<int>(sizeof...(A));
     detail::Conversion c(count);
-    int position = 0;
     // Brace initialisation evaluates left to right: positions and aliasing are in order.
-    std::tuple<decltype(detail::convert_argument(args, c, 0))...> host_args{
-        detail::convert_argument(args, c, position++)...};
+    auto host_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<decltype(detail::convert_argument(args, c, 0))...>{
+          detail::convert_argument(args, c, static_cast<int>(I))...};
+    }
+    (std::index_sequence_for<A...>{});
     const Backend device = c.device() == Backend::host ? get_backend() : c.device();
     using R = decltype(std::apply(function_, host_args));
     if constexpr (std::is_void_v<R>) {

@@ -15,8 +15,8 @@
 //   launch is named and is an NVTX range.
 // The cuda path exists in translation units compiled by nvcc (.cu files); calling a loop
 // from a host-compiled file while the cuda backend is active throws BackendError that says
-// so.  Host reductions combine per-thread partials in thread order, so a given thread count
-// gives the same bits on every run.
+// so.  Host reductions combine partials of fixed chunks in chunk order: the same bits on every
+// run and for every thread count.
 #pragma once
 
 #include <algorithm>
@@ -69,27 +69,29 @@ void host_for(long long n, F& f) {
 #endif
 }
 
+// Host reductions combine fixed chunks of kReduceChunk indices, each reduced in index order,
+// in chunk order: the same bits whatever the number of threads (1 thread or 64, OMP_NUM_THREADS
+// or a nested team), and a sum of at most one chunk is the sequential sum.
+inline constexpr long long kReduceChunk = 4096;
+
 template <typename T, typename F>
 T host_reduce(long long n, ReduceOp op, F& f) {
-#if defined(_OPENMP)
-  const int threads = static_cast<int>(std::min<long long>(omp_get_max_threads(), n));
-  std::vector<T> partial(static_cast<std::size_t>(threads), reduce_identity<T>(op));
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    const auto [begin, end] = omp_thread_range(n);
+  const long long chunks = ceil_div(n, kReduceChunk);
+  auto chunk = [&](long long c) {
+    const long long begin = c * kReduceChunk, end = std::min(n, begin + kReduceChunk);
     T acc = reduce_identity<T>(op);
     for (long long i = begin; i < end; ++i) acc = reduce_combine<T>(op, acc, static_cast<T>(f(i)));
-    partial[static_cast<std::size_t>(t)] = acc;
-  }
+    return acc;
+  };
+  if (chunks <= 1) return chunk(0);
+  std::vector<T> partial(static_cast<std::size_t>(chunks));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (long long c = 0; c < chunks; ++c) partial[static_cast<std::size_t>(c)] = chunk(c);
   T result = reduce_identity<T>(op);
   for (const T& p : partial) result = reduce_combine<T>(op, result, p);
   return result;
-#else
-  T acc = reduce_identity<T>(op);
-  for (long long i = 0; i < n; ++i) acc = reduce_combine<T>(op, acc, static_cast<T>(f(i)));
-  return acc;
-#endif
 }
 
 }  // namespace detail

@@ -157,52 +157,68 @@ HWY_INLINE V64 spread2(V64 v) {
   return v;
 }
 
+// x - x is 0 for a finite x and NaN for inf and NaN: a sum of them stays 0 while every position
+// is finite (two additions per coordinate, in the pass that computes the keys).
+HWY_INLINE VF finite_check(VF acc, VF x) {
+  return hn::Add(acc, hn::Sub(x, x));
+}
+HWY_INLINE bool all_finite(VF acc) {
+  const DF df;
+  return hn::AllTrue(df, hn::Eq(acc, hn::Zero(df)));
+}
+
 long long Morton3(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x,
                   const double* lower, const double* scale, int levels, long long begin,
-                  long long end) {
+                  long long end, bool* non_finite) {
   const D64 d;
   const DF df;
   const auto n = static_cast<long long>(hn::Lanes(d));
   const VF l0 = hn::Set(df, lower[0]), l1 = hn::Set(df, lower[1]), l2 = hn::Set(df, lower[2]);
   const VF s0 = hn::Set(df, scale[0]), s1 = hn::Set(df, scale[1]), s2 = hn::Set(df, scale[2]);
   const VF top = hn::Set(df, static_cast<double>((1ull << levels) - 1ull));
+  VF check = hn::Zero(df);
   long long i = begin;
   for (; i + n <= end; i += n) {
     VF px, py, pz;
     hn::LoadInterleaved3(df, x + 3 * i, px, py, pz);
+    check = finite_check(finite_check(finite_check(check, px), py), pz);
     const V64 kx = spread3(cell<true>(px, l0, s0, top)), ky = spread3(cell<true>(py, l1, s1, top)),
               kz = spread3(cell<true>(pz, l2, s2, top));
     hn::StoreU(hn::Or3(kx, hn::ShiftLeft<1>(ky), hn::ShiftLeft<2>(kz)), d, keys + i);
   }
+  if (!all_finite(check)) *non_finite = true;
   return i;
 }
 
 template <bool kNarrow>
 long long morton2(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x,
                   const double* lower, const double* scale, int levels, long long begin,
-                  long long end) {
+                  long long end, bool* non_finite) {
   const D64 d;
   const DF df;
   const auto n = static_cast<long long>(hn::Lanes(d));
   const VF l0 = hn::Set(df, lower[0]), l1 = hn::Set(df, lower[1]);
   const VF s0 = hn::Set(df, scale[0]), s1 = hn::Set(df, scale[1]);
   const VF top = hn::Set(df, static_cast<double>((1ull << levels) - 1ull));
+  VF check = hn::Zero(df);
   long long i = begin;
   for (; i + n <= end; i += n) {
     VF px, py;
     hn::LoadInterleaved2(df, x + 2 * i, px, py);
+    check = finite_check(finite_check(check, px), py);
     const V64 kx = spread2(cell<kNarrow>(px, l0, s0, top)),
               ky = spread2(cell<kNarrow>(py, l1, s1, top));
     hn::StoreU(hn::Or(kx, hn::ShiftLeft<1>(ky)), d, keys + i);
   }
+  if (!all_finite(check)) *non_finite = true;
   return i;
 }
 
 long long Morton2(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x,
                   const double* lower, const double* scale, int levels, long long begin,
-                  long long end) {
-  return levels <= 31 ? morton2<true>(keys, x, lower, scale, levels, begin, end)
-                      : morton2<false>(keys, x, lower, scale, levels, begin, end);
+                  long long end, bool* non_finite) {
+  return levels <= 31 ? morton2<true>(keys, x, lower, scale, levels, begin, end, non_finite)
+                      : morton2<false>(keys, x, lower, scale, levels, begin, end, non_finite);
 }
 
 #else
@@ -217,11 +233,11 @@ long long UniformPairs(double*, std::uint64_t, std::uint64_t, std::uint64_t, dou
   return begin;
 }
 long long Morton3(std::uint64_t*, const double*, const double*, const double*, int, long long begin,
-                  long long) {
+                  long long, bool*) {
   return begin;
 }
 long long Morton2(std::uint64_t*, const double*, const double*, const double*, int, long long begin,
-                  long long) {
+                  long long, bool*) {
   return begin;
 }
 #endif  // HWY_TARGET != HWY_SCALAR
@@ -249,12 +265,12 @@ long long uniform_pairs(double* out, std::uint64_t seed, std::uint64_t stream, s
   return CUNUMPY_SIMD_DISPATCH(UniformPairs)(out, seed, stream, base, a, b, begin, end);
 }
 long long morton3(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
-                  int levels, long long begin, long long end) {
-  return CUNUMPY_SIMD_DISPATCH(Morton3)(keys, x, lower, scale, levels, begin, end);
+                  int levels, long long begin, long long end, bool* non_finite) {
+  return CUNUMPY_SIMD_DISPATCH(Morton3)(keys, x, lower, scale, levels, begin, end, non_finite);
 }
 long long morton2(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
-                  int levels, long long begin, long long end) {
-  return CUNUMPY_SIMD_DISPATCH(Morton2)(keys, x, lower, scale, levels, begin, end);
+                  int levels, long long begin, long long end, bool* non_finite) {
+  return CUNUMPY_SIMD_DISPATCH(Morton2)(keys, x, lower, scale, levels, begin, end, non_finite);
 }
 
 }  // namespace cunumpy::detail::host_simd

@@ -18,9 +18,10 @@ long long uniform_pairs(double* out, std::uint64_t seed, std::uint64_t stream, s
                         double a, double b, long long begin, long long end);
 
 // keys[i] = cunumpy_morton_key3 / key2 of row i of x (rows of 3 / 2 doubles).
+// *non_finite becomes true when a coordinate of the rows done is NaN or infinite.
 long long morton3(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
-                  int levels, long long begin, long long end);
+                  int levels, long long begin, long long end, bool* non_finite);
 long long morton2(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
-                  int levels, long long begin, long long end);
+                  int levels, long long begin, long long end, bool* non_finite);
 
 }  // namespace cunumpy::detail::host_simd

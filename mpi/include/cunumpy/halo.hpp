@@ -26,9 +26,11 @@
 // (the application's boundary condition).  After `sum`, the guards keep their own
 // contributions; a `fill` makes them consistent again.
 //
-// The first exchange of a field layout (element type, component count) checks with one small
-// collective that every rank passes the same: a mismatch is a ValueError on every rank, not a
-// hang or a short message.
+// The first exchange checks with one small collective that every rank passes the same kind of
+// field (shape fitting its part, element type, component count, fill or sum); every later one
+// compares with the neighbours in one round of 16-byte messages before the data.  A mismatch
+// or a field of the wrong shape is a ValueError (on every rank at the first exchange; later,
+// on the rank and its neighbours), never a rank left waiting for messages.
 #pragma once
 
 #include <array>
@@ -46,7 +48,7 @@ namespace cunumpy {
 struct HaloOptions {
   int guard = 1;            // guard cells on each side of every axis (at most the owned cells)
   int component_axis = -1;  // where a component axis is: -1 last, 0 first
-  int tag = 7100;           // the first of the 27 message tags this exchange uses
+  int tag = 7100;           // the first of the 54 message tags this exchange uses
 };
 
 enum class HaloMode { fill, sum };

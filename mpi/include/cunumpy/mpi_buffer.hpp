@@ -85,7 +85,7 @@ class MpiBuffer {
       return;
     }
     staging_ = pinned_empty<T>(array.shape());
-    if (send) copy(staging_, array, where);
+    if (send) detail::mpi_staging_copy(staging_, array, where);
     span_ = staging_.host_span();
   }
   std::span<T> span() const noexcept { return span_; }
@@ -97,7 +97,7 @@ class MpiBuffer {
 
   // Copies a received staging buffer back to the device (once).
   void finish() {
-    if (receive_ && staging_.size() > 0) copy(array_, staging_, where_);
+    if (receive_ && staging_.size() > 0) detail::mpi_staging_copy(array_, staging_, where_);
     receive_ = false;
   }
 

@@ -84,6 +84,8 @@ std::string_view to_string(TransferKind kind) noexcept {
       return "kernel_conversion";
     case TransferKind::fallback:
       return "fallback";
+    case TransferKind::mpi_staging:
+      return "mpi_staging";
   }
   return "unknown";
 }

@@ -14,9 +14,11 @@ namespace cunumpy {
 
 // The kinds of the Python reference: a device->host copy, a host->device copy, a kernel call
 // that copied device arrays to the host and back, and a host kernel run in place of a
-// missing CUDA kernel.
-enum class TransferKind { to_host, to_device, kernel_conversion, fallback };
-inline constexpr int transfer_kind_count = 4;
+// missing CUDA kernel; and one of ours: a copy of device data through host memory for an MPI
+// that is not CUDA-aware (halo exchange, migration, mpi_buffer), which a CUDA-aware MPI
+// would not make.
+enum class TransferKind { to_host, to_device, kernel_conversion, fallback, mpi_staging };
+inline constexpr int transfer_kind_count = 5;
 std::string_view to_string(TransferKind kind) noexcept;
 
 struct TransferEvent {

@@ -54,6 +54,8 @@ class TransferCounter {
   long long to_device() const noexcept { return count(TransferKind::to_device); }
   long long kernel_conversions() const noexcept { return count(TransferKind::kernel_conversion); }
   long long fallbacks() const noexcept { return count(TransferKind::fallback); }
+  // Copies through host memory for an MPI that is not CUDA-aware (counted in total() too).
+  long long mpi_stagings() const noexcept { return count(TransferKind::mpi_staging); }
   long long count(TransferKind kind) const noexcept;
   long long total() const noexcept;
   const std::vector<TransferEvent>& events() const noexcept { return events_; }

@@ -10,6 +10,7 @@
 // returns the array itself and records nothing.
 #pragma once
 
+#include <optional>
 #include <source_location>
 
 #include <cunumpy/array.hpp>
@@ -68,25 +69,44 @@ Array<T> to_active(const Array<T>& a,
   return device_backend() ? to_device(a, where) : to_host(a, where);
 }
 
+namespace detail {
+// copy() recorded as `kind` when it crosses (to_host / to_device by its direction when
+// `kind` is nullopt).
+template <Element T>
+void copy_recorded(const Array<T>& dst, const Array<T>& src, std::optional<TransferKind> kind,
+                   const std::source_location& where) {
+  if (!(dst.shape() == src.shape())) throw_copy_mismatch(dst.shape(), src.shape());
+  if (dst.is_device() && src.is_device() && dst.backend() != src.backend())
+    throw_cross_device("copy", src.backend(), dst.backend());
+  copy_memory(dst.data(), dst.backend(), src.data(), src.backend(), src.nbytes());
+  if (dst.location() == src.location()) return;
+  const TransferKind k =
+      kind.value_or(dst.is_device() ? TransferKind::to_device : TransferKind::to_host);
+  record_transfer(
+      k,
+      [&] {
+        return describe_array(dst.is_device() ? "copy(host->device)" : "copy(device->host)",
+                              src.shape(), dtype_name<T>());
+      },
+      where);
+}
+}  // namespace detail
+
 // Copies src into dst (same shape; any two locations).  A host->device copy counts as
 // to_device, a device->host copy as to_host; host->host and device->device copies move
 // nothing across and are not recorded.  ValueError for different shapes.
 template <Element T>
 void copy(const Array<T>& dst, const Array<T>& src,
           std::source_location where = std::source_location::current()) {
-  if (!(dst.shape() == src.shape())) detail::throw_copy_mismatch(dst.shape(), src.shape());
-  if (dst.is_device() && src.is_device() && dst.backend() != src.backend())
-    detail::throw_cross_device("copy", src.backend(), dst.backend());
-  detail::copy_memory(dst.data(), dst.backend(), src.data(), src.backend(), src.nbytes());
-  if (dst.location() == src.location()) return;
-  const TransferKind kind = dst.is_device() ? TransferKind::to_device : TransferKind::to_host;
-  detail::record_transfer(
-      kind,
-      [&] {
-        return detail::describe_array(dst.is_device() ? "copy(host->device)" : "copy(device->host)",
-                                      src.shape(), dtype_name<T>());
-      },
-      where);
+  detail::copy_recorded(dst, src, std::nullopt, where);
 }
+
+namespace detail {
+// copy() of device data staged through host memory for MPI: recorded as mpi_staging.
+template <Element T>
+void mpi_staging_copy(const Array<T>& dst, const Array<T>& src, const std::source_location& where) {
+  copy_recorded(dst, src, TransferKind::mpi_staging, where);
+}
+}  // namespace detail
 
 }  // namespace cunumpy
