@@ -93,7 +93,12 @@ struct Index {
 // (loop() below) keeps threadIdx in a register and vectorises, and the reads of blockIdx and
 // blockDim leave that loop.  (A block runs on one host thread from start to end, fibers
 // included, so the thread-local address is computed once.)
-static thread_local Index index{};
+// Aligned to 64 bytes, so that the library's whole thread-local segment is: glibc then places
+// each thread's block of it at a 64-byte boundary, never 16 bytes into a page, where the
+// sanitizer runtimes of GCC up to 13 take it for glibc 2.19's layout, read a bogus size before
+// it and make LeakSanitizer crash at exit (google/sanitizers#1322) in any program run under
+// ASan that ran the emulator.
+alignas(64) static thread_local Index index{};
 // A hook that suspends the calling thread (a barrier, a warp operation) and resumes it after
 // the other threads ran: threadIdx back to this thread's.
 template <typename Hook>

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <climits>
 #include <deque>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -242,16 +244,40 @@ class MpiRequest final : public RequestImpl {
   const char* call_;
 };
 
+class MpiComm;
+// The communicators cunumpy owns that are alive: finalize_mpi frees them before MPI_Finalize,
+// so a Comm that outlives MPI (its use then throws) leaks nothing.
+struct LiveComms {
+  std::mutex mutex;
+  std::set<MpiComm*> comms;
+};
+LiveComms& live_comms() {
+  static LiveComms* l = new LiveComms;  // never destroyed: Comms may outlive static objects
+  return *l;
+}
+
 class MpiComm final : public CommImpl {
  public:
-  // Takes ownership of `comm` (freed in the destructor) and reports errors as return codes.
+  // Takes ownership of `comm` (freed in the destructor, or by finalize_mpi) and reports errors
+  // as return codes.
   explicit MpiComm(MPI_Comm comm) : comm_(comm) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    const std::lock_guard lock(live_comms().mutex);
+    live_comms().comms.insert(this);
   }
   ~MpiComm() override {
+    {
+      const std::lock_guard lock(live_comms().mutex);
+      live_comms().comms.erase(this);
+    }
+    release();
+  }
+  // Frees the communicator now (before MPI_Finalize); later calls throw as after finalize.
+  void release() noexcept {
     if (comm_ != MPI_COMM_NULL && !finalized()) MPI_Comm_free(&comm_);
+    comm_ = MPI_COMM_NULL;
   }
   static std::shared_ptr<CommImpl> duplicate(MPI_Comm comm) {
     MPI_Comm out = MPI_COMM_NULL;
@@ -506,6 +532,11 @@ bool init_mpi(int* argc, char*** argv) {
 void finalize_mpi() {
   auto& context = detail::mpi_context();
   if (!context.started_mpi || detail::finalized()) return;
+  {
+    auto& live = detail::live_comms();
+    const std::lock_guard lock(live.mutex);
+    for (detail::MpiComm* c : live.comms) c->release();
+  }
   MPI_Finalize();
   context.started_mpi = false;
 }

@@ -22,7 +22,7 @@ namespace cunumpy {
 namespace detail {
 
 namespace {
-IndexRange intersect(IndexRange a, IndexRange b) {
+[[maybe_unused]] IndexRange intersect(IndexRange a, IndexRange b) {
   const long long lo = std::max(a.begin, b.begin), hi = std::min(a.end, b.end);
   return {lo, std::max(lo, hi)};
 }
