@@ -72,7 +72,7 @@ void warp_reduce_1024(benchmark::State& state) {
   cn::CudaKernel k(R"(
     #include <cunumpy/reduce.cuh>
     extern "C" __global__ void reduce(const double* x, double* out) {
-      double s = cunumpy::detail::block_reduce(x[threadIdx.x], cunumpy::detail::ReduceSum{}, 0.0);
+      const double s = cunumpy_block_sum(x[threadIdx.x]);
       if (threadIdx.x == 0) out[0] = s;
     })",
                    "reduce", {.block_size = 1024});

@@ -1,6 +1,7 @@
 // cunumpy/cunumpy.hpp: the umbrella header, everything a simulation uses.
 #pragma once
 
+#include <cunumpy/agree.hpp>
 #include <cunumpy/algorithms.hpp>
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/array.hpp>
@@ -14,6 +15,7 @@
 #include <cunumpy/distributed_fft.hpp>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/fft.hpp>
+#include <cunumpy/files.hpp>
 #include <cunumpy/halo.hpp>
 #include <cunumpy/host_staging.hpp>
 #include <cunumpy/io.hpp>
@@ -29,4 +31,5 @@
 #include <cunumpy/rng.hpp>
 #include <cunumpy/runtime.hpp>
 #include <cunumpy/stream.hpp>
+#include <cunumpy/target.hpp>
 #include <cunumpy/transfer.hpp>

@@ -125,6 +125,32 @@ TEST_P(ArrayOnBackend, HostAccessMatchesLocation) {
   EXPECT_THROW((void)a.host_span(), cn::BackendError);
 }
 
+// The leading rows of an array: its memory, a shorter axis 0; copies into and out of it are
+// the array's rows; more rows than the array has is a ValueError.
+TEST_P(ArrayOnBackend, LeadingRowsShareTheArraysMemory) {
+  const std::vector<double> twelve{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  auto a = cn::from_host<double>(twelve, cn::Shape{6, 2});
+  const auto head = a.leading(4);
+  EXPECT_EQ(head.shape(), (cn::Shape{4, 2}));
+  EXPECT_EQ(head.data(), a.data());
+  EXPECT_TRUE(head.shares_memory_with(a));
+  EXPECT_EQ(head.backend(), a.backend());
+  EXPECT_EQ(values(head), (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+  cn::copy(a.leading(2), cn::full<double>({2, 2}, -1.0));  // writes through the view
+  EXPECT_EQ(values(a), (std::vector<double>{-1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(a.leading(0).size(), 0);
+  EXPECT_EQ(a.leading(6).shape(), a.shape());
+  try {
+    (void)a.leading(7);
+    FAIL() << "7 rows of 6";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("7 rows asked of an array of shape (6, 2)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)a.leading(-1), cn::ValueError);
+}
+
 TEST_P(ArrayOnBackend, Inspection) {
   auto d = cn::zeros<double>({2});
   auto h = cn::zeros<float>({2}, cn::Backend::host);

@@ -113,6 +113,12 @@ void throw_copy_mismatch(const Shape& dst, const Shape& src) {
                    src.str() + "; copy between arrays of the same shape");
 }
 
+void throw_leading(const Shape& shape, long long rows) {
+  throw ValueError("Array::leading: " + std::to_string(rows) + " rows asked of an array of shape " +
+                   shape.str() + "; ask for 0 to " +
+                   std::to_string(shape.rank() > 0 ? shape[0] : 0) + " rows");
+}
+
 void throw_to_device_host() {
   throw ValueError(
       "to_device: the target must be a device backend (cuda or emulated), got host; use "

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -53,6 +54,7 @@ std::string describe_array(std::string_view what, const Shape& shape, std::strin
 [[noreturn]] void throw_rank_mismatch(std::string_view what, int expected, const Shape& shape);
 [[noreturn]] void throw_index(const Shape& shape, int axis, long long index);
 [[noreturn]] void throw_too_many_bytes(const Shape& shape, std::size_t element_size);
+[[noreturn]] void throw_leading(const Shape& shape, long long rows);
 }  // namespace detail
 
 template <Element T>
@@ -98,6 +100,19 @@ class Array {
 
   // The raw pointer, on whichever side the memory is: for kernels, MPI and libraries.
   T* data() const noexcept { return memory_ ? static_cast<T*>(memory_->data()) : nullptr; }
+
+  // The first `rows` rows (along axis 0), sharing this array's memory: writes through it are
+  // this array's.  For the used part of an array with spare rows (particles).  ValueError for
+  // rows outside [0, shape(0)].
+  Array leading(long long rows) const {
+    if (ndim() < 1 || rows < 0 || rows > shape_[0]) detail::throw_leading(shape_, rows);
+    std::array<long long, Shape::max_rank> dims{};
+    for (int a = 0; a < ndim(); ++a) dims[a] = a == 0 ? rows : shape_[a];
+    Array out;
+    out.memory_ = memory_;
+    out.shape_ = Shape(std::span<const long long>(dims.data(), static_cast<std::size_t>(ndim())));
+    return out;
+  }
 
   // Whether two arrays share the same memory.
   bool shares_memory_with(const Array& other) const noexcept {
