@@ -63,7 +63,7 @@ python3 - "$out" <<'EOF'
 import json, sys, os
 out = sys.argv[1]
 print(f"{'run':<24} {'ranks':>5} {'thr':>3} {'cells':>11} {'particles':>10} {'ms/step':>9} "
-      f"{'particles':>9} {'solve':>7} {'halo':>7} {'migrate':>7} {'comm':>7} "
+      f"{'particles':>9} {'solve':>7} {'reduce':>7} {'fill':>7} {'migrate':>7} "
       f"{'MB sent/step/rank':>18} {'allreduce MB':>12} {'peak MiB/rank':>13}")
 for line in open(os.path.join(out, "runs.txt")):
     name, np_, layout, nx, ny, n = line.split()
@@ -73,7 +73,7 @@ for line in open(os.path.join(out, "runs.txt")):
     ms = lambda *keys: 1e3 * sum(ph.get(k, 0.0) for k in keys) / steps
     print(f"{name:<24} {int(np_):>5} {s.get('threads_per_rank', 1):>3} {int(nx)*int(ny):>11} {int(n):>10} "
           f"{1e3 * s['seconds'] / steps:>9.1f} {ms('deposit', 'gather', 'push', 'sort'):>9.1f} "
-          f"{ms('solve'):>7.1f} {ms('halo'):>7.1f} {ms('migration'):>7.1f} {ms('comm'):>7.1f} "
+          f"{ms('solve'):>7.1f} {ms('reduce'):>7.1f} {ms('fill'):>7.1f} {ms('migration'):>7.1f} "
           f"{s['bytes_sent_per_step_per_rank'] / 1e6:>18.3f} "
           f"{s['replicated_allreduce_bytes_per_step'] / 1e6:>12.3f} {s['peak_memory_mb_per_rank']:>13.0f}")
 print("(phases in ms per step; 'particles' = deposit + gather + push + sort; MB = 1e6 bytes;")

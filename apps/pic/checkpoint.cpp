@@ -8,6 +8,8 @@
 #include <cunumpy/hdf5.hpp>
 #include <cunumpy/openpmd.hpp>
 
+#include "config_table.hpp"
+
 namespace pic {
 
 namespace cn = cunumpy;
@@ -15,7 +17,7 @@ namespace h5 = cunumpy::h5;
 
 namespace {
 
-constexpr const char* kFormat = "cunumpy-pic-checkpoint-1";
+constexpr const char* kFormat = "cunumpy-pic-checkpoint-2";  // -2: every option, as text
 
 // An order-independent checksum of the particles (a wrapping sum over the ranks): any change
 // of a position, a velocity or an id changes it.
@@ -32,47 +34,21 @@ std::uint64_t checksum(const Checkpoint& c, const cn::Comm& comm) {
   return comm.allreduce(sum, cn::Op::sum);
 }
 
+// Every option of config_table.hpp, by name, as text.
 void write_config(const h5::Group& g, const Config& c) {
-  g.attribute("case", c.case_name);
-  g.attribute("dim", static_cast<std::int64_t>(c.dim));
-  g.attribute("particles", static_cast<std::int64_t>(c.particles));
-  g.attribute("cells_x", static_cast<std::int64_t>(c.cells_x));
-  g.attribute("cells_y", static_cast<std::int64_t>(c.cells_y));
-  g.attribute("steps", static_cast<std::int64_t>(c.steps));
-  g.attribute("dt", c.dt);
-  g.attribute("k", c.k);
-  g.attribute("amplitude", c.amplitude);
-  g.attribute("vth", c.vth);
-  g.attribute("beam_velocity", c.beam_velocity);
-  g.attribute("seed", static_cast<std::uint64_t>(c.seed));
-  g.attribute("quiet", static_cast<std::int64_t>(c.quiet));
-  g.attribute("order", static_cast<std::int64_t>(c.order));
-  g.attribute("deterministic", static_cast<std::int64_t>(c.deterministic));
-  g.attribute("sort_every", static_cast<std::int64_t>(c.sort_every));
-  g.attribute("kernels", c.kernels);
-  g.attribute("decompose", static_cast<std::int64_t>(c.decompose));
+  for (const auto& [name, text] : option_values(c)) g.attribute(name, text);
 }
 
-Config read_config(const h5::Group& g) {
+Config read_config(const h5::Group& g, const std::string& path) {
   Config c;
-  c.case_name = g.read_string("case");
-  c.dim = static_cast<int>(g.read_int64("dim"));
-  c.particles = g.read_int64("particles");
-  c.cells_x = static_cast<int>(g.read_int64("cells_x"));
-  c.cells_y = static_cast<int>(g.read_int64("cells_y"));
-  c.steps = static_cast<int>(g.read_int64("steps"));
-  c.dt = g.read_double("dt");
-  c.k = g.read_double("k");
-  c.amplitude = g.read_double("amplitude");
-  c.vth = g.read_double("vth");
-  c.beam_velocity = g.read_double("beam_velocity");
-  c.seed = g.read_uint64("seed");
-  c.quiet = g.read_int64("quiet") != 0;
-  c.order = static_cast<int>(g.read_int64("order"));
-  c.deterministic = g.read_int64("deterministic") != 0;
-  c.sort_every = static_cast<int>(g.read_int64("sort_every"));
-  c.kernels = g.read_string("kernels");
-  c.decompose = g.read_int64("decompose") != 0;
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const Option& o : options()) {
+    if (!g.has_attribute(o.name))
+      throw cn::IoError("checkpoint " + path + " does not record the option --" + o.name +
+                        " (written by another version of the program)");
+    values.emplace_back(o.name, g.read_string(o.name));
+  }
+  set_option_values(c, values);
   return c;
 }
 
@@ -94,7 +70,7 @@ Config read_checkpoint_config(const std::string& path, const cn::Comm& comm) {
   if (!f.exists("cunumpy"))
     throw cn::IoError("checkpoint " + path +
                       " is not a checkpoint of this program (no /cunumpy group)");
-  return read_config(f.open_group("cunumpy").open_group("config"));
+  return read_config(f.open_group("cunumpy").open_group("config"), path);
 }
 
 std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, const Checkpoint& c) {
@@ -164,7 +140,7 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
     throw cn::IoError(path + " is a checkpoint of another format (" + g.read_string("format") +
                       ", expected " + kFormat + ")");
   Checkpoint c;
-  c.config = read_config(g.open_group("config"));
+  c.config = read_config(g.open_group("config"), path);
   c.step = static_cast<int>(g.read_int64("step"));
   c.total = g.read_int64("total_particles");
   const long long written_ranks = g.read_int64("ranks");

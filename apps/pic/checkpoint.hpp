@@ -18,7 +18,9 @@
 
 #include <cunumpy/cunumpy.hpp>
 
-#include "pic.hpp"
+#include "blocks.hpp"
+#include "config.hpp"
+#include "results.hpp"
 
 namespace cunumpy {
 class OpenPmdSeries;
@@ -47,19 +49,6 @@ Checkpoint read_checkpoint(const std::string& path, const cunumpy::Comm& comm);
 
 // The openPMD output of a run: fields (rho, E: this rank's cells) and particles every N
 // steps, <folder>/openpmd/data_<step>.h5 (host arrays: the caller copies device data).
-struct MeshBlock {
-  std::vector<long long> global, offset, count;  // C order: x, then y
-  std::vector<double> spacing;
-  cunumpy::Array<double> rho;
-  std::vector<cunumpy::Array<double>> e;  // one per axis
-};
-struct ParticleBlock {
-  std::vector<cunumpy::Array<double>> position, velocity;  // one per axis
-  cunumpy::Array<std::int64_t> id;
-  long long count = 0;
-  double weight = 1.0;
-  std::vector<double> patch_offset, patch_extent;  // the region of this rank's particles
-};
 class SnapshotWriter {
  public:
   // Checks the folder before the first step (IoError naming it).  Collective.

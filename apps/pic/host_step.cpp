@@ -2,6 +2,9 @@
 #include "host_step.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <type_traits>
 
 #include <cunumpy/parallel.hpp>
 
@@ -13,7 +16,7 @@
 #endif
 
 // The scalar loops are compiled for AVX-512, AVX2 and the baseline on x86-64, chosen at run
-// time by the CPU (CIC runs whole vectors of particles through host_step_simd.cpp first).
+// time by the CPU (2D CIC runs whole vectors of particles through host_step_simd.cpp first).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define PIC_HOST_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -28,30 +31,98 @@
 
 namespace pic::host_step {
 
-GuardedGrid guarded(long long nx, long long ny) {
-  return GuardedGrid{nx, ny, ny + 3};
+void ThreadGrids::ensure(int threads, long long nodes, bool integer_grids) {
+  const auto n = static_cast<std::size_t>(nodes);
+  if (integer_grids) {
+    real.clear();
+    integer.resize(static_cast<std::size_t>(threads));
+    for (auto& g : integer)
+      if (g.size() != n) g.assign(n, 0);
+  } else {
+    integer.clear();
+    real.resize(static_cast<std::size_t>(threads));
+    for (auto& g : real)
+      if (g.size() != n) g.assign(n, 0.0);
+  }
 }
 
 namespace {
 
+// The deterministic deposit's quantum: weights are multiples of 2^-24 (DeterministicStep).
+constexpr double kQuantum = 16777216.0;
+
 // One axis of kernels::stencil for s >= 0 (positions are in [0, L)), where truncation is
 // floor: the same first node and weights, bit for bit.
 template <int Order>
-PIC_ALWAYS_INLINE void axis(double s, int& first, double (&w)[Order + 1]) {
+PIC_ALWAYS_INLINE void axis(double s, long long& first, double (&w)[Order + 1]) {
   if constexpr (Order == 1) {
-    const double j = static_cast<double>(static_cast<int>(s));
+    const double j = static_cast<double>(static_cast<long long>(s));
     const double f = s - j;
-    first = static_cast<int>(j);
+    first = static_cast<long long>(j);
     w[0] = 1.0 - f;
     w[1] = f;
   } else {
-    const double j = static_cast<double>(static_cast<int>(s + 0.5));
+    const double j = static_cast<double>(static_cast<long long>(s + 0.5));
     const double d = s - j;
-    first = static_cast<int>(j) - 1;
+    first = static_cast<long long>(j) - 1;
     w[0] = 0.5 * (0.5 - d) * (0.5 - d);
     w[1] = 0.75 - d * d;
     w[2] = 0.5 * (0.5 + d) * (0.5 + d);
   }
+}
+
+// The image of a stencil's first node that lies in the block with its guards ([lo, hi]), or
+// false: the stencil [first, first + order] moved beyond the guards.
+PIC_ALWAYS_INLINE bool image(long long& first, int order, long long lo, long long hi, long long n) {
+  if (first < lo) first += n;
+  if (first + order > hi) first -= n;
+  return first >= lo && first + order <= hi;
+}
+
+// A position moved within a box length back into [0, L), else kernels::periodic's answer.
+PIC_ALWAYS_INLINE double wrapped(double p, double l) {
+  p = p < 0.0 ? p + l : p;
+  p = p >= l ? p - l : p;
+  if (!(p >= 0.0 && p < l)) [[unlikely]]  // moved more than a box length (or not finite)
+    p = kernels::periodic(p, l);
+  return p;
+}
+
+// The deposit of the particle at (px, py) into `ne` (a double or int64 grid): false when its
+// image lies beyond the guards.
+template <int Dim, int Order, typename G>
+PIC_ALWAYS_INLINE bool deposit_one(const Step& s, double px, double py, G* __restrict ne) {
+  constexpr int P = Order + 1;
+  long long fx = 0, fy = 0;
+  double ax[P], ay[P] = {};
+  axis<Order>(px * s.inv_dx, fx, ax);
+  if constexpr (Dim == 2) axis<Order>(py * s.inv_dy, fy, ay);
+  if (!s.whole_box) {
+    if (!image(fx, Order, s.i_lo, s.i_hi, s.nx)) return false;
+    if constexpr (Dim == 2)
+      if (!image(fy, Order, s.j_lo, s.j_hi, s.ny)) return false;
+  }
+  const long long d0 = s.base + fx * s.row + fy;
+  if constexpr (Dim == 1) {
+#pragma GCC unroll 3
+    for (int a = 0; a < P; ++a) {
+      if constexpr (std::is_same_v<G, double>)
+        ne[d0 + a] += s.charge * ax[a];
+      else
+        ne[d0 + a] += std::llround(ax[a] * kQuantum);
+    }
+  } else {
+#pragma GCC unroll 3
+    for (int a = 0; a < P; ++a)
+#pragma GCC unroll 3
+      for (int b = 0; b < P; ++b) {
+        if constexpr (std::is_same_v<G, double>)
+          ne[d0 + a * s.row + b] += s.charge * (ax[a] * ay[b]);
+        else
+          ne[d0 + a * s.row + b] += std::llround(ax[a] * ay[b] * kQuantum);
+      }
+  }
+  return true;
 }
 
 // Particles [begin, end) in chunks of kChunk: the gather, push and move of a chunk in one plain
@@ -64,155 +135,197 @@ PIC_ALWAYS_INLINE void axis(double s, int& first, double (&w)[Order + 1]) {
 // before one store, 1.7x slower (its branch mispredicts); two density grids alternating by
 // particle, 2% faster (not kept).
 constexpr long long kChunk = 2048;
-template <int Order>
-PIC_ALWAYS_INLINE Sums range(const GuardedGrid& g, const Step& s, long long begin, long long end,
-                             double* __restrict ne) {
+template <int Dim, int Order, typename G>
+PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* __restrict ne) {
   constexpr int P = Order + 1;
-  const int row = static_cast<int>(g.row);
   double* __restrict x = s.x;
   double* __restrict y = s.y;
   double* __restrict vx = s.vx;
   double* __restrict vy = s.vy;
   const double* __restrict exy = s.exy;
-  const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, lx = s.lx, ly = s.ly, dv = s.dv, dt = s.dt,
-               q = s.charge;
-  double energy = 0.0, momentum = 0.0;
+  const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, dv = s.dv, dt = s.dt;
+  const long long row = s.row, base = s.base;
+  Sums sums;
   for (long long c0 = begin; c0 < end; c0 += kChunk) {
     const long long c1 = std::min(end, c0 + kChunk);
     for (long long i = c0; i < c1; ++i) {
       // The field at x_n, summed in kernels::for_each_node's order.
-      int fx, fy;
-      double ax[P], ay[P];
+      long long fx = 0, fy = 0;
+      double ax[P], ay[P] = {};
       axis<Order>(x[i] * inv_dx, fx, ax);
-      axis<Order>(y[i] * inv_dy, fy, ay);
-      const int b0 = (fx + 1) * row + (fy + 1);
+      if constexpr (Dim == 2) axis<Order>(y[i] * inv_dy, fy, ay);
+      const long long b0 = base + fx * row + fy;
       double e0 = 0.0, e1 = 0.0;
+      if constexpr (Dim == 1) {
 #pragma GCC unroll 3
-      for (int a = 0; a < P; ++a)
+        for (int a = 0; a < P; ++a) e0 += ax[a] * exy[b0 + a];
+      } else {
 #pragma GCC unroll 3
-        for (int b = 0; b < P; ++b) {
-          const double w = ax[a] * ay[b];
-          const int c = 2 * (b0 + a * row + b);
-          e0 += w * exy[c];
-          e1 += w * exy[c + 1];
-        }
-      // The push and the move (kernels::periodic's result for a move under a box length).
-      const double ox = vx[i], oy = vy[i];
-      const double nx = ox + dv * e0, ny = oy + dv * e1;
+        for (int a = 0; a < P; ++a)
+#pragma GCC unroll 3
+          for (int b = 0; b < P; ++b) {
+            const double w = ax[a] * ay[b];
+            const long long c = 2 * (b0 + a * row + b);
+            e0 += w * exy[c];
+            e1 += w * exy[c + 1];
+          }
+      }
+      // The push and the move.
+      const double ox = vx[i];
+      const double nx = ox + dv * e0;
       vx[i] = nx;
-      vy[i] = ny;
-      energy += ox * nx + oy * ny;
-      momentum += nx;
-      double px = x[i] + dt * nx, py = y[i] + dt * ny;
-      px = px < 0.0 ? px + lx : px;
-      px = px >= lx ? px - lx : px;
-      py = py < 0.0 ? py + ly : py;
-      py = py >= ly ? py - ly : py;
-      if (!(px >= 0.0 && px < lx)) [[unlikely]]  // moved more than a box length
-        px = kernels::periodic(px, lx);
-      if (!(py >= 0.0 && py < ly)) [[unlikely]]
-        py = kernels::periodic(py, ly);
-      x[i] = px;
-      y[i] = py;
+      double energy = ox * nx;
+      x[i] = wrapped(x[i] + dt * nx, s.lx);
+      if constexpr (Dim == 2) {
+        const double oy = vy[i];
+        const double ny = oy + dv * e1;
+        vy[i] = ny;
+        energy += oy * ny;
+        y[i] = wrapped(y[i] + dt * ny, s.ly);
+      }
+      if (s.energies != nullptr)
+        s.energies[i] = s.half_mass * energy;
+      else
+        sums.energy += energy;
+      sums.momentum += nx;
     }
     // The charge at x_{n+1}.
-    for (long long i = c0; i < c1; ++i) {
-      int fx, fy;
-      double ax[P], ay[P];
-      axis<Order>(x[i] * inv_dx, fx, ax);
-      axis<Order>(y[i] * inv_dy, fy, ay);
-      const int d0 = (fx + 1) * row + (fy + 1);
-#pragma GCC unroll 3
-      for (int a = 0; a < P; ++a)
-#pragma GCC unroll 3
-        for (int b = 0; b < P; ++b) ne[d0 + a * row + b] += q * (ax[a] * ay[b]);
-    }
+    for (long long i = c0; i < c1; ++i)
+      if (!deposit_one<Dim, Order>(s, x[i], Dim == 2 ? y[i] : 0.0, ne)) [[unlikely]]
+        ++sums.undeposited;
   }
-  return Sums{energy, momentum};
+  return sums;
 }
 
-PIC_HOST_CLONES Sums range_cic(const GuardedGrid& g, const Step& s, long long begin, long long end,
-                               double* ne) {
-  return range<1>(g, s, begin, end, ne);
+template <typename G>
+PIC_HOST_CLONES Sums range_1d_cic(const Step& s, long long b, long long e, G* ne) {
+  return range<1, 1>(s, b, e, ne);
+}
+template <typename G>
+PIC_HOST_CLONES Sums range_1d_tsc(const Step& s, long long b, long long e, G* ne) {
+  return range<1, 2>(s, b, e, ne);
+}
+template <typename G>
+PIC_HOST_CLONES Sums range_2d_cic(const Step& s, long long b, long long e, G* ne) {
+  return range<2, 1>(s, b, e, ne);
+}
+template <typename G>
+PIC_HOST_CLONES Sums range_2d_tsc(const Step& s, long long b, long long e, G* ne) {
+  return range<2, 2>(s, b, e, ne);
 }
 
-// Whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
-Sums range_cic_vectors(const GuardedGrid& g, const Step& s, long long begin, long long end,
-                       double* ne) {
+template <typename G>
+Sums range_of(const Step& s, long long begin, long long end, G* ne) {
+  if (s.dim == 1)
+    return s.order == 1 ? range_1d_cic(s, begin, end, ne) : range_1d_tsc(s, begin, end, ne);
+  if (s.order == 2) return range_2d_tsc(s, begin, end, ne);
+  // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
-  if (s.cells != nullptr) begin = cic_vectors(g, s, s.cells, begin, end, ne, v);
-  const Sums rest = range_cic(g, s, begin, end, ne);
-  return Sums{v.energy + rest.energy, v.momentum + rest.momentum};
+  if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
+  const Sums rest = range_2d_cic(s, begin, end, ne);
+  return Sums{v.energy + rest.energy, v.momentum + rest.momentum, v.undeposited + rest.undeposited};
 }
-PIC_HOST_CLONES Sums range_tsc(const GuardedGrid& g, const Step& s, long long begin, long long end,
-                               double* ne) {
-  return range<2>(g, s, begin, end, ne);
+
+template <int Dim, int Order, typename G>
+long long deposit_range(const Step& s, long long begin, long long end, G* ne) {
+  long long missed = 0;
+  for (long long i = begin; i < end; ++i)
+    if (!deposit_one<Dim, Order>(s, s.x[i], Dim == 2 ? s.y[i] : 0.0, ne)) ++missed;
+  return missed;
+}
+
+template <typename G>
+long long deposit_of(const Step& s, long long begin, long long end, G* ne) {
+  if (s.dim == 1)
+    return s.order == 1 ? deposit_range<1, 1>(s, begin, end, ne)
+                        : deposit_range<1, 2>(s, begin, end, ne);
+  return s.order == 1 ? deposit_range<2, 1>(s, begin, end, ne)
+                      : deposit_range<2, 2>(s, begin, end, ne);
+}
+
+int team_size(const ThreadGrids& g) {
+  return static_cast<int>(std::max(g.real.size(), g.integer.size()));
 }
 
 }  // namespace
 
-void fill_guarded_fields(const GuardedGrid& g, const double* ex, const double* ey,
-                         std::vector<double>& exy) {
-  exy.resize(static_cast<std::size_t>(2 * g.nodes()));
-  double* out = exy.data();
-  const long long nx = g.nx, ny = g.ny;
-#pragma omp parallel for schedule(static)
-  for (long long i = -1; i <= nx + 1; ++i) {
-    const long long si = kernels::wrap(i, nx) * ny;
-    for (long long j = -1; j <= ny + 1; ++j) {
-      const long long c = 2 * g.at(i, j), from = si + kernels::wrap(j, ny);
-      out[c] = ex[from];
-      out[c + 1] = ey[from];
-    }
-  }
-}
-
-void fold_densities(const GuardedGrid& g, std::vector<std::vector<double>>& grids, double* ne) {
-  const long long nx = g.nx, ny = g.ny;
-#pragma omp parallel for schedule(static)
-  for (long long i = 0; i < nx; ++i) {
-    // the guarded rows that are row i: i itself, and its images among -1, nx, nx + 1
-    long long rows[3];
-    int n_rows = 0;
-    rows[n_rows++] = i;
-    if (i - nx >= -1) rows[n_rows++] = i - nx;
-    if (i + nx <= nx + 1) rows[n_rows++] = i + nx;
-    for (long long j = 0; j < ny; ++j) {
-      double acc = 0.0;
-      for (const auto& grid : grids)
-        for (int r = 0; r < n_rows; ++r) {
-          const double* gr = grid.data() + g.at(rows[r], 0);
-          acc += gr[j];
-          if (j - ny >= -1) acc += gr[j - ny];
-          if (j + ny <= ny + 1) acc += gr[j + ny];
-        }
-      ne[i * ny + j] = acc;
-    }
-  }
-  for (auto& grid : grids) std::fill(grid.begin(), grid.end(), 0.0);
-}
-
-Sums push_and_deposit(const GuardedGrid& g, const Step& s,
-                      std::vector<std::vector<double>>& grids) {
-  std::vector<Sums> parts(grids.size());
-#pragma omp parallel num_threads(static_cast <int>(grids.size()))
+Sums push_and_deposit(const Step& s, ThreadGrids& grids) {
+  const int threads = team_size(grids);
+  std::vector<Sums> parts(static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
   {
     int t = 0;
 #if defined(_OPENMP)
     t = omp_get_thread_num();
 #endif
-    const auto [begin, end] = cunumpy::detail::omp_thread_range(s.n);
-    double* ne = grids[static_cast<std::size_t>(t)].data();
-    if (begin < end)
-      parts[static_cast<std::size_t>(t)] =
-          s.order == 1 ? range_cic_vectors(g, s, begin, end, ne) : range_tsc(g, s, begin, end, ne);
+    const auto [begin, end] = cunumpy::omp_thread_range(s.n);
+    if (begin < end) {
+      const auto k = static_cast<std::size_t>(t);
+      parts[k] = s.integer ? range_of(s, begin, end, grids.integer[k].data())
+                           : range_of(s, begin, end, grids.real[k].data());
+    }
   }
   Sums total;
   for (const Sums& p : parts) {
     total.energy += p.energy;
     total.momentum += p.momentum;
+    total.undeposited += p.undeposited;
   }
   return total;
+}
+
+void deposit(const Step& s, ThreadGrids& grids) {
+  const int threads = team_size(grids);
+  long long missed = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : missed)
+  {
+    int t = 0;
+#if defined(_OPENMP)
+    t = omp_get_thread_num();
+#endif
+    const auto [begin, end] = cunumpy::omp_thread_range(s.n);
+    const auto k = static_cast<std::size_t>(t);
+    missed += s.integer ? deposit_of(s, begin, end, grids.integer[k].data())
+                        : deposit_of(s, begin, end, grids.real[k].data());
+  }
+  if (missed > 0)
+    throw cunumpy::Error("pic: " + std::to_string(missed) +
+                         " particle(s) lie outside this rank's block and its guards after the "
+                         "migration (a bug of the layout)");
+}
+
+void fold(ThreadGrids& grids, long long nodes, double* ne) {
+#pragma omp parallel for schedule(static)
+  for (long long c = 0; c < nodes; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    if (!grids.integer.empty()) {
+      std::int64_t acc = 0;
+      for (auto& g : grids.integer) {
+        acc += g[k];
+        g[k] = 0;
+      }
+      ne[c] = static_cast<double>(acc);
+    } else {
+      double acc = 0.0;
+      for (auto& g : grids.real) {
+        acc += g[k];
+        g[k] = 0.0;
+      }
+      ne[c] = acc;
+    }
+  }
+}
+
+void interleave_fields(long long nodes, const double* ex, const double* ey,
+                       std::vector<double>& exy) {
+  const int per = ey != nullptr ? 2 : 1;
+  exy.resize(static_cast<std::size_t>(per * nodes));
+  double* out = exy.data();
+#pragma omp parallel for schedule(static)
+  for (long long c = 0; c < nodes; ++c) {
+    out[per * c] = ex[c];
+    if (per == 2) out[2 * c + 1] = ey[c];
+  }
 }
 
 }  // namespace pic::host_step

@@ -1,63 +1,86 @@
-// apps/pic/host_step.hpp: the host backend's particle step in one pass (2D, CIC or TSC): each
-// particle's field is gathered, its velocity and position advanced, and its charge at the new
-// position deposited into the calling thread's grid, while its four numbers are in registers.
-// Separate passes (gather, push, deposit) sweep the particle arrays three times and keep the
-// field at the particles in two more arrays; this one reads x, y, vx, vy once and writes them
-// once.  Fields and grids are guarded (GuardedGrid): no node index wraps.
+// apps/pic/host_step.hpp: the host backend's particle step in one pass (1D and 2D, CIC and
+// TSC): each particle's field is gathered, its velocity and position advanced, and its charge
+// at the new position deposited into the calling thread's grid, while its numbers are in
+// registers.  Separate passes (gather, push, deposit) sweep the particle arrays three times and
+// keep the field at the particles in two more arrays; this one reads x, y, vx, vy once and
+// writes them once.
 //
-// The same math as the separate kernels of pic.cpp per particle (kernels::stencil's weights,
-// the gather's sums in the same order, the push's two roundings); only the deposit's sums run
-// in another order.  Measured by scripts/compare_picksc.sh (ns per particle-step).
+// It runs on the layout's guarded local grid (grid.hpp): node (i, j) of the whole grid at
+// base + i * row + j.  A particle's new position is wrapped into the box, and its stencil
+// deposited at the periodic image of it that lies in the block (the block's own nodes or its
+// guards), which the layout then sums into the owners: the same contribution, bit for bit, as
+// the separate deposit's on the owning rank after the migration.  A particle whose image lies
+// beyond the guards (it moved more than the guards between two steps) is not deposited but
+// counted (Sums::undeposited): the caller redeposits every particle after the migration.
+//
+// The same math per particle as the separate kernels (kernels::stencil's weights, the
+// gather's sums in the same order, the push's roundings).  Deterministic (integer grids): each
+// node's weight quantised to multiples of 2^-24 and summed as integers (exact in any order),
+// as DeterministicStep does, and the kinetic energy left per particle for a fixed-order sum.
+// Measured by scripts/compare_picksc.sh (ns per particle-step).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace pic::host_step {
 
-// A field or a density on the nx x ny periodic nodes with one guard node on every side: node
-// (i, j), i in [-1, nx + 1], j in [-1, ny + 1], at (i + 1) * row + (j + 1), row = ny + 3.  CIC
-// touches nodes 0..nx (a position that rounds to L lands on node nx), TSC -1..nx + 1.
-struct GuardedGrid {
-  long long nx = 0, ny = 0, row = 0;
-  long long nodes() const { return (nx + 3) * row; }
-  long long at(long long i, long long j) const { return (i + 1) * row + (j + 1); }
-};
-GuardedGrid guarded(long long nx, long long ny);
-
-// ex, ey (nx x ny, row-major) into `exy`: the guarded grid's nodes, E_x and E_y interleaved
-// (2 doubles a node), guards holding their periodic images.
-void fill_guarded_fields(const GuardedGrid& g, const double* ex, const double* ey,
-                         std::vector<double>& exy);
-
-// ne (nx x ny) = the sum of the threads' guarded grids, each guard added to its periodic
-// image; then the grids are cleared for the next deposit.
-void fold_densities(const GuardedGrid& g, std::vector<std::vector<double>>& grids, double* ne);
-
 struct Step {
   double* x;
-  double* y;
+  double* y;  // 2D
   double* vx;
-  double* vy;
+  double* vy;  // 2D
   long long n;
+  int dim;                // 1 or 2
   int order;              // 1: CIC, 2: TSC
   double inv_dx, inv_dy;  // 1 / cell size
   double lx, ly;          // box
   double dv, dt;          // v += dv * E; x += dt * v
-  double charge;          // a particle's density per unit weight
-  const double* exy;      // fill_guarded_fields
-  // CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of particles;
-  // null: the scalar loop alone.
+  double charge;          // a particle's density per unit weight (unused with integer grids)
+  // The guarded local grid: node (i, j) of the whole grid at base + i * row + j; nodes of the
+  // block and its guards i in [i_lo, i_hi], j in [j_lo, j_hi] (global node numbers); nx, ny:
+  // the whole grid's nodes (the periodic images lie nx, ny apart).
+  long long base, row, nx, ny;
+  long long i_lo, i_hi, j_lo, j_hi;
+  bool whole_box;  // the block is the box: every image lies in it
+  // E at the guarded nodes: E_x and E_y interleaved (2 doubles a node) in 2D, E_x in 1D.
+  const double* exy;
+  // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
+  // particles; null: the scalar loop alone.
   const double* cells = nullptr;
+  // Deterministic: integer grids, and the particles' kinetic energies (mass / 2 v_old . v_new)
+  // into `energies` instead of a sum.
+  bool integer = false;
+  double* energies = nullptr;
+  double half_mass = 0;  // with `energies`
 };
 
 struct Sums {
-  double energy = 0.0;    // sum of v_old . v_new (time-centred kinetic energy / (m / 2))
-  double momentum = 0.0;  // sum of v_x after the push
+  double energy = 0.0;        // sum of v_old . v_new (time-centred kinetic energy / (m / 2))
+  double momentum = 0.0;      // sum of v_x after the push
+  long long undeposited = 0;  // particles whose image lay beyond the guards
 };
 
-// Particles [0, n) over the OpenMP threads (2 (nx + 3) (ny + 3) < 2^31: nodes are 32-bit indices)
-// (static split, as parallel_for); thread t deposits into grids[t] (guarded, cleared), which must
-// hold one grid per thread of the team.
-Sums push_and_deposit(const GuardedGrid& g, const Step& s, std::vector<std::vector<double>>& grids);
+// One grid per thread of the team (`nodes` doubles, or int64 with integer grids), cleared.
+struct ThreadGrids {
+  std::vector<std::vector<double>> real;
+  std::vector<std::vector<std::int64_t>> integer;
+  void ensure(int threads, long long nodes, bool integer_grids);
+};
+
+// Particles [0, n) over the OpenMP threads (the guarded grid's nodes are 32-bit indices), each
+// thread depositing into its grid of `grids`; with integer grids and `energies`, the energy sum
+// is left to the caller.
+Sums push_and_deposit(const Step& s, ThreadGrids& grids);
+// The deposit alone, at the particles' positions (the same stencils): for the first step and
+// after a step that left particles undeposited.
+void deposit(const Step& s, ThreadGrids& grids);
+// ne (the guarded grid, `nodes`) = the sum of the threads' grids (integers: exact, as doubles);
+// the grids are cleared for the next deposit.
+void fold(ThreadGrids& grids, long long nodes, double* ne);
+
+// E on the guarded nodes (guards filled) interleaved for the loops: 2D (E_x, E_y) pairs, 1D E_x.
+void interleave_fields(long long nodes, const double* ex, const double* ey,
+                       std::vector<double>& exy);
 
 }  // namespace pic::host_step

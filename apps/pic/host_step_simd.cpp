@@ -1,7 +1,7 @@
-// host_step's CIC loop over whole vectors of particles (host_step_simd.hpp), compiled by Google
-// Highway for each instruction set (foreach_target.h includes this file once per target) and
-// chosen at run time.  Lane by lane the same operations, in the same order, as host_step.cpp's
-// scalar loop: the same bits.  Measured by scripts/compare_picksc.sh.
+// host_step's 2D CIC loop over whole vectors of particles (host_step_simd.hpp), compiled by
+// Google Highway for each instruction set (foreach_target.h includes this file once per target)
+// and chosen at run time.  Lane by lane the same operations, in the same order, as
+// host_step.cpp's scalar loop: the same bits.  Measured by scripts/compare_picksc.sh.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "host_step_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -10,8 +10,10 @@
 #include <hwy/targets.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <cunumpy/algorithms.hpp>
 
@@ -24,8 +26,9 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET != HWY_SCALAR
-long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_RESTRICT cells,
-                     long long begin, long long end, double* HWY_RESTRICT ne, Sums& sums) {
+template <typename G>
+long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RESTRICT ne,
+                       Sums& sums) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<std::int32_t, decltype(d)> d32;
   const hn::RebindToSigned<decltype(d)> d64;
@@ -36,20 +39,31 @@ long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_REST
   if (lanes > kChunk) return begin;
   alignas(64) std::int32_t node[kChunk];
   alignas(64) double wx0[kChunk], wx1[kChunk], wy0[kChunk], wy1[kChunk];
-  const int row = static_cast<int>(g.row), cell_row = static_cast<int>(g.ny + 1);
+  const int row = static_cast<int>(s.row);
   const V inv_dx = hn::Set(d, s.inv_dx), inv_dy = hn::Set(d, s.inv_dy), lx = hn::Set(d, s.lx),
           ly = hn::Set(d, s.ly), dv = hn::Set(d, s.dv), dt = hn::Set(d, s.dt),
-          one = hn::Set(d, 1.0), zero = hn::Zero(d);
-  const auto cell_rows = hn::Set(d32, cell_row), rows = hn::Set(d32, row), one32 = hn::Set(d32, 1);
+          one = hn::Set(d, 1.0), zero = hn::Zero(d), half_mass = hn::Set(d, s.half_mass);
+  const auto rows = hn::Set(d32, row), base = hn::Set(d32, static_cast<std::int32_t>(s.base));
+  // The block with its guards (global node numbers) and the images' distance, for the layouts
+  // whose block is not the whole box.
+  const auto i_lo = hn::Set(d32, static_cast<std::int32_t>(s.i_lo)),
+             i_hi = hn::Set(d32, static_cast<std::int32_t>(s.i_hi - 1)),
+             j_lo = hn::Set(d32, static_cast<std::int32_t>(s.j_lo)),
+             j_hi = hn::Set(d32, static_cast<std::int32_t>(s.j_hi - 1)),
+             nxs = hn::Set(d32, static_cast<std::int32_t>(s.nx)),
+             nys = hn::Set(d32, static_cast<std::int32_t>(s.ny)), none = hn::Set(d32, -1);
   V energy = zero, momentum = zero;
   double* HWY_RESTRICT x = s.x;
   double* HWY_RESTRICT y = s.y;
   double* HWY_RESTRICT vx = s.vx;
   double* HWY_RESTRICT vy = s.vy;
+  const double* HWY_RESTRICT cells = s.cells;
   const double q = s.charge;
+  const bool whole = s.whole_box;
   long long i = begin;
   while (end - i >= lanes) {
     const long long m = std::min(kChunk, (end - i) / lanes * lanes);
+    bool missed = false;
     for (long long k = 0; k < m; k += lanes) {
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
@@ -57,7 +71,8 @@ long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_REST
       const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
-      const auto at = hn::ShiftLeft<3>(hn::PromoteTo(d64, hn::Add(hn::Mul(jx, cell_rows), jy)));
+      const auto at =
+          hn::ShiftLeft<3>(hn::PromoteTo(d64, hn::Add(hn::Add(hn::Mul(jx, rows), jy), base)));
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
       V e0 = hn::Add(zero, hn::Mul(w00, hn::GatherIndex(d, cells + 0, at)));
@@ -73,7 +88,11 @@ long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_REST
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
       hn::StoreU(nx, d, vx + p);
       hn::StoreU(ny, d, vy + p);
-      energy = hn::Add(energy, hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)));
+      const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
+      if (s.energies != nullptr)
+        hn::StoreU(hn::Mul(half_mass, e), d, s.energies + p);
+      else
+        energy = hn::Add(energy, e);
       momentum = hn::Add(momentum, nx);
       V px = hn::Add(hn::LoadU(d, x + p), hn::Mul(dt, nx));
       V py = hn::Add(hn::LoadU(d, y + p), hn::Mul(dt, ny));
@@ -93,11 +112,26 @@ long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_REST
         px = hn::LoadU(d, x + p);
         py = hn::LoadU(d, y + p);
       }
-      // The stencil at x_{n+1}, for the deposit.
+      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty);
+      auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
-      hn::StoreU(hn::Add(hn::Mul(hn::Add(kx, one32), rows), hn::Add(ky, one32)), d32, node + k);
+      if (whole) {
+        hn::StoreU(hn::Add(hn::Add(hn::Mul(kx, rows), ky), base), d32, node + k);
+      } else {
+        kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
+        kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
+        ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
+        ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
+        const auto reach = hn::Not(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
+                                          hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))));
+        const auto c = hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
+        hn::StoreU(hn::IfThenElse(reach, c, none), d32, node + k);
+        if (!hn::AllTrue(d32, reach)) [[unlikely]] {
+          sums.undeposited += static_cast<long long>(hn::CountTrue(d32, hn::Not(reach)));
+          missed = true;
+        }
+      }
       hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
       hn::StoreU(gx, d, wx1 + k);
       hn::StoreU(hn::Sub(one, gy), d, wy0 + k);
@@ -105,10 +139,19 @@ long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_REST
     }
     for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
       const int c = node[k];
-      ne[c] += q * (wx0[k] * wy0[k]);
-      ne[c + 1] += q * (wx0[k] * wy1[k]);
-      ne[c + row] += q * (wx1[k] * wy0[k]);
-      ne[c + row + 1] += q * (wx1[k] * wy1[k]);
+      if (missed && c < 0) continue;  // beyond the guards: counted above
+      if constexpr (std::is_same_v<G, double>) {
+        ne[c] += q * (wx0[k] * wy0[k]);
+        ne[c + 1] += q * (wx0[k] * wy1[k]);
+        ne[c + row] += q * (wx1[k] * wy0[k]);
+        ne[c + row + 1] += q * (wx1[k] * wy1[k]);
+      } else {  // the deterministic deposit's quantised weights (host_step.cpp)
+        constexpr double quantum = 16777216.0;
+        ne[c] += std::llround(wx0[k] * wy0[k] * quantum);
+        ne[c + 1] += std::llround(wx0[k] * wy1[k] * quantum);
+        ne[c + row] += std::llround(wx1[k] * wy0[k] * quantum);
+        ne[c + row + 1] += std::llround(wx1[k] * wy1[k] * quantum);
+      }
     }
     i += m;
   }
@@ -116,10 +159,20 @@ long long CicVectors(const GuardedGrid& g, const Step& s, const double* HWY_REST
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
+long long CicVectors(const Step& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                     Sums& sums) {
+  return CicVectorsOf(s, begin, end, ne, sums);
+}
+long long CicVectorsInt(const Step& s, long long begin, long long end,
+                        std::int64_t* HWY_RESTRICT ne, Sums& sums) {
+  return CicVectorsOf(s, begin, end, ne, sums);
+}
 #else
-long long CicVectors(const GuardedGrid&, const Step&, const double*, long long begin, long long,
-                     double*, Sums&) {
+long long CicVectors(const Step&, long long begin, long long, double*, Sums&) {
   return begin;  // one lane: host_step.cpp's scalar loop does the work
+}
+long long CicVectorsInt(const Step&, long long begin, long long, std::int64_t*, Sums&) {
+  return begin;
 }
 #endif
 
@@ -131,6 +184,7 @@ HWY_AFTER_NAMESPACE();
 namespace pic::host_step {
 
 HWY_EXPORT(CicVectors);
+HWY_EXPORT(CicVectorsInt);
 
 namespace {
 // The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
@@ -147,30 +201,35 @@ struct Choice {
     if (target == "neon") hwy::DisableTargets(HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128);
   }
 };
+const Choice& choice() {
+  static const Choice c;
+  return c;
+}
 }  // namespace
 
-long long cic_vectors(const GuardedGrid& g, const Step& s, const double* cells, long long begin,
-                      long long end, double* ne, Sums& sums) {
-  static const Choice choice;
-  if (!choice.vectors) return begin;
-  return HWY_DYNAMIC_DISPATCH(CicVectors)(g, s, cells, begin, end, ne, sums);
+long long cic_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums) {
+  if (!choice().vectors) return begin;
+  return HWY_DYNAMIC_DISPATCH(CicVectors)(s, begin, end, ne, sums);
+}
+long long cic_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums) {
+  if (!choice().vectors) return begin;
+  return HWY_DYNAMIC_DISPATCH(CicVectorsInt)(s, begin, end, ne, sums);
 }
 
-void fill_cell_fields(long long nx, long long ny, const double* ex, const double* ey,
+void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells) {
-  cells.resize(static_cast<std::size_t>(8 * (nx + 1) * (ny + 1)));
+  cells.resize(static_cast<std::size_t>(8 * nodes));
   double* out = cells.data();
 #pragma omp parallel for schedule(static)
-  for (long long i = 0; i <= nx; ++i)
-    for (long long j = 0; j <= ny; ++j) {
-      double* c = out + 8 * (i * (ny + 1) + j);
-      const long long i0 = i % nx, i1 = (i + 1) % nx, j0 = j % ny, j1 = (j + 1) % ny;
-      const long long at[4] = {i0 * ny + j0, i0 * ny + j1, i1 * ny + j0, i1 * ny + j1};
-      for (int k = 0; k < 4; ++k) {
-        c[k] = ex[at[k]];
-        c[4 + k] = ey[at[k]];
-      }
+  for (long long c = 0; c < nodes; ++c) {
+    double* cell = out + 8 * c;
+    const long long at[4] = {c, c + 1, c + row, c + row + 1};
+    for (int k = 0; k < 4; ++k) {
+      const bool in = at[k] < nodes;  // the grid's last row and column have no cell
+      cell[k] = in ? ex[at[k]] : 0.0;
+      cell[4 + k] = in ? ey[at[k]] : 0.0;
     }
+  }
 }
 
 }  // namespace pic::host_step

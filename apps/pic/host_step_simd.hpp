@@ -1,24 +1,26 @@
-// apps/pic/host_step_simd.hpp: host_step's CIC loop over whole vectors of particles
+// apps/pic/host_step_simd.hpp: host_step's 2D CIC loop over whole vectors of particles
 // (host_step_simd.cpp: one Google Highway source, the instruction set chosen at run time).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "host_step.hpp"
 
 namespace pic::host_step {
 
-// The field as the vector loop reads it: cell (i, j), i in [0, nx], j in [0, ny], holds the
-// field at its four corners, E_x then E_y, in kernels::for_each_node's order ((i, j), (i, j+1),
-// (i+1, j), (i+1, j+1)): 64 bytes, one load per particle and component gathered from one line.
-void fill_cell_fields(long long nx, long long ny, const double* ex, const double* ey,
+// The field as the vector loop reads it: guarded node c (the cell whose lower corner it is)
+// holds the field at its four corners, E_x then E_y, in kernels::for_each_node's order (c,
+// c + 1, c + row, c + row + 1): 64 bytes, one load per particle and component gathered from one
+// line.  The last row and column of the guarded grid have no cell (their entries are unused).
+void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells);
 
-// CIC particles [begin, end) by whole vectors: the gather, push and move of a chunk with
-// vector instructions, its deposit (into the guarded `ne`) one particle at a time.  Returns
-// where it stopped (the rest is the scalar loop's); adds to `sums`.  Returns begin when the
-// CPU offers no vector target.
-long long cic_vectors(const GuardedGrid& g, const Step& s, const double* cells, long long begin,
-                      long long end, double* ne, Sums& sums);
+// 2D CIC particles [begin, end) by whole vectors: the gather, push and move of a chunk with
+// vector instructions, its deposit (into the thread's guarded grid, double or int64) one
+// particle at a time.  Returns where it stopped (the rest is the scalar loop's); adds to
+// `sums`.  Returns begin when the CPU offers no vector target.
+long long cic_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums);
+long long cic_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums);
 
 }  // namespace pic::host_step

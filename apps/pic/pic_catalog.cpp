@@ -14,10 +14,11 @@ namespace pic {
 
 namespace cn = cunumpy;
 
-void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long nx, long long ny, int order,
-                  bool two, double inv_dx, double inv_dy, double q, long long n) {
-  const kernels::Grid grid{nx, ny, order, two, inv_dx, inv_dy};
-  const long long cells = nx * ny;
+void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long long y0,
+                  long long guard, long long row, int order, bool two, double inv_dx, double inv_dy,
+                  double q, long long n) {
+  const kernels::Grid grid = kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row);
+  const long long cells = ne.size();
   const double* px = x.data();
   const double* py = y.data();
   double* out = ne.data();
@@ -53,9 +54,9 @@ void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long nx, long 
 }
 
 void gather_host(const Vec& x, const Vec& y, const Vec& ex, const Vec& ey, const Vec& ex_p,
-                 const Vec& ey_p, long long nx, long long ny, int order, bool two, double inv_dx,
-                 double inv_dy, long long n) {
-  const kernels::Grid grid{nx, ny, order, two, inv_dx, inv_dy};
+                 const Vec& ey_p, long long x0, long long y0, long long guard, long long row,
+                 int order, bool two, double inv_dx, double inv_dy, long long n) {
+  const kernels::Grid grid = kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row);
   const double* px = x.data();
   const double* py = y.data();
   const double* fx = ex.data();

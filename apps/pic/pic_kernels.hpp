@@ -68,6 +68,19 @@ struct Grid {
   long long x0 = 0, y0 = 0, guard = 0, row = 1;
 };
 
+// A guarded local grid (local = true): node (i, j) of the whole grid at
+// (i - x0 + guard) * row + (j - y0 + guard), never wrapped (the guards hold the images).
+CUNUMPY_HD_INLINE Grid local_grid(int order, bool two, double inv_dx, double inv_dy, long long x0,
+                                  long long y0, long long guard, long long row) {
+  Grid g{0, 1, order, two, inv_dx, inv_dy};
+  g.local = true;
+  g.x0 = x0;
+  g.y0 = y0;
+  g.guard = guard;
+  g.row = row;
+  return g;
+}
+
 // Calls f(cell, weight, point) for every grid node of the stencil of the particle at (x, y)
 // (y unused in 1D): cell is the linear node index (i * ny + j), weight the shape-function
 // weight (product of the axes' weights), point the stencil point (a * (order + 1) + b).

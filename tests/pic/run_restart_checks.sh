@@ -7,7 +7,9 @@
 #  3. restarted at another rank count, it completes with the same physics (to rounding);
 #  4. a truncated or corrupted checkpoint is refused with a clear error;
 #  5. output problems are errors before the time loop (an earlier series without
-#     --overwrite; a disk that fills up at the first write).
+#     --overwrite; a disk that fills up at the first write);
+#  6. a restart refuses a changed physics option (--host-step) by name, and a checkpoint of the
+#     separate step restarts with it (summary.json says so), saying what the restart changed.
 # Usage: run_restart_checks.sh <pic> <work dir> <venv> <mpiexec, or "" without MPI>
 set -uo pipefail
 pic="$1" work="$2" venv="$3" mpiexec="$4"
@@ -58,6 +60,24 @@ last=$(ls killed/checkpoints/checkpoint_*.h5 | sort -t_ -k2 -n | tail -1)
 "$pic" --no-progress --restart "$last" --output resumed >resumed.log 2>&1 || { cat resumed.log; fail "restart"; }
 cmp whole/energy.csv resumed/energy.csv || fail "the restarted run's energy history differs"
 echo "energy.csv identical to the uninterrupted run's ($(wc -l <whole/energy.csv) lines)"
+
+echo "== a restart refuses a changed physics option and keeps the checkpoint's particle step"
+if "$pic" --no-progress --restart "$last" --host-step separate --output refused >refused.log 2>&1; then
+  fail "a restart ran with --host-step separate from a fused checkpoint"
+fi
+grep -q -- "--host-step separate: the checkpoint was made with --host-step fused" refused.log ||
+  { cat refused.log; fail "no clear message naming --host-step"; }
+"$pic" --no-progress --host-step separate --steps 20 --particles 20000 --checkpoint-every 10 \
+  --output separate >separate.log 2>&1 || { cat separate.log; fail "a run with --host-step separate"; }
+"$pic" --no-progress --restart separate/checkpoints/checkpoint_10.h5 --output separate_resumed \
+  >separate_resumed.log 2>&1 || { cat separate_resumed.log; fail "its restart"; }
+grep -q -- "restart: --output separate_resumed (the checkpoint's run: separate)" separate_resumed.log ||
+  { cat separate_resumed.log; fail "the restart does not say what it changed"; }
+for f in separate/summary.json separate_resumed/summary.json; do
+  grep -q '"host-step": "separate"' "$f" || { cat "$f"; fail "$f: not the separate step's configuration"; }
+  grep -q '"step": "builtin host"' "$f" || { cat "$f"; fail "$f: not the separate passes"; }
+done
+cmp separate/energy.csv separate_resumed/energy.csv || fail "the separate step's restart differs"
 
 if [ -z "$mpiexec" ]; then
   echo "== (built without MPI: the restart at another rank count is not run)"

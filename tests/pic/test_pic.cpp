@@ -137,78 +137,128 @@ TEST(Pic, OnePassHostStepMatchesTheSeparatePasses) {
 
 // The guarded layout: fields copied with their periodic images, densities folded back onto
 // them; a particle that moves more than a box length in one step still lands in the box.
-TEST(HostStep, GuardsHoldPeriodicImagesAndFarMovesWrap) {
+// The one pass on a whole-box grid: far moves wrap into the box, every particle's charge lands
+// in the guarded grid (its guards hold the periodic images, which the layout's halo sum folds),
+// 1D and 2D, CIC and TSC.
+TEST(HostStep, FarMovesWrapAndEveryChargeIsDeposited) {
   namespace hs = pic::host_step;
-  const long long nx = 6, ny = 5;
-  const hs::GuardedGrid g = hs::guarded(nx, ny);
-  std::vector<double> ex(nx * ny), ey(nx * ny), exy;
-  for (long long c = 0; c < nx * ny; ++c) {
-    ex[c] = static_cast<double>(c);
-    ey[c] = -static_cast<double>(c);
-  }
-  hs::fill_guarded_fields(g, ex.data(), ey.data(), exy);
-  for (long long i = -1; i <= nx + 1; ++i)
-    for (long long j = -1; j <= ny + 1; ++j) {
-      const long long from = ((i + nx) % nx) * ny + (j + ny) % ny;
-      ASSERT_EQ(exy[2 * g.at(i, j)], ex[from]) << i << ", " << j;
-      ASSERT_EQ(exy[2 * g.at(i, j) + 1], ey[from]) << i << ", " << j;
+  for (int dim : {1, 2})
+    for (int order : {1, 2}) {
+      const long long nx = 6, ny = dim == 2 ? 5 : 1, guard = order + 1;
+      const long long row = dim == 2 ? ny + 2 * guard : 1, nodes = (nx + 2 * guard) * row;
+      std::vector<double> exy(static_cast<std::size_t>((dim == 2 ? 2 : 1) * nodes), 0.0);
+      // One at rest, one that moves 2.5 box lengths, one that moves -1.25 of them.
+      std::vector<double> x = {1.0, 2.0, 3.0}, y = {1.5, 2.5, 0.5}, vx = {0.0, 25.0 * nx, 0.0},
+                          vy = {0.0, 0.0, -12.5 * ny};
+      if (dim == 1) vx[2] = -12.5 * nx;
+      hs::Step s{};
+      s.x = x.data();
+      s.y = dim == 2 ? y.data() : nullptr;
+      s.vx = vx.data();
+      s.vy = dim == 2 ? vy.data() : nullptr;
+      s.n = 3;
+      s.dim = dim;
+      s.order = order;
+      s.inv_dx = s.inv_dy = 1.0;
+      s.lx = static_cast<double>(nx);
+      s.ly = static_cast<double>(ny);
+      s.dv = -0.1;
+      s.dt = 0.1;
+      s.charge = 1.0;
+      s.row = row;
+      s.base = guard * row + (dim == 2 ? guard : 0);
+      s.nx = nx;
+      s.ny = ny;
+      s.i_lo = -guard;
+      s.i_hi = nx + guard - 1;
+      s.j_lo = dim == 2 ? -guard : 0;
+      s.j_hi = dim == 2 ? ny + guard - 1 : 0;
+      s.whole_box = true;
+      s.exy = exy.data();
+      hs::ThreadGrids grids;
+      grids.ensure(2, nodes, false);
+      const hs::Sums sums = hs::push_and_deposit(s, grids);
+      EXPECT_EQ(sums.undeposited, 0);
+      EXPECT_EQ(sums.momentum, 25.0 * nx + (dim == 1 ? -12.5 * nx : 0.0));
+      EXPECT_DOUBLE_EQ(x[1], std::fmod(2.0 + 2.5 * nx, nx));
+      for (int p = 0; p < 3; ++p) {
+        EXPECT_GE(x[p], 0.0);
+        EXPECT_LT(x[p], nx);
+        if (dim == 2) {
+          EXPECT_GE(y[p], 0.0);
+          EXPECT_LT(y[p], ny);
+        }
+      }
+      std::vector<double> ne(static_cast<std::size_t>(nodes));
+      hs::fold(grids, nodes, ne.data());
+      double total = 0.0;
+      for (double v : ne) total += v;
+      EXPECT_NEAR(total, 3.0, 1e-12) << dim << "D, order " << order;
+      for (const auto& g : grids.real)
+        for (double v : g) ASSERT_EQ(v, 0.0) << "the grids are cleared for the next deposit";
     }
-  // Two threads' grids with one unit on every guarded node: each node gets its images.
-  std::vector<std::vector<double>> grids(2, std::vector<double>(g.nodes(), 1.0));
-  std::vector<double> ne(nx * ny);
-  hs::fold_densities(g, grids, ne.data());
-  for (long long i = 0; i < nx; ++i)
-    for (long long j = 0; j < ny; ++j) {
-      const int ri = (i == 0 || i == 1 || i == nx - 1) ? 2 : 1;  // rows -1, nx, nx + 1
-      const int rj = (j == 0 || j == 1 || j == ny - 1) ? 2 : 1;
-      ASSERT_EQ(ne[i * ny + j], 2.0 * ri * rj) << i << ", " << j;
+}
+
+// On a block of the box (a decomposed rank's): a particle that crosses the box's edge is
+// deposited at its image in the block's guards, one whose stencil lies beyond the guards is
+// left out and counted (the count checked against the final positions, independently); integer
+// grids count the same.
+TEST(HostStep, OnABlockImagesLandInTheGuardsAndFarMoversAreCounted) {
+  pic::host_step::CaseGrid block;
+  block.x0 = 4;
+  block.lnx = 8;
+  const long long lo = block.x0 - block.guard, hi = block.x0 + block.lnx + block.guard - 1;
+  for (bool integer : {false, true}) {
+    const auto r = pic::host_step::run_case(false, block, integer);
+    long long beyond = 0;  // CIC stencils [f, f + 1] with no image inside [lo, hi]
+    for (const double x : r.x) {
+      const auto f = static_cast<long long>(std::floor(x));
+      bool inside = false;
+      for (long long m = -2; m <= 2; ++m)
+        inside = inside || (f + m * block.nx >= lo && f + m * block.nx + 1 <= hi);
+      beyond += inside ? 0 : 1;
     }
-  for (const auto& grid : grids)
-    for (double v : grid) ASSERT_EQ(v, 0.0) << "the grids are cleared for the next deposit";
-  // Particles: one at rest, one that moves 2.5 box lengths, one that moves -1.25 of them.
-  std::vector<double> x = {1.0, 2.0, 3.0}, y = {1.5, 2.5, 0.5}, vx = {0.0, 25.0 * nx, 0.0},
-                      vy = {0.0, 0.0, -12.5 * ny};
-  std::fill(exy.begin(), exy.end(), 0.0);
-  for (int order : {1, 2}) {
-    std::vector<double> px = x, py = y, pvx = vx, pvy = vy;
-    const hs::Step step{px.data(), py.data(),  pvx.data(), pvy.data(), 3,   order, 1.0,
-                        1.0,       double(nx), double(ny), -0.1,       0.1, 1.0,   exy.data()};
-    std::vector<std::vector<double>> one(1, std::vector<double>(g.nodes(), 0.0));
-    const hs::Sums sums = hs::push_and_deposit(g, step, one);
-    EXPECT_EQ(sums.momentum, 25.0 * nx);
-    EXPECT_DOUBLE_EQ(px[1], std::fmod(2.0 + 2.5 * nx, nx));
-    EXPECT_DOUBLE_EQ(py[2], std::fmod(0.5 - 1.25 * ny + 2 * ny, ny));
-    for (int p = 0; p < 3; ++p) {
-      EXPECT_GE(px[p], 0.0);
-      EXPECT_LT(px[p], nx);
-      EXPECT_GE(py[p], 0.0);
-      EXPECT_LT(py[p], ny);
-    }
-    hs::fold_densities(g, one, ne.data());
+    EXPECT_GE(beyond, 2) << "the case has far movers (particles 17 and 40)";
+    EXPECT_EQ(r.sums.undeposited, beyond);
     double total = 0.0;
-    for (double v : ne) total += v;
-    EXPECT_NEAR(total, 3.0, 1e-12) << "order " << order;
+    for (double v : r.ne) total += v;
+    // Integer grids: each node's weight rounded to the quantum (4 nodes a particle).
+    const double per = integer ? 16777216.0 : 0.5;
+    const double tolerance = integer ? 2.0 * 1003 : 1e-9 * per * 1003;
+    EXPECT_NEAR(total, per * static_cast<double>(1003 - beyond), tolerance);
   }
 }
 
 // CIC's loop over whole vectors of particles (host_step_simd.cpp) gives the scalar loop's
 // positions, velocities and density bit for bit, the far movers among them included.
 TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
-  const auto scalar = pic::host_step::run_case(false);
-  const auto vector = pic::host_step::run_case(true);
-  EXPECT_EQ(vector.x, scalar.x);
-  EXPECT_EQ(vector.y, scalar.y);
-  EXPECT_EQ(vector.vx, scalar.vx);
-  EXPECT_EQ(vector.vy, scalar.vy);
-  EXPECT_EQ(vector.ne, scalar.ne);
-  EXPECT_NEAR(vector.sums.energy, scalar.sums.energy, 1e-12 * std::abs(scalar.sums.energy));
-  EXPECT_NEAR(vector.sums.momentum, scalar.sums.momentum, 1e-9);
-  for (std::size_t i = 0; i < vector.x.size(); ++i) {
-    ASSERT_GE(vector.x[i], 0.0);
-    ASSERT_LT(vector.x[i], 16.0);
-    ASSERT_GE(vector.y[i], 0.0);
-    ASSERT_LT(vector.y[i], 12.0);
-  }
+  pic::host_step::CaseGrid whole, block;
+  block.x0 = 4;
+  block.lnx = 8;
+  block.y0 = 3;
+  block.lny = 6;
+  for (const auto& g : {whole, block})
+    for (bool integer : {false, true}) {
+      const auto scalar = pic::host_step::run_case(false, g, integer);
+      const auto vector = pic::host_step::run_case(true, g, integer);
+      const std::string what =
+          std::string(g.whole() ? "whole box" : "block") + (integer ? ", integer grids" : "");
+      EXPECT_EQ(vector.x, scalar.x) << what;
+      EXPECT_EQ(vector.y, scalar.y) << what;
+      EXPECT_EQ(vector.vx, scalar.vx) << what;
+      EXPECT_EQ(vector.vy, scalar.vy) << what;
+      EXPECT_EQ(vector.ne, scalar.ne) << what;
+      EXPECT_EQ(vector.energies, scalar.energies) << what;
+      EXPECT_EQ(vector.sums.undeposited, scalar.sums.undeposited) << what;
+      EXPECT_NEAR(vector.sums.energy, scalar.sums.energy, 1e-12 * std::abs(scalar.sums.energy));
+      EXPECT_NEAR(vector.sums.momentum, scalar.sums.momentum, 1e-9);
+      for (std::size_t i = 0; i < vector.x.size(); ++i) {
+        ASSERT_GE(vector.x[i], 0.0);
+        ASSERT_LT(vector.x[i], 16.0);
+        ASSERT_GE(vector.y[i], 0.0);
+        ASSERT_LT(vector.y[i], 12.0);
+      }
+    }
 }
 
 TEST(Pic, HostAndEmulatedGiveTheSameDiagnostics) {

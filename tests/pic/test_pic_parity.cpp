@@ -15,6 +15,8 @@ namespace {
 
 constexpr long long kN = 4000, kNx = 16, kNy = 12;
 constexpr double kLx = 10.0, kLy = 7.5;
+// The whole box as a guarded local grid (grid.hpp): TSC's guard, 3 nodes on each side.
+constexpr long long kGuard = 3, kRow = kNy + 2 * kGuard, kNodes = (kNx + 2 * kGuard) * kRow;
 
 // The same values on both sides: drawn on the host from the seed, then moved.
 cn::Array<double> on(cn::Backend b, const cn::Array<double>& host) {
@@ -27,17 +29,16 @@ cn::Array<double> uniform(std::uint64_t seed, std::uint64_t stream, long long n,
 
 auto deposit_args(cn::Backend b, std::uint64_t seed) {
   const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy);
-  return std::make_tuple(on(b, x), on(b, y),
-                         on(b, cn::zeros<double>({kNx * kNy}, cn::Backend::host)), kNx, kNy, 2,
-                         true, kNx / kLx, kNy / kLy, 0.01, kN);
+  return std::make_tuple(on(b, x), on(b, y), on(b, cn::zeros<double>({kNodes}, cn::Backend::host)),
+                         0LL, 0LL, kGuard, kRow, 2, true, kNx / kLx, kNy / kLy, 0.01, kN);
 }
 auto gather_args(cn::Backend b, std::uint64_t seed) {
   const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy);
-  const auto ex = uniform(seed, 3, kNx * kNy, 1.0), ey = uniform(seed, 4, kNx * kNy, 1.0);
+  const auto ex = uniform(seed, 3, kNodes, 1.0), ey = uniform(seed, 4, kNodes, 1.0);
   return std::make_tuple(on(b, x), on(b, y), on(b, ex), on(b, ey),
                          on(b, cn::zeros<double>({kN}, cn::Backend::host)),
-                         on(b, cn::zeros<double>({kN}, cn::Backend::host)), kNx, kNy, 2, true,
-                         kNx / kLx, kNy / kLy, kN);
+                         on(b, cn::zeros<double>({kN}, cn::Backend::host)), 0LL, 0LL, kGuard, kRow,
+                         2, true, kNx / kLx, kNy / kLy, kN);
 }
 auto push_args(cn::Backend b, std::uint64_t seed) {
   const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy);

@@ -165,3 +165,31 @@ TEST_P(Parallel, LoopsMakeNoTransfers) {
 }
 
 CUNUMPY_ON_HOST_AND_EMULATED(Parallel);
+
+// omp_thread_range: inside a parallel region the team's ranges are disjoint, in thread order,
+// and cover [0, n) (also when n is smaller than the team); outside one, all of it.
+TEST(ParallelRanges, OmpThreadRangeSplitsALoopOverTheTeam) {
+  EXPECT_EQ(cn::omp_thread_range(10).begin, 0);
+  EXPECT_EQ(cn::omp_thread_range(10).end, 10);
+#if defined(_OPENMP)
+  for (const long long n : {0LL, 3LL, 1000003LL})
+    for (const int threads : {1, 2, 4, 7}) {
+      std::vector<cn::IndexRange> ranges(static_cast<std::size_t>(threads));
+      int team = 0;
+#pragma omp parallel num_threads(threads)
+      {
+        ranges[static_cast<std::size_t>(omp_get_thread_num())] = cn::omp_thread_range(n);
+#pragma omp single
+        team = omp_get_num_threads();
+      }
+      long long next = 0;
+      for (int t = 0; t < team; ++t) {
+        const cn::IndexRange r = ranges[static_cast<std::size_t>(t)];
+        EXPECT_EQ(r.begin, next) << "n " << n << ", thread " << t << " of " << team;
+        EXPECT_LE(r.begin, r.end);
+        next = r.end;
+      }
+      EXPECT_EQ(next, n) << team << " threads";
+    }
+#endif
+}

@@ -42,14 +42,12 @@
 #endif
 
 namespace cunumpy {
-namespace detail {
-
-[[noreturn]] void throw_no_cuda_in_translation_unit(std::string_view name);
-void check_extent(std::string_view name, long long n);
 
 // The contiguous part of [0, n) that the calling thread of an OpenMP team takes: part
 // omp_get_thread_num() of omp_get_num_threads() (all of it outside a parallel region or
-// without OpenMP).  The team may be smaller than asked for: its threads share the work.
+// without OpenMP), as parallel_for's static schedule splits it.  The team may be smaller than
+// asked for: its threads share the work.  For host loops of one's own inside `#pragma omp
+// parallel`.
 inline IndexRange omp_thread_range(long long n) {
 #if defined(_OPENMP)
   return split_range(n, omp_get_thread_num(), omp_get_num_threads());
@@ -57,6 +55,11 @@ inline IndexRange omp_thread_range(long long n) {
   return {0, n};
 #endif
 }
+
+namespace detail {
+
+[[noreturn]] void throw_no_cuda_in_translation_unit(std::string_view name);
+void check_extent(std::string_view name, long long n);
 
 // Host loops: OpenMP when the including file is compiled with it, otherwise serial.
 template <typename F>

@@ -1,0 +1,57 @@
+// The configuration (config.hpp): the named cases, the box, the checks.
+#include "config.hpp"
+
+#include <cmath>
+
+#include <cunumpy/errors.hpp>
+
+#include "config_table.hpp"
+
+namespace pic {
+
+namespace cn = cunumpy;
+
+BoxLengths box_of(const Config& c) {
+  const double lx = 2.0 * M_PI / c.k;
+  return {lx,
+          c.dim == 2 ? lx * static_cast<double>(c.cells_y) / static_cast<double>(c.cells_x) : 1.0};
+}
+
+double particle_weight(const Config& c) {
+  const BoxLengths box = box_of(c);
+  return box.lx * box.ly / static_cast<double>(c.particles);
+}
+
+void apply_case(Config& c) {
+  if (c.case_name == "landau") {
+    c.k = 0.5;
+    c.amplitude = 0.01;
+    c.vth = 1.0;
+    c.beam_velocity = 0.0;
+  } else if (c.case_name == "two_stream") {
+    c.k = 0.2;
+    c.amplitude = 0.001;
+    c.vth = 1.0;
+    c.beam_velocity = 2.4;
+  } else if (c.case_name != "custom") {
+    throw cn::ValueError("unknown case '" + c.case_name +
+                         "'; expected landau, two_stream or custom");
+  }
+}
+
+void validate(const Config& c, int ranks) {
+  // Each option within its row's range or choices (a NaN is outside every range: it would
+  // reach float-to-int casts that are undefined behaviour).
+  check_options(c);
+  auto fail = [](const std::string& m) { throw cn::ValueError(m); };
+  if (c.particles < ranks)
+    fail("--particles must be at least the number of ranks (" + std::to_string(ranks) + ")");
+  if (c.dim == 2 && c.cells_y < 4)
+    fail("--cells-y must be at least 4 in 2D, got " + std::to_string(c.cells_y));
+  if (c.beam_velocity != 0.0 && c.beam_velocity < 1e-12)
+    fail("--beam-velocity must be 0 (one Maxwellian) or at least 1e-12");
+  if ((c.output_every > 0 || c.checkpoint_every > 0) && c.output_folder.empty())
+    fail("--output-every and --checkpoint-every need --output <folder>");
+}
+
+}  // namespace pic

@@ -1,0 +1,93 @@
+// The decomposed layout (layout.hpp): each rank owns a block of cells and the particles in it;
+// HaloExchange sums the deposit's guards into their owners and fills the field's,
+// DistributedFft solves, ParticleMigration moves the particles that left the block.
+#include <algorithm>
+#include <array>
+
+#include <cunumpy/cunumpy.hpp>
+
+#include "layout.hpp"
+#include "particles.hpp"
+#include "pic.hpp"
+
+namespace pic {
+
+namespace cn = cunumpy;
+
+namespace {
+
+class DecomposedLayout final : public FieldLayout {
+ public:
+  DecomposedLayout(const Config& config, const cn::Comm& world, cn::Backend backend)
+      : FieldLayout(config, world, world, backend, /*whole_box=*/false),
+        migration_(world, decomposition_, std::array<double, 3>{0.0, 0.0, 0.0},
+                   std::array<double, 3>{grid_.lx, grid_.ly, 1.0}) {}
+
+  std::string name() const override { return "decomposed"; }
+
+  void reduce_density() override { halo_->sum(ne); }
+
+  void migrate(Particles& p) override {
+    cn::ParticleColumns columns;
+    columns.position(p.x);
+    if (p.dim == 2) columns.position(p.y);
+    columns.column(p.vx);
+    if (p.dim == 2) columns.column(p.vy);
+    columns.column(p.id);
+    p.n = migration_.migrate(columns, p.n);
+    p.follow();
+  }
+
+  long long spare_rows(long long particles) const override { return particles / 4 + 64; }
+  double bytes_sent_per_step(int steps) const override {
+    const double sent = static_cast<double>(
+        halo_->stats().bytes_sent + (halo_y_ ? halo_y_->stats().bytes_sent : 0) +
+        migration_.stats().bytes_sent + fft_->stats().bytes_sent - fft_bytes_at_reset_);
+    return sent / std::max(1, steps);
+  }
+  void reset_stats() override {
+    halo_->reset_stats();
+    if (halo_y_) halo_y_->reset_stats();
+    migration_.reset_stats();
+    fft_bytes_at_reset_ = fft_->stats().bytes_sent;  // DistributedFft's stats do not reset
+  }
+
+  // Each rank writes its block.
+  MeshBlock mesh_block(const std::vector<cn::Array<double>>& fields) const override {
+    const LocalGrid& g = grid_;
+    MeshBlock m;
+    m.global = g.two() ? std::vector<long long>{g.nx, g.ny} : std::vector<long long>{g.nx};
+    m.spacing = g.two() ? std::vector<double>{g.dx, g.dy} : std::vector<double>{g.dx};
+    m.offset = g.two() ? std::vector<long long>{g.x0, g.y0} : std::vector<long long>{g.x0};
+    m.count = g.two() ? std::vector<long long>{g.lnx, g.lny} : std::vector<long long>{g.lnx};
+    std::vector<cn::Array<double>> out;
+    for (const auto& h : fields) out.push_back(owned_block(h));
+    m.rho = out[0];
+    m.e.assign(out.begin() + 1, out.end());
+    return m;
+  }
+
+  // The rank's block of the box.
+  void particle_region(std::vector<double>& offset, std::vector<double>& extent) const override {
+    const LocalGrid& g = grid_;
+    offset = {static_cast<double>(g.x0) * g.dx};
+    extent = {static_cast<double>(g.lnx) * g.dx};
+    if (g.two()) {
+      offset.push_back(static_cast<double>(g.y0) * g.dy);
+      extent.push_back(static_cast<double>(g.lny) * g.dy);
+    }
+  }
+
+ private:
+  cn::ParticleMigration migration_;
+  long long fft_bytes_at_reset_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<FieldLayout> make_decomposed_layout(const Config& config, const cn::Comm& world,
+                                                    cn::Backend backend) {
+  return std::make_unique<DecomposedLayout>(config, world, backend);
+}
+
+}  // namespace pic

@@ -1,0 +1,151 @@
+// The fused host step (step.hpp): host_step.hpp's one pass on the layout's guarded grid: the
+// push deposits the next step's density into per-thread grids, which deposit() folds into the
+// layout's ne.  Deterministic: integer grids (exact sums), the kinetic energy and momentum by
+// the library's fixed-order reductions.
+#include <algorithm>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "builtin_step.hpp"
+#include "host_step.hpp"
+#include "host_step_simd.hpp"
+#include "pic.hpp"
+
+namespace pic {
+
+namespace cn = cunumpy;
+
+bool fused_host_step_applies(const Config& config, cn::Backend backend, const FieldLayout& layout) {
+  // The loops index nodes (and E_x, E_y pairs) with 32-bit integers.
+  const bool int_nodes = 2 * layout.grid().nodes() < (1LL << 31);
+  return backend == cn::Backend::host && config.kernels == "builtin" &&
+         config.host_step == "fused" && int_nodes;
+}
+
+namespace {
+
+constexpr double kQuantum = 16777216.0;  // the deterministic deposit's (deterministic_step.cpp)
+
+class FusedHostStep final : public ParticleStep {
+ public:
+  explicit FusedHostStep(const Config& config)
+      : dt_(config.dt), deterministic_(config.deterministic) {
+#if defined(_OPENMP)
+    threads_ = omp_get_max_threads();
+#endif
+  }
+
+  std::string name() const override {
+    return deterministic_ ? "fused host (deterministic)" : "fused host";
+  }
+
+  void deposit(const Particles& p, FieldLayout& layout, long long undeposited_anywhere) override {
+    const LocalGrid& g = layout.grid();
+    if (!pushed_ || undeposited_anywhere != 0) {
+      // No push deposited (the first step, a restart), or one left particles out somewhere:
+      // every rank deposits its particles where they are now.
+      grids_.ensure(threads_, g.nodes(), deterministic_);
+      clear();
+      host_step::Step s = step_of(const_cast<Particles&>(p), layout, 0.0);
+      host_step::deposit(s, grids_);
+    }
+    host_step::fold(grids_, g.nodes(), layout.ne.data());
+    pushed_ = false;
+  }
+
+  double density_scale(const Particles& p) const override {
+    return deterministic_ ? p.charge_density / kQuantum : 1.0;
+  }
+
+  StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
+    if (!move) {  // the half push at the start: the separate loops (the same math)
+      builtin::gather(p, layout);
+      return builtin::push(p, layout, -factor * dt_, dt_, false);
+    }
+    const LocalGrid& g = layout.grid();
+    host_step::interleave_fields(g.nodes(), layout.ex.data(), g.two() ? layout.ey.data() : nullptr,
+                                 exy_);
+    const bool vectors = g.two() && g.order == 1;
+    if (vectors)
+      host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
+    grids_.ensure(threads_, g.nodes(), deterministic_);
+    host_step::Step s = step_of(p, layout, -factor * dt_);
+    s.exy = exy_.data();
+    s.cells = vectors ? cells_.data() : nullptr;
+    if (deterministic_) {
+      s.energies = p.work.data();
+      s.half_mass = 0.5 * p.mass;
+    }
+    const host_step::Sums sums = host_step::push_and_deposit(s, grids_);
+    pushed_ = true;
+    StepSums out;
+    out.undeposited = static_cast<double>(sums.undeposited);
+    if (deterministic_) {  // the builtin push's sums, in the same fixed order
+      const double* e = p.work.data();
+      const double* vx = p.vx.data();
+      const double mass = p.mass;
+      out.kinetic = cn::parallel_reduce(cn::on(p.work), "kinetic energy", p.n, cn::ReduceOp::sum,
+                                        [=](long long i) { return e[i]; });
+      out.momentum = cn::parallel_reduce(cn::on(p.vx), "momentum", p.n, cn::ReduceOp::sum,
+                                         [=](long long i) { return mass * vx[i]; });
+    } else {
+      out.kinetic = 0.5 * p.mass * sums.energy;
+      out.momentum = p.mass * sums.momentum;
+    }
+    return out;
+  }
+
+ private:
+  host_step::Step step_of(Particles& p, const FieldLayout& layout, double dv) const {
+    const LocalGrid& g = layout.grid();
+    host_step::Step s{};
+    s.x = p.x.data();
+    s.y = g.two() ? p.y.data() : nullptr;
+    s.vx = p.vx.data();
+    s.vy = g.two() ? p.vy.data() : nullptr;
+    s.n = p.n;
+    s.dim = g.dim;
+    s.order = g.order;
+    s.inv_dx = 1.0 / g.dx;
+    s.inv_dy = 1.0 / g.dy;
+    s.lx = g.lx;
+    s.ly = g.ly;
+    s.dv = dv;
+    s.dt = dt_;
+    s.charge = p.charge_density;
+    // Node (i, j) at (i - x0 + guard) * row + (j - y0 + guard).
+    s.row = g.row;
+    s.base = (g.guard - g.x0) * g.row + (g.two() ? g.guard - g.y0 : 0);
+    s.nx = g.nx;
+    s.ny = g.ny;
+    s.i_lo = g.x0 - g.guard;
+    s.i_hi = g.x0 + g.lnx + g.guard - 1;
+    s.j_lo = g.two() ? g.y0 - g.guard : 0;
+    s.j_hi = g.two() ? g.y0 + g.lny + g.guard - 1 : 0;
+    s.whole_box = g.whole_box;
+    s.integer = deterministic_;
+    return s;
+  }
+
+  void clear() {
+    for (auto& grid : grids_.real) std::fill(grid.begin(), grid.end(), 0.0);
+    for (auto& grid : grids_.integer) std::fill(grid.begin(), grid.end(), 0);
+  }
+
+  double dt_;
+  bool deterministic_;
+  int threads_ = 1;
+  bool pushed_ = false;  // the last push deposited into grids_ (not folded yet)
+  host_step::ThreadGrids grids_;
+  std::vector<double> exy_, cells_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParticleStep> make_fused_host_step(const Config& config, const FieldLayout&) {
+  return std::make_unique<FusedHostStep>(config);
+}
+
+}  // namespace pic

@@ -1,0 +1,36 @@
+// apps/pic/particles.hpp: a rank's electrons, rows [0, n) of arrays on the run's backend.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace pic {
+
+struct Config;
+class FieldLayout;
+
+struct Particles {
+  int dim = 1;
+  cunumpy::Array<double> x, y, vx, vy;  // positions and velocities (y, vy empty in 1D)
+  cunumpy::Array<std::int64_t> id;      // global ids: the particles are functions of them
+  // Per-particle work of the separate steps (the field at the particles, energies), as many
+  // rows as the particle arrays: follow() keeps them so after the arrays grew.
+  cunumpy::Array<double> ex, ey, work;
+  long long n = 0;            // rows [0, n) are the particles
+  double mass = 0;            // a macro-particle's mass and weight: the box volume over N
+  double charge_density = 0;  // its density in a cell: cells over N
+  long long global = 0;       // over all ranks
+
+  long long capacity() const { return x.ndim() == 0 ? 0 : x.shape(0); }
+  // The work arrays at the particle arrays' row count (after a migration grew them).
+  void follow();
+};
+
+// This rank's initial particles (positions and velocities functions of the global id: the same
+// particles at every rank count), `spare` rows beyond them.
+Particles make_particles(const Config& config, const cunumpy::Comm& comm, cunumpy::Backend backend,
+                         long long spare);
+
+}  // namespace pic

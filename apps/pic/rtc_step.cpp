@@ -1,0 +1,72 @@
+// The rtc step (step.hpp): the kernel catalog's deposit, gather and push (pic_catalog.hpp):
+// their host versions on host, their CUDA sources compiled at run time on cuda (NVRTC) and
+// emulated (the kernel emulator).  Compiled as CUDA when the CUDA backend is built.
+#include "layout.hpp"
+#include "particles.hpp"
+#include "pic.hpp"
+#include "pic_catalog.hpp"
+#include "step.hpp"
+
+namespace pic {
+
+namespace cn = cunumpy;
+
+namespace rtc {
+
+double sum_of(const cn::Array<double>& values, long long n) {
+  const double* e = values.data();
+  return CUNUMPY_REDUCE_ON(cn::on(values), "kinetic energy", n, cn::ReduceOp::sum, i, return e[i];);
+}
+double momentum_of(const Particles& p) {
+  const double* vx = p.vx.data();
+  const double mass = p.mass;
+  return CUNUMPY_REDUCE_ON(cn::on(p.vx), "momentum", p.n, cn::ReduceOp::sum, i,
+                           return mass * vx[i];);
+}
+
+}  // namespace rtc
+
+namespace {
+
+class RtcStep final : public ParticleStep {
+ public:
+  RtcStep(const Config& config, cn::Backend backend) : dt_(config.dt) {
+    // At setup, so the first step pays no compilation; only the cuda backend runs the NVRTC
+    // images (the host backend runs the host kernels, the emulated one compiles its own).
+    if (backend == cn::Backend::cuda) kernel_catalog().compile_all(2);
+  }
+  std::string name() const override { return "rtc"; }
+
+  void deposit(const Particles& p, FieldLayout& layout, long long) override {
+    const LocalGrid& g = layout.grid();
+    const bool two = g.two();
+    layout.ne.fill(0.0);
+    kernel_catalog().get<decltype(&deposit_host)>("deposit")(
+        cn::threads(p.n), p.x, two ? p.y : p.x, layout.ne, g.x0, g.y0, g.guard, g.row, g.order, two,
+        1.0 / g.dx, 1.0 / g.dy, p.charge_density, p.n);
+  }
+
+  StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
+    const LocalGrid& g = layout.grid();
+    const bool two = g.two();
+    kernel_catalog().get<decltype(&gather_host)>("gather")(
+        cn::threads(p.n), p.x, two ? p.y : p.x, layout.ex, two ? layout.ey : layout.ex, p.ex,
+        two ? p.ey : p.ex, g.x0, g.y0, g.guard, g.row, g.order, two, 1.0 / g.dx, 1.0 / g.dy, p.n);
+    const double dv = -factor * dt_;
+    kernel_catalog().get<decltype(&push_host)>("push")(
+        cn::threads(p.n), p.x, two ? p.y : p.x, p.vx, two ? p.vy : p.vx, p.ex, two ? p.ey : p.ex,
+        p.work, dv, dt_, g.lx, g.ly, p.mass, move, two, p.n);
+    return StepSums{rtc::sum_of(p.work, p.n), rtc::momentum_of(p), 0};
+  }
+
+ private:
+  double dt_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParticleStep> make_rtc_step(const Config& config, cn::Backend backend) {
+  return std::make_unique<RtcStep>(config, backend);
+}
+
+}  // namespace pic

@@ -1,0 +1,45 @@
+// The table of particle steps (step.hpp): the first row that applies to a configuration, its
+// backend and its layout is the run's step.  A new step is a new file and a row here.
+#include "step.hpp"
+
+#include "layout.hpp"
+#include "pic.hpp"
+
+namespace pic {
+
+namespace cn = cunumpy;
+
+double ParticleStep::density_scale(const Particles&) const {
+  return 1.0;
+}
+
+std::unique_ptr<ParticleStep> make_step(const Config& config, cn::Backend backend,
+                                        const FieldLayout& layout) {
+  struct Row {
+    bool (*applies)(const Config&, cn::Backend, const FieldLayout&);
+    std::unique_ptr<ParticleStep> (*make)(const Config&, cn::Backend, const FieldLayout&);
+  };
+  static constexpr Row rows[] = {
+      // The kernel catalog's kernels (the deterministic deposit is the builtin one).
+      {[](const Config& c, cn::Backend, const FieldLayout&) {
+         return c.kernels == "rtc" && !c.deterministic;
+       },
+       [](const Config& c, cn::Backend b, const FieldLayout&) { return make_rtc_step(c, b); }},
+      // The host's one pass, plain or deterministic.
+      {&fused_host_step_applies, [](const Config& c, cn::Backend,
+                                    const FieldLayout& l) { return make_fused_host_step(c, l); }},
+      // The device's (and the separate host passes') deterministic deposit.
+      {[](const Config& c, cn::Backend, const FieldLayout&) { return c.deterministic; },
+       [](const Config& c, cn::Backend b, const FieldLayout&) {
+         return make_deterministic_step(c, b);
+       }},
+      // The separate parallel_for passes.
+      {[](const Config&, cn::Backend, const FieldLayout&) { return true; },
+       [](const Config& c, cn::Backend b, const FieldLayout&) { return make_builtin_step(c, b); }},
+  };
+  for (const Row& r : rows)
+    if (r.applies(config, backend, layout)) return r.make(config, backend, layout);
+  throw cn::ValueError("pic: no particle step for this configuration");
+}
+
+}  // namespace pic

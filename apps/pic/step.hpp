@@ -1,0 +1,70 @@
+// apps/pic/step.hpp: how the particles advance, one interface, a type per strategy (a file
+// each):
+//
+//   fused host (fused_host_step.cpp): the host backend's one pass (host_step.hpp): gather at
+//     x_n, push, move and the deposit at x_{n+1}, 1D and 2D, CIC and TSC, plain or
+//     deterministic (integer grids).
+//   builtin (builtin_step.cpp): separate parallel_for passes compiled with the program (nvcc
+//     on cuda): the deposit by atomics on the device, into private per-thread grids on the host.
+//   deterministic (deterministic_step.cpp): builtin, with the deposit's weights quantised to
+//     2^-24 and summed exactly by segment_sum (the device's deterministic mode).
+//   rtc (rtc_step.cpp): the kernel catalog's kernels (pic_catalog.hpp): their host versions on
+//     host, their CUDA sources compiled at run time on cuda, the kernel emulator on emulated.
+//
+// Every step deposits into and gathers from the layout's guarded local grid (grid.hpp), so each
+// runs on every layout.  The per-particle math is pic_kernels.hpp's, shared by all of them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <cunumpy/cunumpy.hpp>
+
+namespace pic {
+
+struct Config;
+struct Particles;
+class FieldLayout;
+
+// What a push leaves for the diagnostics (summed over the ranks by the driver).
+struct StepSums {
+  double kinetic = 0;      // mass / 2 v_old . v_new, summed
+  double momentum = 0;     // mass v_x after the push, summed
+  double undeposited = 0;  // particles a pushing deposit left out (a count)
+};
+
+class ParticleStep {
+ public:
+  virtual ~ParticleStep() = default;
+  // The row of the table below.
+  virtual std::string name() const = 0;
+  // layout.ne (guards included) = the density of this rank's particles at their positions.
+  // A step that deposits in push() keeps that deposit unless `undeposited_anywhere` (the ranks'
+  // sum of StepSums::undeposited) is not 0, or there was no push since the last deposit (-1).
+  virtual void deposit(const Particles& particles, FieldLayout& layout,
+                       long long undeposited_anywhere) = 0;
+  // The factor of ne in the charge (1; the deterministic deposit sums integers).
+  virtual double density_scale(const Particles& particles) const;
+  // The field at x_n gathered, v += factor * dt * (q/m) E (q/m = -1), then, if `move`,
+  // x += dt v (wrapped into the box).  This rank's sums.
+  virtual StepSums push(Particles& particles, FieldLayout& layout, double velocity_factor,
+                        bool move) = 0;
+};
+
+// The step of a configuration on a backend, from the table in step.cpp.
+std::unique_ptr<ParticleStep> make_step(const Config& config, cunumpy::Backend backend,
+                                        const FieldLayout& layout);
+
+// The steps (one file each).
+std::unique_ptr<ParticleStep> make_fused_host_step(const Config& config, const FieldLayout& layout);
+std::unique_ptr<ParticleStep> make_builtin_step(const Config& config, cunumpy::Backend backend);
+std::unique_ptr<ParticleStep> make_deterministic_step(const Config& config,
+                                                      cunumpy::Backend backend);
+std::unique_ptr<ParticleStep> make_rtc_step(const Config& config, cunumpy::Backend backend);
+
+// Whether the fused host step can run this configuration on this layout (the host backend,
+// builtin kernels, --host-step fused, a grid whose node indices fit 32 bits).
+bool fused_host_step_applies(const Config& config, cunumpy::Backend backend,
+                             const FieldLayout& layout);
+
+}  // namespace pic
