@@ -10,3 +10,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 CUNUMPY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CUNUMPY_ROOT
 JOBS="${JOBS:-2}"
+# ccache: paths below the checkout are hashed relative to it, so a clone in another folder
+# (CI's) reuses what an earlier build of the same sources compiled.
+export CCACHE_BASEDIR="$CUNUMPY_ROOT"
+export CCACHE_NOHASHDIR=1
