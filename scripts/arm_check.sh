@@ -61,11 +61,12 @@ aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$k/hos
   -o "$out/host_simd_check"
 aarch64-linux-gnu-g++ "${flags[@]}" "$k/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
 # The kernel emulator's engine, with the kernels layer's pieces it calls (the include
-# resolution and the kernel cache).
-aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w -DCUNUMPY_SOURCE_DEVICE_HEADERS="\"$src/device_headers\"" \
-  -DCUNUMPY_INSTALLED_INCLUDE_DIR='"/nonexistent"' -DCUNUMPY_CUDA_LIBRARY_DIR='""' \
+# resolution, the kernel cache, the device headers the library carries).
+cmake -DDIR="$src/device_headers" -DOUT="$out/embedded_headers.cpp" -P "$src/cmake/embed_headers.cmake"
+aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w -DCUNUMPY_CUDA_LIBRARY_DIR='""' \
   -DCUNUMPY_CUDA_INCLUDE_DIR='""' -Wno-psabi -I"$src/tests/support" "$src/tests/arm/emulator_check.cpp" "$k/cuda_emulator.cpp" \
-  "$k/cuda_signature.cpp" "$k/cuda_compiler.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
+  "$k/cuda_signature.cpp" "$k/cuda_compiler.cpp" "$k/kernel_cache.cpp" "$out/embedded_headers.cpp" \
+  "$src/runtime/core/src/files.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
   /usr/lib/aarch64-linux-gnu/libcrypto.so -o "$out/emulator_check"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \
   "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$k/host_simd/targets.cpp" \

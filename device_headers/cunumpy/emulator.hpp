@@ -3,9 +3,11 @@
 //
 // The emulator compiles a CudaKernel's source as C++ with this header first: threadIdx,
 // blockIdx, blockDim and gridDim, __shared__ (one copy per block), dynamic shared memory,
-// __syncthreads (the block's threads run as fibers that meet there), atomics that stay correct
-// while blocks run on several host threads, __ldg, rsqrt, __trap (an exception with the
-// message), and the function qualifiers.  Host code only; never included by applications.
+// __syncthreads (the block's threads run as fibers that meet there), the warp functions,
+// atomics that stay correct while blocks run on several host threads, __ldg, rsqrt, __trap (an
+// exception with the message), and the function qualifiers; cunumpy/emulator_builtins.hpp adds
+// the rest of the device API (vector types, intrinsics, votes, ...) and names what is refused.
+// Host code only; never included by applications.
 #pragma once
 
 #define CUNUMPY_EMULATOR 1
@@ -63,7 +65,7 @@ enum WarpOp : int {
 struct Hooks {
   void (*syncthreads)();
   void* (*dynamic_shared)();
-  void (*trap)(const char* what);  // throws: it never returns
+  void (*trap)(const char* what, uint3 thread);  // throws: it never returns
   // The lanes of the warp run to the same warp operation and exchange there.
   unsigned long long (*warp)(int op, unsigned mask, unsigned long long value, int arg, int width);
   unsigned (*active_mask)();
@@ -132,7 +134,7 @@ inline void* cunumpy_emulator_dynamic_shared() {
   return cunumpy_emulator::hooks->dynamic_shared();
 }
 [[noreturn]] inline void __trap() {
-  cunumpy_emulator::hooks->trap("__trap() called");
+  cunumpy_emulator::hooks->trap("__trap() called", threadIdx);
   __builtin_unreachable();
 }
 inline void __threadfence() {
@@ -278,6 +280,10 @@ template <typename T>
 inline T atomicXor(T* p, T v) {
   return std::atomic_ref<T>(*p).fetch_xor(v, std::memory_order_relaxed);
 }
+
+// Vector types, intrinsics, conversions, votes, warp reductions, more atomics; what the
+// emulator refuses, by name.
+#include "cunumpy/emulator_builtins.hpp"
 
 // The emulator's entries: calls `kernel` with the packed arguments (each points to one
 // parameter's bytes, as cudaLaunchKernel takes them).

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <sstream>
 
 #include <cunumpy/backend.hpp>
@@ -23,6 +22,7 @@
 #include <cunumpy/errors.hpp>
 
 #include "cuda_source.hpp"
+#include "kernel_cache.hpp"
 
 namespace cunumpy {
 namespace detail {
@@ -107,34 +107,8 @@ void check(const Nvrtc& n, int result, const char* call) {
     throw CompileError(std::string("CudaKernel: ") + call + " failed: " + n.error_string(result));
 }
 
-std::atomic<long long> g_hits{0}, g_misses{0}, g_rejected{0}, g_compiles{0};
-
-constexpr std::string_view kMagic = "CUNUMPY-KERNEL 1\n";
-
-// An entry: the magic line, the SHA-256 of the payload, its size, then the payload (the
-// lowered name, a NUL, the CUBIN).  Anything else (truncated, corrupted, another version)
-// is not loaded.
-std::optional<CompiledCode> read_entry(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string all = s.str();
-  if (all.compare(0, kMagic.size(), kMagic) != 0) return std::nullopt;
-  std::size_t pos = kMagic.size();
-  const std::size_t nl1 = all.find('\n', pos);
-  if (nl1 == std::string::npos || nl1 - pos != 64) return std::nullopt;
-  const std::string digest = all.substr(pos, 64);
-  const std::size_t nl2 = all.find('\n', nl1 + 1);
-  if (nl2 == std::string::npos) return std::nullopt;
-  std::size_t size = 0;
-  try {
-    size = std::stoull(all.substr(nl1 + 1, nl2 - nl1 - 1));
-  } catch (...) {
-    return std::nullopt;
-  }
-  const std::string payload = all.substr(nl2 + 1);
-  if (payload.size() != size || sha256_hex(payload) != digest) return std::nullopt;
+// An entry's payload: the lowered name, a NUL, the CUBIN.
+std::optional<CompiledCode> decode_entry(const std::string& payload) {
   const std::size_t nul = payload.find('\0');
   if (nul == std::string::npos || nul + 1 >= payload.size()) return std::nullopt;
   CompiledCode code;
@@ -144,34 +118,16 @@ std::optional<CompiledCode> read_entry(const std::filesystem::path& path) {
   return code;
 }
 
-// Writes an entry under a name of its own, then renames it into place: readers (and other
-// ranks writing the same entry) see either no entry or a complete one.
-void write_entry(const std::filesystem::path& path, const CompiledCode& code) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  std::random_device rd;
-  const fs::path tmp =
-      path.string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
-  const std::string payload = code.lowered_name + '\0' + code.cubin;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << kMagic << sha256_hex(payload) << '\n' << payload.size() << '\n' << payload;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      static std::once_flag warned;
-      std::call_once(warned, [&] {
-        std::fprintf(stderr,
-                     "cunumpy: warning: cannot write the kernel cache in %s; kernels are compiled "
-                     "every run (set CUNUMPY_KERNEL_CACHE to a writable folder)\n",
-                     path.parent_path().c_str());
-      });
-      return;
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
+// The toolkit's headers NVRTC compiles against (cuda/std/..., CCCL): their CUDA_VERSION.
+const std::string& toolkit_identity() {
+  static const std::string id = [] {
+    std::ifstream in(std::filesystem::path(CUNUMPY_CUDA_INCLUDE_DIR) / "cuda.h");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("#define CUDA_VERSION ", 0) == 0) return line;
+    return std::string("no cuda.h");
+  }();
+  return id;
 }
 
 }  // namespace
@@ -180,22 +136,10 @@ int nvrtc_version() {
   return nvrtc().numeric_version;
 }
 
-std::filesystem::path kernel_cache_dir() {
-  if (const char* env = std::getenv("CUNUMPY_KERNEL_CACHE"); env != nullptr && *env != '\0') {
-    if (std::string_view(env) == "off") return {};
-    return env;
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
-    return std::filesystem::path(xdg) / "cunumpy" / "kernels";
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::filesystem::path(home) / ".cache" / "cunumpy" / "kernels";
-  return std::filesystem::temp_directory_path() / "cunumpy-kernels";
-}
-
 std::string cache_key(const CompileRequest& r) {
   std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " +
-                     std::to_string(nvrtc_version()) + "\narch " + r.arch + "\nexpression " +
-                     r.expression + "\n";
+                     std::to_string(nvrtc_version()) + "\ntoolkit " + toolkit_identity() +
+                     "\narch " + r.arch + "\nexpression " + r.expression + "\n";
   for (const std::string& o : r.options) text += "option " + o + "\n";
   text += "source " + std::to_string(r.source.size()) + "\n" + r.source;
   for (const auto& h : r.headers) {
@@ -208,20 +152,15 @@ std::string cache_key(const CompileRequest& r) {
 CompiledCode compile_cuda(const CompileRequest& r) {
   const Nvrtc& n = nvrtc();
   const std::string key = cache_key(r);
-  const std::filesystem::path dir = kernel_cache_dir();
+  const std::filesystem::path dir = usable_cache_dir();
   const std::filesystem::path entry =
       dir.empty() ? std::filesystem::path() : dir / (key + ".cubin");
-  if (!entry.empty()) {
-    if (std::error_code ec; std::filesystem::exists(entry, ec)) {
-      if (auto cached = read_entry(entry)) {
-        ++g_hits;
+  if (!entry.empty())
+    if (auto payload = read_cache_entry(entry))
+      if (auto cached = decode_entry(*payload)) {
         cached->key = key;
         return *cached;
       }
-      ++g_rejected;  // truncated or corrupted: compiled again and rewritten
-    }
-    ++g_misses;
-  }
   Program program = nullptr;
   check(n, n.create(&program, r.source.c_str(), r.program_name.c_str(), 0, nullptr, nullptr),
         "nvrtcCreateProgram");
@@ -234,7 +173,7 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   std::vector<const char*> options;
   for (const std::string& o : r.options) options.push_back(o.c_str());
   const int result = n.compile(program, static_cast<int>(options.size()), options.data());
-  ++g_compiles;
+  count_compilation(Compiler::nvrtc);
   std::size_t log_size = 0;
   n.log_size(program, &log_size);
   std::string log(log_size, '\0');
@@ -256,15 +195,10 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   const char* lowered = nullptr;
   check(n, n.lowered_name(program, r.expression.c_str(), &lowered), "nvrtcGetLoweredName");
   code.lowered_name = lowered;
-  if (!entry.empty()) write_entry(entry, code);
+  if (!entry.empty()) write_cache_entry(entry, code.lowered_name + '\0' + code.cubin);
   return code;
 }
 
 }  // namespace detail
-
-KernelCacheStats kernel_cache_stats() noexcept {
-  return {detail::g_hits.load(), detail::g_misses.load(), detail::g_rejected.load(),
-          detail::g_compiles.load()};
-}
 
 }  // namespace cunumpy

@@ -31,14 +31,11 @@ struct CompiledCode {
 CompiledCode compile_cuda(const CompileRequest& request);
 
 // The cache key of a request (SHA-256 over the library version, NVRTC's version, the
-// architecture, the expression, the options, the source and the headers' contents).
+// toolkit's CUDA_VERSION, the architecture, the expression, the options, the source and the
+// headers' contents).
 std::string cache_key(const CompileRequest& request);
 
 // NVRTC's version as major * 1000 + minor * 10 (e.g. 13000); BackendError without NVRTC.
 int nvrtc_version();
-
-// The cache folder (CUNUMPY_KERNEL_CACHE, else $XDG_CACHE_HOME/cunumpy/kernels, else
-// ~/.cache/cunumpy/kernels); empty when CUNUMPY_KERNEL_CACHE=off.
-std::filesystem::path kernel_cache_dir();
 
 }  // namespace cunumpy::detail

@@ -32,7 +32,7 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
-#include <random>
+#include <optional>
 #include <regex>
 #include <span>
 #include <sstream>
@@ -40,6 +40,7 @@
 #include <cunumpy/build_config.hpp>
 #include <cunumpy/emulator.hpp>
 #include <cunumpy/errors.hpp>
+#include <cunumpy/files.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -47,6 +48,7 @@
 
 #include "cuda_compiler.hpp"
 #include "cuda_source.hpp"
+#include "kernel_cache.hpp"
 
 namespace cunumpy {
 
@@ -69,6 +71,7 @@ class EmulatedKernel {
   void (*block)(void**) = nullptr;                // every thread of a block without barriers
   void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // before each block
   bool barriers = false;
+  bool from_cache = false;  // loaded from the kernel cache
   std::string name;
 };
 
@@ -204,6 +207,7 @@ struct BlockRun {
   Lane* current = nullptr;
   bool fibers = false;
   std::exception_ptr failure;
+  std::optional<uint3> failed_thread;  // the thread that failed, where known
   fc::fcontext_t scheduler = nullptr;  // the scheduler's context while a round runs
   // Kept as the threads arrive, so a round's end needs no pass over the block's threads (a
   // barrier of 256 threads: 10% of its time went to three such passes): the barrier of
@@ -317,7 +321,10 @@ void* hook_dynamic_shared() {
   return t_run != nullptr ? t_run->shared.data() : nullptr;
 }
 
-[[noreturn]] void hook_trap(const char* what) {
+// `thread` is the trapping thread's threadIdx (passed by value: the block loop keeps it in a
+// register).
+[[noreturn]] void hook_trap(const char* what, uint3 thread) {
+  if (t_run != nullptr && !t_run->failed_thread) t_run->failed_thread = thread;
   throw Error(std::string("CUDA kernel trapped: ") + what);
 }
 
@@ -452,7 +459,10 @@ void lane_body(Lane& lane) {
         run->kernel->entry(run->args, &lane.thread);
       } catch (const LaneAborted&) {
       } catch (...) {
-        if (!run->failure) run->failure = std::current_exception();
+        if (!run->failure) {
+          run->failure = std::current_exception();
+          run->failed_thread = lane.thread;
+        }
       }
     }
     lane.done = true;
@@ -670,7 +680,7 @@ std::string translation_unit(const EmulationRequest& r) {
       R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;\[]*?)\s+(\w+)\s*\[\s*\]\s*;)");
   const std::string source = std::regex_replace(
       r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
-  return "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.expression + ".cu\"\n" + source +
+  return "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.source_name + "\"\n" + source +
          "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n"
          "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry(void** args, const uint3* thread) { "
          "::cunumpy_emulator::set_thread(*thread); ::cunumpy_emulator::call(&" +
@@ -685,6 +695,41 @@ std::string translation_unit(const EmulationRequest& r) {
          "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_set_index(const ::cunumpy_emulator::Index* "
          "i) { ::cunumpy_emulator::set_index(*i); }\n";
 }
+
+// A command of several words, as make and the shell split CXX ("ccache g++", "env c++"):
+// at blanks, with single and double quotes grouping and a backslash escaping one character.
+std::vector<std::string> command_words(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    if (quote != 0) {
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < command.size()) {
+      word += command[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::exchange(word, {}));
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  if (words.empty()) words.emplace_back("c++");
+  return words;
+}
+
+std::atomic<unsigned long long> g_builds{0};  // this process's build folders and loose copies
 
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
@@ -704,8 +749,7 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
                                     "-ffp-contract=off",
                                     "-march=native",  // this CPU: compiled where it runs, as NVRTC
                                     "-fvisibility=hidden",
-                                    "-w",
-                                    "-I" + cuda_include_dir().string()};
+                                    "-w"};
   // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
   // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
   // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
@@ -713,6 +757,9 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   // vectorised block loop.
   for (const std::string& o : r.options)
     if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
+  // cunumpy's headers after the kernel's own folders, as NVRTC searches them (and as
+  // resolve_includes tracks them); a repeated -I is ignored.
+  flags.push_back("-I" + cuda_include_dir().string());
   // (Appended piece by piece: GCC 12 warns, falsely, on "text" + std::string; -Wrestrict.)
   std::string text = "emulator\n";
   for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity()})
@@ -724,60 +771,86 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   text += tu;
   // The built-ins header is part of every emulated kernel: an edit of it recompiles them.
   text += '\n';
-  text += read_file(cuda_include_dir() / "cunumpy" / "emulator.hpp");
+  for (const char* builtins : {"emulator.hpp", "emulator_builtins.hpp"})
+    text += read_file(cuda_include_dir() / "cunumpy" / builtins);
   std::vector<std::string> headers;  // read once: for the key and the search for barriers
   for (const auto& h : r.headers) {
     text += '\n';
     text += headers.emplace_back(read_file(h));
   }
+  // Dynamic shared memory is rewritten in the kernel's own file only.
+  static const std::regex extern_shared(R"(extern\s+__shared__)");
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    if (std::regex_search(strip_comments(headers[i]), extern_shared))
+      throw CompileError("CudaKernel '" + r.expression + "': " + r.headers[i].string() +
+                         " declares extern __shared__ memory; the kernel emulator maps dynamic "
+                         "shared memory where the kernel's own source declares it: declare it "
+                         "there and pass the pointer to the header's device function");
   const std::string key = sha256_hex(text);
-  fs::path dir = kernel_cache_dir();
-  const bool cached = !dir.empty();
-  if (!cached) dir = fs::temp_directory_path() / "cunumpy-emulator";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path so = dir / (key + ".so");
-  if (!cached || !fs::exists(so, ec)) {
-    std::random_device rd;
-    const std::string stem =
-        (dir / (key + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd()))).string();
-    {
-      std::ofstream out(stem + ".cpp");
-      out << tu;
-    }
-    std::string cmd = shell_quote(emulation_compiler());
-    for (const auto& f : flags) {
-      cmd += ' ';
-      cmd += shell_quote(f);
-    }
-    for (const std::string& piece :
-         {std::string(" -x c++ "), shell_quote(stem + ".cpp"), std::string(" -o "),
-          shell_quote(stem + ".so"), std::string(" > "), shell_quote(stem + ".log")})
-      cmd += piece;
-    cmd += " 2>&1";
-    const int status = std::system(cmd.c_str());
-    std::string log;
-    {
-      std::ifstream in(stem + ".log");
-      std::ostringstream s;
-      s << in.rdbuf();
-      log = s.str();
-    }
-    fs::remove(stem + ".cpp", ec);
-    fs::remove(stem + ".log", ec);
-    if (status != 0) {
-      fs::remove(stem + ".so", ec);
-      throw CompileError("CudaKernel '" + r.expression + "': the emulator's compiler (" +
-                         emulation_compiler() + ") could not compile it:\n" + log);
-    }
-    fs::rename(stem + ".so", so, ec);
-    if (ec) throw Error("the kernel emulator: cannot place " + so.string() + ": " + ec.message());
-  }
+  // The entry in the cache (a private folder when the configured one cannot be written, or a
+  // compilation of its own when the cache is off), checked whole before it is loaded.
+  const fs::path dir = usable_cache_dir();
+  const fs::path entry = dir.empty() ? fs::path() : dir / (key + ".so");
   auto k = std::make_shared<EmulatedKernel>();
   k->name = r.expression;
-  k->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  fs::path load = entry;
+  if (entry.empty() || !read_cache_entry(entry)) {
+    // Compiled in a folder of its own under fixed names, so the library's bytes depend on the
+    // request alone (two processes compiling one kernel write the same entry).
+    const fs::path work = private_temp_dir() / ("build-" + key.substr(0, 16) + "-" +
+                                                std::to_string(g_builds.fetch_add(1)));
+    std::error_code ec;
+    fs::create_directories(work, ec);
+    struct Cleanup {
+      fs::path dir;
+      ~Cleanup() {
+        std::error_code e;
+        fs::remove_all(dir, e);
+      }
+    } cleanup{work};
+    {
+      std::ofstream out(work / "kernel.cpp");
+      out << tu;
+      if (!out.flush())
+        throw Error("the kernel emulator: cannot write " + (work / "kernel.cpp").string());
+    }
+    std::string cmd;
+    for (const std::string& word : command_words(emulation_compiler())) {
+      cmd += shell_quote(word);
+      cmd += ' ';
+    }
+    for (const auto& f : flags) {
+      cmd += shell_quote(f);
+      cmd += ' ';
+    }
+    for (const std::string& piece :
+         {std::string("-x c++ "), shell_quote((work / "kernel.cpp").string()), std::string(" -o "),
+          shell_quote((work / "kernel.so").string()), std::string(" > "),
+          shell_quote((work / "kernel.log").string()), std::string(" 2>&1")})
+      cmd += piece;
+    const int status = std::system(cmd.c_str());
+    count_compilation(Compiler::host);
+    if (status != 0) {
+      std::ifstream in(work / "kernel.log");
+      std::ostringstream log;
+      log << in.rdbuf();
+      throw CompileError("CudaKernel '" + r.expression + "': the emulator's compiler (" +
+                         emulation_compiler() + ") could not compile " + r.source_name + ":\n" +
+                         log.str());
+    }
+    const std::string library = read_file(work / "kernel.so");
+    if (!entry.empty() && write_cache_entry(entry, library)) {
+      load = entry;
+    } else {  // no cache: loaded from a copy of its own that outlives the build folder
+      load = private_temp_dir() / (key + "-" + std::to_string(g_builds.fetch_add(1)) + ".so");
+      write_file_atomically(load, library);
+    }
+  } else {
+    k->from_cache = true;
+  }
+  k->handle = dlopen(load.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (k->handle == nullptr)
-    throw Error("the kernel emulator: cannot load " + so.string() + ": " + dlerror());
+    throw Error("the kernel emulator: cannot load " + load.string() + ": " + dlerror());
   k->entry =
       reinterpret_cast<void (*)(void**, const uint3*)>(dlsym(k->handle, "cunumpy_emulator_entry"));
   k->block = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_block"));
@@ -786,7 +859,7 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   k->set_index = reinterpret_cast<void (*)(const cunumpy_emulator::Index*)>(
       dlsym(k->handle, "cunumpy_emulator_set_index"));
   if (k->entry == nullptr || k->block == nullptr || init == nullptr || k->set_index == nullptr)
-    throw Error("the kernel emulator: " + so.string() +
+    throw Error("the kernel emulator: " + load.string() +
                 " lacks its entry points; remove it and run again");
   init(&kHooks);
   // Barriers and warp operations need the threads as fibers; other kernels run as loops.  The
@@ -806,6 +879,56 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
     k->barriers = k->barriers || code.find(sync) != std::string::npos;
   return k;
 }
+
+bool from_cache(const EmulatedKernel& kernel) noexcept {
+  return kernel.from_cache;
+}
+
+namespace {
+std::string dims(const Dim3& d) {
+  std::string s(1, '(');  // piece by piece: GCC 12 warns, falsely, on "(" + std::string
+  for (const long long e : {d.x, d.y, d.z}) {
+    if (s.size() > 1) s += ", ";
+    s += std::to_string(e);
+  }
+  s += ')';
+  return s;
+}
+
+// The failure of a launch, as the caller sees it (at the launch or at a later synchronize()):
+// the same exception type, its message led by the kernel, the launch's grid and block, the
+// failing block and, where known, thread.
+std::exception_ptr in_launch(std::exception_ptr failure, const EmulatedKernel& k, const Dim3& grid,
+                             const Dim3& block, const uint3& where,
+                             const std::optional<uint3>& thread) {
+  std::string context = "CUDA kernel '" + k.name + "' launched with grid " + dims(grid) +
+                        " and block " + dims(block) + ", in block " + block_name(where);
+  if (thread) context += ", thread " + block_name(*thread);
+  const std::string own = "CUDA kernel '" + k.name + "': ";  // the engine's own reports
+  auto message = [&](const std::exception& e) {
+    std::string what = e.what();
+    if (what.rfind(own, 0) == 0) what.erase(0, own.size());
+    return context + ": " + what;
+  };
+  try {
+    std::rethrow_exception(failure);
+  } catch (const IndexError& e) {
+    return std::make_exception_ptr(IndexError(message(e)));
+  } catch (const ValueError& e) {
+    return std::make_exception_ptr(ValueError(message(e)));
+  } catch (const TypeError& e) {
+    return std::make_exception_ptr(TypeError(message(e)));
+  } catch (const CudaError& e) {
+    return std::make_exception_ptr(CudaError(message(e), e.code()));
+  } catch (const Error& e) {
+    return std::make_exception_ptr(Error(message(e)));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(Error(message(e)));
+  } catch (...) {
+    return std::make_exception_ptr(Error(context + ": an exception that is not a std::exception"));
+  }
+}
+}  // namespace
 
 void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void** args,
                     std::size_t shared_mem) {
@@ -851,10 +974,12 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
       if (run.failure) {
 #pragma omp critical(cunumpy_emulator_failure)
         {
-          if (!failure) failure = run.failure;
+          if (!failure)
+            failure = in_launch(run.failure, k, grid, block, index.block, run.failed_thread);
         }
         failed.store(true, std::memory_order_relaxed);
         run.failure = nullptr;
+        run.failed_thread.reset();
       }
     }
     t_run = nullptr;

@@ -22,12 +22,16 @@ class EmulatedKernel;
 struct EmulationRequest {
   std::string source;
   std::string expression;            // what the entry calls: name, or name<args>
+  std::string source_name;           // the file the compiler's messages name (kernel.cu)
   std::vector<std::string> options;  // the kernel's -D and -I options (others are NVRTC's)
   std::vector<std::filesystem::path> headers;
 };
 
 // Compiles (through the cache) and loads the kernel; CompileError with the compiler's output.
 std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& request);
+
+// Whether the kernel was loaded from the kernel cache.
+bool from_cache(const EmulatedKernel& kernel) noexcept;
 
 // Runs the kernel over the grid with the packed arguments; synchronous.
 void emulate_launch(EmulatedKernel& kernel, const Dim3& grid, const Dim3& block, void** args,

@@ -80,6 +80,7 @@ namespace {
 std::string describe(const KernelArg& a) {
   switch (a.kind) {
     case KernelArg::Kind::array:
+      if (!a.allocated) return "an unallocated Array (default-constructed: it has no memory)";
       return std::string(a.backend == Backend::host ? "a host" : "a device") + " array of " +
              std::string(to_string(a.dtype)) + " with " + std::to_string(a.ndim) + " dimension(s)";
     case KernelArg::Kind::signed_integer:
@@ -107,6 +108,10 @@ template <typename Expected>
 void require_device_array(const CudaParameter& p, const KernelArg& a, const ArgWhere& where,
                           Expected&& expected) {
   if (a.kind != KernelArg::Kind::array) type_error(where, expected(), a, "pass an Array");
+  if (!a.allocated)
+    type_error(where, expected(), a,
+               "give it memory first (cunumpy::empty / zeros / to_device(host_array), or assign "
+               "an array to it) before passing it to a kernel");
   if (a.backend == Backend::host && !where.host_arrays)
     type_error(where, expected(), a,
                "host data is never copied to the device implicitly: pass to_device(array) (or "
@@ -315,27 +320,29 @@ std::size_t pack_unchecked(const KernelArg& a, void* dst) {
 }  // namespace detail
 
 void PackedArgs::reserve(std::size_t n) {
-  if (n <= capacity_) return;
-  const std::size_t bytes = n * (kSlot + sizeof(void*) + sizeof(std::size_t));
-  auto block = std::make_unique_for_overwrite<std::byte[]>(bytes);
-  auto* slots = block.get();
-  auto** pointers = reinterpret_cast<void**>(slots + n * kSlot);
-  auto* sizes = reinterpret_cast<std::size_t*>(pointers + n);
-  for (std::size_t i = 0; i < count_; ++i) {
-    std::memcpy(slots + i * kSlot, slots_ + i * kSlot, kSlot);
-    sizes[i] = sizes_[i];
-  }
-  for (std::size_t i = 0; i < n; ++i) pointers[i] = slots + i * kSlot;
-  block_ = std::move(block);
-  slots_ = slots;
-  pointers_ = pointers;
-  sizes_ = sizes;
-  capacity_ = n;
+  offsets_.reserve(n);
+  sizes_.reserve(n);
+  pointers_.reserve(n);
+  storage_.reserve(n * kScalarRoom);
 }
 
-void* PackedArgs::slot() {
-  if (count_ == capacity_) reserve(std::max<std::size_t>(8, 2 * capacity_));
-  return slots_ + count_ * kSlot;
+void* PackedArgs::slot(std::size_t bytes) {
+  const std::size_t room = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (storage_.size() < used_ + room) {
+    storage_.resize(std::max(used_ + room, 2 * storage_.size()));
+    // The slots moved: the pointers handed out follow them.
+    for (std::size_t i = 0; i < pointers_.size(); ++i) pointers_[i] = storage_.data() + offsets_[i];
+  }
+  pending_ = room;
+  return storage_.data() + used_;
+}
+
+void PackedArgs::commit(std::size_t bytes) {
+  offsets_.push_back(used_);
+  sizes_.push_back(bytes);
+  pointers_.push_back(storage_.data() + used_);
+  used_ += pending_;
+  pending_ = 0;
 }
 
 // ---- the kernel ----------------------------------------------------------------------------
@@ -393,6 +400,7 @@ CudaKernel CudaKernel::from_file(const std::filesystem::path& path, std::optiona
   }
   const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   options.source_dir = dir;
+  options.source_file = path;
   if (std::find(options.include_dirs.begin(), options.include_dirs.end(), dir) ==
       options.include_dirs.end())
     options.include_dirs.insert(options.include_dirs.begin(), dir);
@@ -492,8 +500,7 @@ void CudaKernel::compile() {
   if (s.compiled) return;
   detail::CompileRequest r;
   r.source = s.source;
-  r.program_name =
-      (s.o.source_dir ? (*s.o.source_dir / (s.name + ".cu")).string() : s.name + ".cu");
+  r.program_name = program_name();
   r.expression = s.expression;
   r.arch = architecture();
   r.headers = included_headers();  // resolved once: for the options and the cache key
@@ -506,11 +513,38 @@ void CudaKernel::compile() {
   s.compiled = true;
 }
 
+void CudaKernel::compile_for(Backend backend) {
+  if (backend != Backend::emulated) return compile();
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  if (s.emulated) return;
+  detail::EmulationRequest r;
+  r.source = s.source;
+  r.expression = s.expression;
+  r.source_name = program_name();
+  r.headers = included_headers();
+  r.options = options_for(r.headers, architecture());
+  s.emulated = detail::emulate_compile(r);
+}
+
 bool CudaKernel::is_compiled() const noexcept {
   return state_->compiled;
 }
+bool CudaKernel::is_compiled_for(Backend backend) const noexcept {
+  if (backend != Backend::emulated) return state_->compiled;
+  std::lock_guard lock(state_->mutex);
+  return state_->emulated != nullptr;
+}
 bool CudaKernel::loaded_from_cache() const noexcept {
-  return state_->compiled && state_->code.from_cache;
+  if (state_->compiled) return state_->code.from_cache;
+  std::lock_guard lock(state_->mutex);
+  return state_->emulated != nullptr && detail::from_cache(*state_->emulated);
+}
+
+std::string CudaKernel::program_name() const {
+  const State& s = *state_;
+  if (s.o.source_file) return s.o.source_file->string();
+  return s.o.source_dir ? (*s.o.source_dir / (s.name + ".cu")).string() : s.name + ".cu";
 }
 const std::string& CudaKernel::cubin() const {
   if (!state_->compiled)
@@ -561,7 +595,7 @@ PackedArgs CudaKernel::prepare(std::span<const KernelArg> args, bool host_arrays
                     std::to_string(s.signature.size()) + " (" + params + ")");
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
-    void* dst = packed.slot();
+    void* dst = packed.slot(packed_room(args[i]));
     const std::size_t n =
         s.o.check_signature
             ? detail::pack_argument(
@@ -624,17 +658,7 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
   }
   if (grid.product() == 0) return;     // nothing to launch
   if (backend == Backend::emulated) {  // the kernel emulator, on the emulated device's arrays
-    {
-      std::lock_guard lock(s.mutex);
-      if (!s.emulated) {
-        detail::EmulationRequest r;
-        r.source = s.source;
-        r.expression = s.expression;
-        r.headers = included_headers();
-        r.options = options_for(r.headers, architecture());
-        s.emulated = detail::emulate_compile(r);
-      }
-    }
+    compile_for(Backend::emulated);
     const StreamRef stream = given.value_or(current_stream(Backend::emulated));
     if (!now && stream.backend() == Backend::emulated && !debug_active()) {
       // Queued on the stream's worker (the default stream runs it now), with the packed

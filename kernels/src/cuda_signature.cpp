@@ -9,13 +9,17 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/files.hpp>
 
 #include "cuda_source.hpp"
+#include "embedded_headers.hpp"
+#include "kernel_cache.hpp"
 
 namespace cunumpy {
 namespace detail {
@@ -442,10 +446,10 @@ std::vector<CudaParameter> parse_cuda_signature(std::string_view source, std::st
       current.clear();
       return;
     }
+    text = detail::as_written(current);
     params.push_back(
         detail::parse_parameter(name, std::move(current), text, structs, substitutions));
     current.clear();
-    text.clear();
   };
   for (std::size_t i = g.params_open + 1; i < g.params_close; ++i) {
     const std::string& t = tokens[i];
@@ -456,7 +460,6 @@ std::vector<CudaParameter> parse_cuda_signature(std::string_view source, std::st
       continue;
     }
     current.push_back(t);
-    text += (text.empty() ? "" : " ") + t;
   }
   flush();
   return params;
@@ -478,6 +481,18 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 namespace detail {
+std::string as_written(const std::vector<std::string>& tokens) {
+  std::string out;
+  for (const std::string& t : tokens) {
+    const bool attach = out.empty() || t == "<" || t == ">" || t == ">>" || t == "::" || t == "," ||
+                        t == "*" || t == "&" || out.back() == '<' || out.back() == ':';
+    if (!attach) out += ' ';
+    out += t;
+    if (t == ",") out += ' ';
+  }
+  return out;
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -520,11 +535,11 @@ std::vector<std::filesystem::path> resolve_includes(
   std::set<fs::path> seen;
   auto find = [&](const std::string& name, bool quoted,
                   const std::optional<fs::path>& here) -> std::optional<fs::path> {
+    // As NVRTC and g++ search with -I: a quoted name first next to the including file, then
+    // both forms through the -I folders in order (include_dirs, then angle_dirs).
     std::vector<fs::path> where;
-    if (quoted) {
-      if (here) where.push_back(*here);
-      where.insert(where.end(), include_dirs.begin(), include_dirs.end());
-    }
+    if (quoted && here) where.push_back(*here);
+    where.insert(where.end(), include_dirs.begin(), include_dirs.end());
     where.insert(where.end(), angle_dirs.begin(), angle_dirs.end());
     for (const fs::path& dir : where) {
       std::error_code ec;
@@ -557,10 +572,38 @@ std::filesystem::path cuda_include_dir() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("CUNUMPY_INCLUDE_DIR"); env != nullptr && *env != '\0')
     return env;
+  // The embedded headers, written out once per folder: in the kernel cache (shared by the
+  // processes of a run), else this process's private folder.  The folder's name is their
+  // digest, so another version of cunumpy uses another folder.
+  static const std::string digest = [] {
+    std::string all;
+    for (const auto& f : detail::embedded_device_headers()) {
+      all += f.path;
+      all += '\0';
+      all += f.text;
+      all += '\0';
+    }
+    return sha256_hex(all).substr(0, 16);
+  }();
+  fs::path base = detail::usable_cache_dir();
+  if (base.empty()) base = detail::private_temp_dir();
+  const fs::path dir = base / ("include-" + digest);
+  static std::mutex m;
+  static std::set<fs::path> written;  // checked whole once per process, then by one file
+  std::lock_guard lock(m);
   std::error_code ec;
-  const fs::path source_tree = CUNUMPY_SOURCE_DEVICE_HEADERS;
-  if (fs::exists(source_tree / "cunumpy" / "config.cuh", ec)) return source_tree;
-  return CUNUMPY_INSTALLED_INCLUDE_DIR;
+  if (written.count(dir) > 0 && fs::exists(dir / "cunumpy" / "emulator.hpp", ec)) return dir;
+  for (const auto& f : detail::embedded_device_headers()) {
+    const fs::path path = dir / f.path;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream now;
+    if (in) now << in.rdbuf();
+    if (in && now.str() == f.text) continue;
+    fs::create_directories(path.parent_path(), ec);
+    write_file_atomically(path, f.text);
+  }
+  written.insert(dir);
+  return dir;
 }
 
 }  // namespace cunumpy

@@ -13,6 +13,8 @@ namespace cunumpy::detail {
 std::string strip_comments(std::string_view source);
 // C tokens: identifiers, numbers, "::", string literals and single punctuation characters.
 std::vector<std::string> tokenize(std::string_view source);
+// Tokens of a declaration put back as C++ is written: "const double* x", "Array2D<double> a".
+std::string as_written(const std::vector<std::string>& tokens);
 // The whole file; ValueError naming it when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 

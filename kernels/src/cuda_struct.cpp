@@ -115,14 +115,15 @@ void CudaStruct::check_source(std::string_view source) const {
     // (int64_t and long long), other types or names or another order do not.
     std::string fields, signature = "__global__ void " + name_ + "_source(";
     bool first = true;
-    std::string field;
+    std::vector<std::string> field;
     for (std::size_t k = i + 3; k < t.size() && t[k] != "}"; ++k) {
       if (t[k] != ";") {
-        field += (field.empty() ? "" : " ") + t[k];
+        field.push_back(t[k]);
         continue;
       }
-      signature += (first ? "" : ", ") + field;
-      fields += " " + field + ";";
+      const std::string written = detail::as_written(field);
+      signature += (first ? "" : ", ") + written;
+      fields += " " + written + ";";
       first = false;
       field.clear();
     }

@@ -4,7 +4,9 @@
 
 #include <exception>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/transfer.hpp>
@@ -12,6 +14,18 @@
 CUNUMPY_CUDA_STRUCT(Particles, (double*, x), (double*, v), (int, n), (double, charge))
 CUNUMPY_CUDA_STRUCT(MarkerArgs, (cunumpy::Array2D<double>, markers), (long long, n_markers),
                     (bool*, valid))
+// Struct arguments of 8, 96 and 1024 bytes (view fields included), for the launch buffer.
+CUNUMPY_CUDA_STRUCT(Bytes8, (double, a))
+CUNUMPY_CUDA_STRUCT(Bytes96, (cunumpy::Array2D<double>, u), (cunumpy::Array2D<double>, v),
+                    (double, a), (long long, b))
+CUNUMPY_CUDA_STRUCT(Bytes1024, (cunumpy::Array4D<double>, f0), (cunumpy::Array4D<double>, f1),
+                    (cunumpy::Array4D<double>, f2), (cunumpy::Array4D<double>, f3),
+                    (cunumpy::Array4D<double>, f4), (cunumpy::Array4D<double>, f5),
+                    (cunumpy::Array4D<double>, f6), (cunumpy::Array4D<double>, f7),
+                    (cunumpy::Array4D<double>, f8), (cunumpy::Array4D<double>, f9),
+                    (cunumpy::Array4D<double>, f10), (cunumpy::Array4D<double>, f11),
+                    (cunumpy::Array4D<double>, f12), (cunumpy::Array4D<double>, f13), (double, a),
+                    (long long, b))
 
 namespace cunumpy_test {
 
@@ -83,6 +97,90 @@ inline std::pair<double, double> run_block_sum(cunumpy::CudaKernel& block_sum, l
   double total = 0;
   for (long long b = 0; b < grid.x; ++b) total += h(b);
   return {total, h(0)};
+}
+
+// Launches kernels taking a struct of 8, 96 or 1024 bytes followed by more arguments, each
+// writing back what it received (the views' elements, shapes and strides, the scalars, the
+// arguments after the struct), on the active backend; returns the mismatches (empty: right).
+inline std::vector<std::string> struct_argument_mismatches() {
+  namespace cn = cunumpy;
+  std::vector<std::string> bad;
+  auto iota = [](double start, cn::Shape shape) {  // start, start + 1, ... in that shape
+    long long n = 1;
+    for (int d = 0; d < shape.rank(); ++d) n *= shape[d];
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<double>(i);
+    return cn::from_host<double>(std::span<const double>(v), shape);
+  };
+  auto expect = [&](const char* what, const cn::Array<double>& out,
+                    const std::vector<double>& want) {
+    const auto h = cn::to_host(out);
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (h(static_cast<long long>(i)) != want[i])
+        bad.push_back(std::string(what) + " value " + std::to_string(i) + ": " +
+                      std::to_string(h(static_cast<long long>(i))) + ", expected " +
+                      std::to_string(want[i]));
+  };
+  {
+    const auto& s = cn::cuda_struct<Bytes8>();
+    cn::CudaKernel k(s.declaration() + R"(
+      extern "C" __global__ void take8(Bytes8 s, double* out, int after) {
+        out[0] = s.a; out[1] = after;
+      })",
+                     "take8", {.structs = {&s}});
+    auto out = cn::zeros<double>({2});
+    k(cn::threads(1), cn::struct_value<Bytes8>(2.5), out, 7);
+    expect("8-byte struct", out, {2.5, 7});
+  }
+  {
+    const auto& s = cn::cuda_struct<Bytes96>();
+    cn::CudaKernel k("#include <cunumpy/array_view.cuh>\n" + s.declaration() + R"(
+      extern "C" __global__ void take96(Bytes96 s, double* out, long long after, double last) {
+        out[0] = s.u(1, 2); out[1] = s.u.shape[0]; out[2] = s.u.shape[1]; out[3] = s.u.strides[0];
+        out[4] = s.v(2, 1); out[5] = s.v.strides[0]; out[6] = s.a; out[7] = s.b;
+        out[8] = after; out[9] = last;
+      })",
+                     "take96", {.structs = {&s}});
+    auto u = iota(0.0, {3, 4});
+    auto v = iota(100.0, {3, 2});
+    auto out = cn::zeros<double>({10});
+    static_assert(sizeof(Bytes96) == 96);
+    k(cn::threads(1), cn::struct_value<Bytes96>(u, v, -1.5, 42LL), out, 123456789LL, 0.25);
+    expect("96-byte struct", out, {6, 3, 4, 4, 105, 2, -1.5, 42, 123456789, 0.25});
+  }
+  {
+    const auto& s = cn::cuda_struct<Bytes1024>();
+    std::string body = R"(
+      extern "C" __global__ void take1024(Bytes1024 s, double* out, int after, double last) {
+        const Array4D<double>* f[14] = {&s.f0, &s.f1, &s.f2, &s.f3, &s.f4, &s.f5, &s.f6,
+                                        &s.f7, &s.f8, &s.f9, &s.f10, &s.f11, &s.f12, &s.f13};
+        for (int i = 0; i < 14; ++i) {
+          out[3 * i] = (*f[i])(0, 0, 1, 1); out[3 * i + 1] = f[i]->shape[3];
+          out[3 * i + 2] = f[i]->strides[0];
+        }
+        out[42] = s.a; out[43] = s.b; out[44] = after; out[45] = last;
+      })";
+    cn::CudaKernel k("#include <cunumpy/array_view.cuh>\n" + s.declaration() + body, "take1024",
+                     {.structs = {&s}});
+    static_assert(sizeof(Bytes1024) == 1024);
+    std::vector<cn::Array<double>> f;
+    std::vector<double> want;
+    for (int i = 0; i < 14; ++i) {
+      // Field i: shape (1, 2, 2, 2 + i), element (0, 0, 1, 1) = 1000 i + 2 + i + 1.
+      const long long last = 2 + i;
+      f.push_back(iota(1000.0 * i, {1, 2, 2, last}));
+      want.insert(want.end(), {1000.0 * i + static_cast<double>(last) + 1,
+                               static_cast<double>(last), 4.0 * static_cast<double>(last)});
+    }
+    want.insert(want.end(), {3.5, -9, 11, 0.125});
+    auto out = cn::zeros<double>({46});
+    k(cn::threads(1),
+      cn::struct_value<Bytes1024>(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10],
+                                  f[11], f[12], f[13], 3.5, -9LL),
+      out, 11, 0.125);
+    expect("1024-byte struct", out, want);
+  }
+  return bad;
 }
 
 }  // namespace cunumpy_test

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/errors.hpp>
@@ -32,6 +33,43 @@ struct TempDir {
   void write(const std::filesystem::path& name, const std::string& text) const {
     std::filesystem::create_directories((path / name).parent_path());
     std::ofstream(path / name) << text;
+  }
+};
+
+// An environment variable set (or, with nullptr, unset) until the end of the scope.
+struct ScopedEnv {
+  std::string name, previous;
+  bool had = false;
+  ScopedEnv(std::string variable, const char* value) : name(std::move(variable)) {
+    if (const char* p = std::getenv(name.c_str())) {
+      previous = p;
+      had = true;
+    }
+    if (value != nullptr)
+      ::setenv(name.c_str(), value, 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+  ~ScopedEnv() {
+    if (had)
+      ::setenv(name.c_str(), previous.c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
+// The kernel cache in a folder of its own for one test.
+struct ScopedCache {
+  TempDir dir;
+  ScopedEnv env{"CUNUMPY_KERNEL_CACHE", dir.path.c_str()};
+  // The files in it (the folder of cunumpy's written-out headers aside).
+  std::vector<std::filesystem::path> entries() const {
+    std::vector<std::filesystem::path> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path))
+      if (e.is_regular_file()) out.push_back(e.path());
+    return out;
   }
 };
 

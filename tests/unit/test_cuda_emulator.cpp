@@ -86,6 +86,13 @@ TEST_F(Emulator, ScaleColumnTemplatesAndStructs) {
   EXPECT_TRUE(particles.verify_layout().empty()) << "verify_layout runs on the emulated device";
 }
 
+TEST_F(Emulator, StructArgumentsOfAnySizeArriveWhole) {
+  // Structs of 8, 96 and 1024 bytes with view fields, and the arguments after them (a struct
+  // of 88 bytes or more once overran a fixed 72-byte slot into the next argument).
+  const auto bad = struct_argument_mismatches();
+  for (const auto& b : bad) ADD_FAILURE() << b;
+}
+
 TEST_F(Emulator, ADivergentBarrierIsReportedNotHung) {
   cn::CudaKernel divergent(R"(
     extern "C" __global__ void divergent(double* x) {
@@ -359,7 +366,8 @@ TEST_F(Emulator, ABarrierFromAnOptionIsMetAndAHiddenOneIsExplained) {
   cn::CudaKernel hidden(source, "rotate",
                         {.block_size = 64, .options = {"-DBARRIER=PASTE(__sync, threads)()"}});
   const std::string what = message_of([&] { hidden(cn::threads(64), x, y); });
-  EXPECT_NE(what.find("CUDA kernel 'rotate': __syncthreads() reached, but the emulator found no "
+  EXPECT_NE(what.find("CUDA kernel 'rotate' launched with grid (1, 1, 1) and block (64, 1, 1), "
+                      "in block (0, 0, 0): __syncthreads() reached, but the emulator found no "
                       "__syncthreads"),
             std::string::npos)
       << what;

@@ -25,31 +25,6 @@ using namespace cunumpy_test;
 
 namespace {
 
-// The cache in a folder of its own for one test.
-struct ScopedCache {
-  TempDir dir;
-  std::string previous;
-  bool had = false;
-  ScopedCache() {
-    if (const char* p = std::getenv("CUNUMPY_KERNEL_CACHE")) {
-      previous = p;
-      had = true;
-    }
-    ::setenv("CUNUMPY_KERNEL_CACHE", dir.path.c_str(), 1);
-  }
-  ~ScopedCache() {
-    if (had)
-      ::setenv("CUNUMPY_KERNEL_CACHE", previous.c_str(), 1);
-    else
-      ::unsetenv("CUNUMPY_KERNEL_CACHE");
-  }
-  std::vector<fs::path> entries() const {
-    std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(dir.path)) out.push_back(e.path());
-    return out;
-  }
-};
-
 // Skips when NVRTC cannot be loaded on this machine (it is part of the CUDA toolkit).
 #define REQUIRE_NVRTC()                                               \
   do {                                                                \
@@ -411,7 +386,7 @@ TEST_F(Arguments, EveryCheckSaysWhatWasExpected) {
   auto host_x = cn::zeros<double>({8}, cn::Backend::host);
   const Bad bad[] = {
       {[&] { (void)k.prepare_args(host_x, y, ints, 7, 1.5f, 2.5, true, 200, grid, z); },
-       "argument 0 ('const double * x'): expected a contiguous device array of float64, got a host "
+       "argument 0 ('const double* x'): expected a contiguous device array of float64, got a host "
        "array of float64 "
        "with 1 dimension(s); host data is never copied to the device implicitly"},
       {[&] { (void)k.prepare_args(y, y, ints, 7, 1.5f, 2.5, true, 200, grid, z); },
@@ -723,7 +698,7 @@ TEST(Structs, DeclarationHeadersAndSourceChecks) {
       "struct Particles { double* x; double* v; long long n; double charge; };\n"
       "extern \"C\" __global__ void push(Particles p, double dt) {}";
   EXPECT_NE(message_of([&] { cn::CudaKernel(wrong, "push", {.structs = {&p}}); })
-                .find("defines struct Particles as { double * x; double * v; long long n; double "
+                .find("defines struct Particles as { double* x; double* v; long long n; double "
                       "charge; }, but its "
                       "definition (CUNUMPY_CUDA_STRUCT) is { double* x; double* v; int n; double "
                       "charge; }"),

@@ -87,6 +87,11 @@ TEST_F(OnGpu, StructPushAndLayout) {
   EXPECT_TRUE(cn::cuda_struct<MarkerArgs>().verify_layout().empty());
 }
 
+TEST_F(OnGpu, StructArgumentsOfAnySizeArriveWhole) {
+  const auto bad = struct_argument_mismatches();
+  for (const auto& b : bad) ADD_FAILURE() << b;
+}
+
 TEST_F(OnGpu, DebugModeSynchronisesAndNamesTheKernel) {
   auto scope = cn::cuda_debug();
   cn::CudaKernel fill(R"(extern "C" __global__ void fill(double* x, double v, long long n) {

@@ -250,8 +250,7 @@ TEST_F(KernelTest, SignatureMismatchShowsBothLists) {
             std::string::npos)
       << d;
   EXPECT_NE(d.find("host: (Array<float32>, double, long long)"), std::string::npos) << d;
-  EXPECT_NE(d.find("cuda: (double a, const double * x, double * y, long long n)"),
-            std::string::npos)
+  EXPECT_NE(d.find("cuda: (double a, const double* x, double* y, long long n)"), std::string::npos)
       << d;
   EXPECT_NE(d.find("3 parameter(s) on the host, 4 on CUDA"), std::string::npos) << d;
   EXPECT_THROW(k.check_signature(), cn::ValueError);

@@ -134,6 +134,7 @@ struct KernelArg {
   Backend backend = Backend::host;
   int ndim = 0;
   bool contiguous = true;
+  bool allocated = true;       // arrays: false for a default-constructed Array (no memory)
   const void* data = nullptr;  // arrays: the elements; structures: the packed bytes
   long long shape[4] = {};
   long long strides[4] = {};  // in elements
@@ -156,6 +157,7 @@ KernelArg kernel_arg(const Array<T>& a) {
   k.backend = a.backend();
   k.ndim = a.ndim();
   k.data = a.data();
+  k.allocated = a.memory() != nullptr;
   long long stride = 1;
   for (int d = a.ndim() - 1; d >= 0; --d) {
     k.shape[d] = a.shape()[d];
@@ -244,7 +246,8 @@ struct ArgWhere {
   bool host_arrays = false;  // host arrays are accepted (emulate_cuda_kernel)
   std::string str() const;
 };
-// Checks `arg` against `param` and writes its bytes at `dst` (at most 72); returns how many.
+// Checks `arg` against `param` and writes its bytes at `dst` (room for packed_room(arg));
+// returns how many.
 std::size_t pack_argument(const CudaParameter& param, const KernelArg& arg, void* dst,
                           const ArgWhere& where);
 // The bytes of an argument as given (check_signature = false): arrays as their pointer,
@@ -253,29 +256,41 @@ std::size_t pack_unchecked(const KernelArg& arg, void* dst);
 }  // namespace detail
 
 // The launch buffer of prepared arguments: each parameter's bytes, and the pointers to them
-// that cudaLaunchKernel takes, in one allocation.
+// that cudaLaunchKernel takes.  Each parameter has room for its own size (a struct of any size,
+// a view of up to four dimensions), aligned to 16 bytes.
 class PackedArgs {
  public:
-  void** pointers() noexcept { return pointers_; }
-  std::size_t size() const noexcept { return count_; }
+  PackedArgs() = default;
+  PackedArgs(PackedArgs&&) noexcept = default;
+  PackedArgs& operator=(PackedArgs&&) noexcept = default;
+  void** pointers() noexcept { return pointers_.data(); }
+  std::size_t size() const noexcept { return sizes_.size(); }
   // The bytes of parameter i.
   std::span<const std::byte> bytes(std::size_t i) const {
     return {static_cast<const std::byte*>(pointers_[i]), sizes_[i]};
   }
-  // Room for n parameters; slot() hands out the next one (72 bytes, 8-byte aligned), commit()
-  // records how many bytes it holds.
+  // Room for n parameters (a hint); slot(bytes) hands out room for the next one, at least
+  // `bytes` large, commit() records how many bytes it holds.
   void reserve(std::size_t n);
-  void* slot();
-  void commit(std::size_t bytes) noexcept { sizes_[count_++] = bytes; }
+  void* slot(std::size_t bytes);
+  void commit(std::size_t bytes);
+
+  // The room every argument that is not a struct fits in: a pointer, a scalar (complex<double>:
+  // 16 bytes) or a view of four dimensions (pointer, shape, strides: 72 bytes).
+  static constexpr std::size_t kScalarRoom = 72;
 
  private:
-  static constexpr std::size_t kSlot = 72;
-  std::unique_ptr<std::byte[]> block_;
-  std::byte* slots_ = nullptr;
-  void** pointers_ = nullptr;
-  std::size_t* sizes_ = nullptr;
-  std::size_t count_ = 0, capacity_ = 0;
+  static constexpr std::size_t kAlign = 16;
+  std::vector<std::byte> storage_;  // the slots, each kAlign-aligned from the buffer's start
+  std::vector<std::size_t> offsets_, sizes_;
+  std::vector<void*> pointers_;
+  std::size_t used_ = 0, pending_ = 0;
 };
+// The room argument `arg` needs in a launch buffer.
+inline std::size_t packed_room(const KernelArg& arg) noexcept {
+  return arg.kind == KernelArg::Kind::structure ? std::max(arg.bytes, PackedArgs::kScalarRoom)
+                                                : PackedArgs::kScalarRoom;
+}
 
 // The launch shape's source when a call gives neither n_threads nor grid.
 enum class NThreadsFrom { none, first_array };
@@ -285,6 +300,8 @@ struct CudaKernelOptions {
   std::vector<std::string> options;
   std::vector<std::filesystem::path> include_dirs;
   std::optional<std::filesystem::path> source_dir;
+  // The file the source was read from (from_file sets it): compile errors name it.
+  std::optional<std::filesystem::path> source_file;
   std::vector<const CudaStruct*> structs;
   std::vector<TemplateArg> template_args;
   bool check_signature = true;
@@ -294,12 +311,14 @@ struct CudaKernelOptions {
       n_threads_of;  // instead: a function of the arguments
 };
 
-// The kernel cache's counters since the process started.
+// The kernel cache's counters since the process started, for both compilers: NVRTC's CUBIN
+// and the kernel emulator's host-compiled libraries share the cache and its counters.
 struct KernelCacheStats {
   long long hits = 0;      // compilations served from the disk cache
   long long misses = 0;    // not in the cache: compiled
   long long rejected = 0;  // an entry that was truncated or corrupted: compiled again, rewritten
   long long compiles = 0;  // NVRTC compilations
+  long long host_compiles = 0;  // the emulator's compilations by the host compiler
 };
 KernelCacheStats kernel_cache_stats() noexcept;
 
@@ -372,8 +391,16 @@ class CudaKernel {
   // Compiles (through the cache) and loads the kernel when a device is usable.  CompileError
   // with NVRTC's log when the source does not compile.
   void compile();
-  bool is_compiled() const noexcept;
+  // Readies the image a launch on `backend` runs: NVRTC's (compile()) for cuda and host, the
+  // kernel emulator's library (compiled by the host compiler, through the same cache) for
+  // emulated, so that the first launch pays no compilation.
+  void compile_for(Backend backend);
+  bool is_compiled() const noexcept;  // NVRTC's image
+  bool is_compiled_for(Backend backend) const noexcept;
+  // Whether the image came from the disk cache: NVRTC's once compiled, else the emulator's.
   bool loaded_from_cache() const noexcept;
+  // The file name compile errors give: source_file, else source_dir / name.cu, else name.cu.
+  std::string program_name() const;
   const std::string& cubin() const;  // after compile()
 
   // The (grid, block) a call would use.  ValueError for a block of more than 1024 threads or
@@ -472,8 +499,9 @@ class CudaKernelVariants {
     std::lock_guard lock(mutex_);
     return kernels_.size();
   }
-  // Creates the given variants and compiles every variant, `jobs` at a time in threads; the
-  // first compile error is rethrown after all threads finished.
+  // Creates the given variants and readies every variant for the active backend (compile_for:
+  // NVRTC, or the emulator's library on emulated), `jobs` at a time in threads; the first
+  // compile error is rethrown after all threads finished.
   void compile_all(std::span<const KeyTuple> keys = {}, int jobs = 1) {
     for (const KeyTuple& k : keys) std::apply([&](const Key&... key) { (void)get(key...); }, k);
     std::vector<CudaKernel*> all;
@@ -485,7 +513,9 @@ class CudaKernelVariants {
   }
 
  private:
+  // Readies each kernel for the calling thread's active backend (compile_for).
   static void compile_kernels(std::span<CudaKernel* const> kernels, int jobs) {
+    const Backend backend = get_backend();
     std::mutex m;
     std::size_t next = 0;
     std::exception_ptr failure;
@@ -498,7 +528,7 @@ class CudaKernelVariants {
           k = kernels[next++];
         }
         try {
-          k->compile();
+          k->compile_for(backend);
         } catch (...) {
           std::lock_guard lock(m);
           if (!failure) failure = std::current_exception();
@@ -541,10 +571,13 @@ CudaStructValue<S> struct_value(const A&... fields) {
   const KernelArg args[] = {kernel_arg(fields)...};
   auto* base = reinterpret_cast<unsigned char*>(&v.packed_);
   for (std::size_t i = 0; i < sizeof...(A); ++i) {
-    alignas(8) unsigned char bytes[72];
-    const std::size_t n = detail::pack_argument(
-        d.parameters()[i], args[i], bytes, detail::ArgWhere{d.name(), i, &d.parameters()[i], true});
-    std::memcpy(base + d.fields()[i].offset, bytes, std::min(n, d.fields()[i].size));
+    // Packed in a buffer of the argument's room, then copied into the field (a nested struct
+    // of any size included).
+    std::vector<std::max_align_t> bytes(packed_room(args[i]) / sizeof(std::max_align_t) + 1);
+    const std::size_t n =
+        detail::pack_argument(d.parameters()[i], args[i], bytes.data(),
+                              detail::ArgWhere{d.name(), i, &d.parameters()[i], true});
+    std::memcpy(base + d.fields()[i].offset, bytes.data(), std::min(n, d.fields()[i].size));
   }
   (detail::keep_alive(v.keep_, fields), ...);
   return v;

@@ -84,12 +84,12 @@ std::vector<std::string> cuda_kernel_names(std::string_view source);
 // The template instantiation "name<double, 3>" (`name` without arguments).
 std::string template_expression(std::string_view name, std::span<const TemplateArg> template_args);
 
-// The headers a source includes with #include "name", recursively, each once, in order of
-// first inclusion.  A name is looked up as NVRTC does: relative to the including file
-// (`base_dir` for the source itself, a header's own folder for nested includes), then in
-// `include_dirs` in order, then in `angle_dirs` (searched for #include <name> too, e.g. the
-// headers cunumpy ships, so a changed shipped header is seen).  Other system headers and
-// names that cannot be found are skipped (the compiler reports those).
+// The headers a source includes (#include "name" and #include <name>), recursively, each
+// once, in order of first inclusion.  A name is looked up as NVRTC and g++ do with -I folders:
+// a quoted name first relative to the including file (`base_dir` for the source itself, a
+// header's own folder for nested includes); then both forms in `include_dirs` in order, then in
+// `angle_dirs` (the headers cunumpy ships, so a changed shipped header is seen).  System
+// headers and names that cannot be found are skipped (the compiler reports those).
 std::vector<std::filesystem::path> resolve_includes(
     std::string_view source, std::span<const std::filesystem::path> include_dirs = {},
     const std::optional<std::filesystem::path>& base_dir = std::nullopt,
@@ -102,8 +102,11 @@ std::string include_hash(std::span<const std::filesystem::path> paths);
 std::string sha256_hex(std::string_view bytes);
 
 // The folder of the CUDA headers cunumpy ships (cunumpy/array_view.cuh, atomic.cuh, index.cuh,
-// reduce.cuh, ...): CUNUMPY_INCLUDE_DIR when set, else the source tree's device_headers/ when
-// it exists, else the installed include folder.  Every CudaKernel has it on its include path.
+// reduce.cuh, emulator.hpp, ...): CUNUMPY_INCLUDE_DIR when set (a development copy); else the
+// copy compiled into the library, written out once into a folder named by its digest in the
+// kernel cache (a private temporary folder when the cache is off or cannot be written).  It
+// never reads the source tree or a path fixed at build time: an installed prefix can be moved,
+// and a program can run where neither exists.  Every CudaKernel has it on its include path.
 std::filesystem::path cuda_include_dir();
 
 }  // namespace cunumpy

@@ -459,7 +459,8 @@ class KernelBase {
   MissingCuda missing_cuda() const noexcept { return options_.missing_cuda; }
   const std::string& cuda_path() const noexcept { return options_.cuda_path; }
   virtual bool has_cuda() const noexcept = 0;
-  // Compiles the CUDA kernel now (NVRTC; nothing for an nvcc-compiled one); whether there is one.
+  // Readies the CUDA kernel for the calling thread's active backend now (NVRTC, or the kernel
+  // emulator's library on emulated; nothing for an nvcc-compiled one); whether there is one.
   virtual bool compile() = 0;
   // ValueError showing both parameter lists when the host and CUDA kernels differ; nothing
   // without a CUDA kernel, with check_signature = false, or when the host side has no fixed
@@ -536,7 +537,7 @@ class Kernel : public KernelBase {
   bool has_cuda() const noexcept override { return cuda_.has_value(); }
   bool compile() override {
     if (!cuda_) return false;
-    if constexpr (std::is_same_v<D, CudaKernel>) cuda_->compile();
+    if constexpr (std::is_same_v<D, CudaKernel>) cuda_->compile_for(get_backend());
     return true;
   }
   void check_signature() const override {

@@ -1,6 +1,9 @@
 // A user's program built against the installed cunumpy package.
 #include <cstdio>
+#include <optional>
+#include <string>
 
+#include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
 
 int main() {
@@ -16,7 +19,19 @@ int main() {
   auto h = cn::to_host(x);
   std::printf("backend %s, sum %.0f, h(3) %.0f\n%s\n", cn::to_string(cn::get_backend()).data(), sum,
               h(3), counter.report().c_str());
-  const bool ok = sum == 285.0 && h(3) == 9.0 && counter.to_host() == (x.is_device() ? 1 : 0);
+  bool ok = sum == 285.0 && h(3) == 9.0 && counter.to_host() == (x.is_device() ? 1 : 0);
+  if (x.is_device()) {
+    // A kernel of the program's own, with its own header, compiled at run time against the
+    // headers the installed (and moved) library carries.
+    const std::string kernels = CONSUMER_KERNELS_DIR;
+    auto shift = cn::CudaKernel::from_file(kernels + "/shift_cuda.cu", std::nullopt,
+                                           {.include_dirs = {kernels + "/include"}});
+    shift(cn::threads(x.size()), x);
+    const auto s = cn::to_host(x);
+    ok = ok && s(3) == 9.0 + 1.5 && s(9) == 81.0 + 4.5;
+    std::printf("kernel shift: s(3) %.1f, s(9) %.1f\ninclude dir: %s\n", s(3), s(9),
+                cn::cuda_include_dir().c_str());
+  }
   std::printf(ok ? "consumer: ok\n" : "consumer: FAILED\n");
   return ok ? 0 : 1;
 }

@@ -1,0 +1,8 @@
+// The consumer's own CUDA kernel: its header through include_dirs, cunumpy's views.
+#include <cunumpy/array_view.cuh>
+#include <shift_amount.cuh>
+
+extern "C" __global__ void shift(Array1D<double> x) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < x.shape[0]) x(i) += shift_amount(i);
+}
