@@ -33,9 +33,9 @@ struct Config {
   // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
   // run time on cuda, the kernel emulator on emulated).  The deterministic deposit is builtin.
   std::string kernels = "builtin";
-  // The host backend's particle step, 2D, builtin kernels, not deterministic, replicated:
-  // fused (host_step.hpp: gather, push and the next deposit in one pass over the particles) or
-  // separate (three passes, as on every other path).
+  // The host backend's particle step with the builtin kernels (1D and 2D, CIC and TSC, on either
+  // layout, deterministic included): fused (host_step.hpp: gather, push and the next deposit in
+  // one pass over the particles) or separate (three passes, as on every other path).
   std::string host_step = "fused";
   // The grid split over the ranks (each owns a block of cells and the particles in it: halo
   // sum and fill, particle migration and a distributed FFT every step), instead of replicated

@@ -193,7 +193,7 @@ std::vector<Option> make_rows() {
                       "replace the outputs of an earlier run in --output"));
   rows.push_back(integer("flush-every", &Config::flush_every, 0, 1e9, R::apply,
                          "with --output: rewrite the outputs every N steps during the run "
-                         "(default: a tenth of the steps; 0: only at the end)"));
+                         "(not given: a tenth of the steps; 0: only at the end)"));
   {
     Option progress = flag("progress", &Config::progress, R::apply, "progress lines (rank 0)");
     progress.aliases = {{"no-progress", "false"}};

@@ -281,6 +281,25 @@ Handle select_block(const File& file, const std::string& path, hid_t fspace, hid
 
 File File::create(const std::string& path, const Comm& comm) {
   quiet_hdf5();
+  // Checked on every rank, and agreed, before the collective create: a path that is a folder,
+  // a missing or unwritable folder is one clear error on every rank (also when only one rank
+  // sees it so), never a rank alone in H5Fcreate.
+  all_ranks<IoError>(comm, [&] {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(path, ec))
+      throw IoError("HDF5: " + path + " is a folder; give the path of the .h5 file to write");
+    const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+    const fs::file_status st = fs::status(parent, ec);
+    if (!fs::exists(st))
+      throw IoError("HDF5: cannot create " + path + ": the folder " + parent.string() +
+                    " does not exist; create it first");
+    if (!fs::is_directory(st))
+      throw IoError("HDF5: cannot create " + path + ": " + parent.string() + " is not a folder");
+    if (::access(parent.c_str(), W_OK) != 0)
+      throw IoError("HDF5: cannot create " + path + ": the folder " + parent.string() +
+                    " is not writable (" + std::strerror(errno) + ")");
+  });
   bool parallel = false;
   Handle fapl = file_access(path, comm, parallel);
   if (!parallel && comm.size() > 1)

@@ -89,12 +89,12 @@ CudaAwareness query_cuda_awareness() {
 }
 
 void set_mpi_cuda_aware(std::optional<bool> aware) {
-  detail::mpi_context().recorded_cuda_awareness = aware;
+  detail::mpi_context().recorded_cuda_awareness.store(aware ? (*aware ? 1 : 0) : -1);
 }
 
 CudaAwareness mpi_cuda_aware() {
-  if (const auto recorded = detail::mpi_context().recorded_cuda_awareness)
-    return {*recorded ? Awareness::yes : Awareness::no, "set_mpi_cuda_aware"};
+  if (const int recorded = detail::mpi_context().recorded_cuda_awareness.load(); recorded >= 0)
+    return {recorded == 1 ? Awareness::yes : Awareness::no, "set_mpi_cuda_aware"};
   return query_cuda_awareness();
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <cunumpy/agree.hpp>
@@ -137,6 +138,25 @@ TEST(OpenPmdFailures, OpeningAFolderIsOneClearErrorOnEveryRank) {
   const std::string missing =
       message_of([&] { (void)cn::h5::File::open(dir + "/none.h5", world); });
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+}
+
+TEST(OpenPmdFailures, CreatingWhereOneRankCannotIsOneClearErrorOnEveryRank) {
+  const cn::Comm world = cn::Comm::world();
+  const std::string dir = shared_folder(world, "create");
+  if (world.rank() == 0) std::ofstream(dir + "/a_file") << "x";
+  world.barrier();
+  // Under a file: every rank sees it.
+  std::string m = message_of([&] { (void)cn::h5::File::create(dir + "/a_file/out.h5", world); });
+  EXPECT_NE(m.find("a_file is not a folder"), std::string::npos) << m;
+  // One rank alone gives a path it cannot write (the others would enter the collective create).
+  const bool last = world.rank() == world.size() - 1;
+  const std::string path = last ? dir + "/missing/out.h5" : dir + "/out.h5";
+  m = message_of([&] { (void)cn::h5::File::create(path, world); });
+  EXPECT_NE(m.find("missing does not exist"), std::string::npos) << m;
+  if (world.size() > 1) {
+    EXPECT_NE(m.find("rank " + std::to_string(world.size() - 1)), std::string::npos) << m;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.h5")) << "no rank created the file";
 }
 #endif
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -237,6 +238,30 @@ TEST(MigrationMpiErrors, AParticleOutsideABoundedAxisIsAnErrorOnEveryRank) {
   }
   EXPECT_EQ(p.n, n);
   EXPECT_THROW(m.owner_of({0.5, -0.1, 0.0}), cn::ValueError);
+}
+
+TEST(MigrationMpiErrors, AParticleAtANaNOrInfinitePositionIsAnErrorOnEveryRank) {
+  // On a periodic axis too: the wrap of a NaN or an infinity is no position.
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20}, {.periodic = {true, true, true}});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  for (const double bad :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    Particles p;
+    make(p, world, cn::Backend::host, 2 * kPerRank);
+    if (world.rank() == 0) p.x(5) = bad;
+    const long long n = p.n;
+    try {
+      p.n = m.migrate(p.columns, p.n);
+      ADD_FAILURE() << "no error for " << bad << " on rank " << world.rank();
+    } catch (const cn::ValueError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("NaN positions"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank 0: 1"), std::string::npos) << what;
+      EXPECT_NE(what.find("nothing was moved"), std::string::npos) << what;
+    }
+    EXPECT_EQ(p.n, n) << "nothing dropped";
+  }
 }
 
 TEST(MigrationMpiErrors, RanksWithDifferentColumnsAreAnErrorOnEveryRank) {

@@ -3,6 +3,8 @@
 // restart applies or refuses a changed option by its row's policy, never silently.
 #include <gtest/gtest.h>
 
+#include <CLI/CLI.hpp>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -169,4 +171,18 @@ TEST(PicOptions, ARestartAppliesOrRefusesEachChangedOptionExplicitly) {
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_NE(changes[0].find("--output second (the checkpoint's run: first)"), std::string::npos)
       << changes[0];
+}
+
+// --help is made from the same table: every option appears with its help and its values.
+TEST(PicOptions, HelpListsEveryOptionOfTheTable) {
+  CLI::App app("pic");
+  pic::Config config;
+  pic::add_options(app, config);
+  const std::string help = app.help();
+  for (const pic::Option& o : pic::options()) {
+    EXPECT_NE(help.find("--" + o.name), std::string::npos) << o.name << "\n" << help;
+    // The first words of its help text (CLI11 may wrap the rest).
+    const std::string start = o.help.substr(0, std::min<std::size_t>(o.help.size(), 20));
+    EXPECT_NE(help.find(start), std::string::npos) << o.name << ": '" << start << "'";
+  }
 }

@@ -6,6 +6,8 @@
 // are 64-bit here; the MPI implementation makes them fit MPI's int counts.
 #pragma once
 
+#include <atomic>
+
 #include <memory>
 #include <optional>
 
@@ -68,8 +70,10 @@ std::size_t bytes_of(const RawBuffer& b) noexcept;
 
 // The MPI layer's process state, owned by the Runtime.
 struct MpiContext {
-  std::optional<bool> recorded_cuda_awareness;  // set_mpi_cuda_aware / the probe's answer
-  bool started_mpi = false;                     // init_mpi started MPI (finalize_mpi ends it)
+  // set_mpi_cuda_aware / the probe's answer: -1 none recorded, 0 no, 1 yes (an atomic: threads
+  // may read it while the Runtime records the probe's answer).
+  std::atomic<int> recorded_cuda_awareness{-1};
+  bool started_mpi = false;  // init_mpi started MPI (finalize_mpi ends it)
 };
 inline MpiContext& mpi_context() {
   return context_slot<MpiContext>().get();
