@@ -21,6 +21,7 @@ CUNUMPY_HD_INLINE constexpr I round_up(I value, I multiple) {
   return ceil_div(value, multiple) * multiple;
 }
 
+// A half-open range of indices, [begin, end).
 struct IndexRange {
   long long begin;
   long long end;

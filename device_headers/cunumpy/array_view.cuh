@@ -36,6 +36,7 @@ CUNUMPY_HD_INLINE void view_index_failure(int ndim, int axis, long long index, l
 #endif
 }  // namespace detail
 
+// A strided view of N dimensions: a pointer, a shape and strides in elements; indexed v(i, j).
 template <typename T, int N>
 struct ArrayView {
   static_assert(N >= 1 && N <= 4, "cunumpy array views have 1 to 4 dimensions");
@@ -68,6 +69,7 @@ struct ArrayView {
   }
 };
 
+// The views kernels take, by dimension.
 template <typename T>
 using Array1D = ArrayView<T, 1>;
 template <typename T>

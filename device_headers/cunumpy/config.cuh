@@ -28,6 +28,9 @@
 #define CUNUMPY_NVRTC() 0
 #endif
 
+// Qualifiers for code that both the host compiler and nvcc compile: CUNUMPY_HD (host and
+// device functions), CUNUMPY_HD_INLINE, CUNUMPY_DEVICE, and CUNUMPY_LAMBDA (a lambda capturing
+// by value that a device loop can run).  Empty or plain inline for host-only compilers.
 #if CUNUMPY_CUDA_COMPILATION()
 #define CUNUMPY_HD __host__ __device__
 #define CUNUMPY_HD_INLINE __host__ __device__ __forceinline__

@@ -10,6 +10,7 @@
 // Host code only; never included by applications.
 #pragma once
 
+// Defined for kernels compiled by the kernel emulator (1).
 #define CUNUMPY_EMULATOR 1
 
 #include <algorithm>

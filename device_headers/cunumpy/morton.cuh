@@ -11,6 +11,7 @@
 
 #include "cunumpy/config.cuh"
 
+// The most levels a 64-bit Morton key holds in 2D and 3D.
 #define CUNUMPY_MAX_MORTON_LEVELS_2D 32
 #define CUNUMPY_MAX_MORTON_LEVELS_3D 21
 

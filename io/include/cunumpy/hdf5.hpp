@@ -46,6 +46,7 @@ namespace h5 {
 void check(herr_t status, const char* what, const std::string& file, const std::string& object);
 hid_t check_id(hid_t id, const char* what, const std::string& file, const std::string& object);
 
+// An HDF5 identifier closed with its close function when the handle goes.
 class Handle {
  public:
   Handle() = default;
@@ -139,6 +140,7 @@ class Object {
   std::string file_, path_;
 };
 
+// An HDF5 group: children made or opened by relative path.
 class Group : public Object {
  public:
   using Object::Object;
@@ -150,6 +152,7 @@ class Group : public Object {
   bool exists(const std::string& relative) const;
 };
 
+// An HDF5 file, serial or parallel (MPI-IO) by its communicator.
 class File : public Group {
  public:
   // Creates (truncates) `path`; collective over `comm` with parallel HDF5 when it has several
@@ -185,6 +188,7 @@ Object write_dataset(const File& file, const Group& group, const std::string& na
                      std::span<const long long> global, std::span<const long long> offset,
                      std::span<const long long> count, const void* data);
 
+// The same, with the HDF5 type of T.
 template <typename T>
 Object write_dataset(const File& file, const Group& group, const std::string& name,
                      std::span<const long long> global, std::span<const long long> offset,
@@ -199,6 +203,7 @@ void read_dataset(const File& file, const Object& dataset, hid_t type,
 // The dataset's global shape.
 std::vector<long long> dataset_shape(const Object& dataset);
 
+// The same, with the HDF5 type of T.
 template <typename T>
 void read_dataset(const File& file, const Object& dataset, std::span<const long long> offset,
                   std::span<const long long> count, T* data) {

@@ -32,6 +32,7 @@
 
 namespace cunumpy {
 
+// A series' file names, whether it may replace an earlier one, and its metadata.
 struct OpenPmdOptions {
   std::string name = "data";  // file names: <name>_<step>.h5
   bool overwrite = false;     // replace files of an earlier series of that name
@@ -43,6 +44,7 @@ struct OpenPmdOptions {
 // luminous intensity).
 using UnitDimension = std::array<double, 7>;
 
+// A mesh's global shape, this rank's block of it, and its geometry.
 struct MeshLayout {
   std::vector<long long> global;  // the whole mesh, C order (slowest axis first)
   std::vector<long long> offset;  // this rank's block
@@ -73,6 +75,7 @@ namespace detail {
 class OpenPmdFile;
 }
 
+// One iteration's file of a series, written by every rank, renamed into place by close().
 class OpenPmdIteration {
  public:
   ~OpenPmdIteration();
@@ -101,6 +104,7 @@ class OpenPmdIteration {
   std::unique_ptr<detail::OpenPmdFile> file_;
 };
 
+// An openPMD series of files in a folder (see the top of this header).
 class OpenPmdSeries {
  public:
   // Creates `folder` when missing and checks that it takes files, before any output (rank 0

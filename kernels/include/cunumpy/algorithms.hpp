@@ -69,6 +69,7 @@ Array<std::uint64_t> morton_encode(const Array<std::uint64_t>& cells);
 // Integer cells of keys: (n,) -> (n, ndim).
 Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim);
 
+// The key types sort_by_key takes.
 template <typename K>
 concept SortKey = std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> ||
     std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t>;
@@ -142,6 +143,7 @@ template <typename V>
 using segment_sum_t =
     std::conditional_t<std::is_floating_point_v<V> || is_complex<V>::value, V, double>;
 
+// The key types segment_sum takes.
 template <typename K>
 concept SegmentKey = std::is_same_v<K, std::int64_t> || std::is_same_v<K, std::int32_t>;
 
@@ -160,6 +162,7 @@ inline constexpr bool is_segment_value_v =
     std::is_same_v<V, std::complex<float>> || std::is_same_v<V, std::complex<double>> ||
     std::is_same_v<V, std::int32_t> || std::is_same_v<V, std::int64_t>;
 
+// The sums of `values` per segment of equal consecutive `keys` (see above).
 template <SegmentKey K, Element V>
 Array<segment_sum_t<V>> segment_sum(const Array<K>& keys, const Array<V>& values,
                                     long long n_segments) {

@@ -149,6 +149,8 @@ struct KernelArg {
   const CudaStruct* structure = nullptr;  // structures
 };
 
+// The type-erased form of each kind of kernel argument: arrays, strided views, scalars,
+// complex values, struct values.
 template <Element T>
 KernelArg kernel_arg(const Array<T>& a) {
   KernelArg k;
@@ -295,6 +297,8 @@ inline std::size_t packed_room(const KernelArg& arg) noexcept {
 // The launch shape's source when a call gives neither n_threads nor grid.
 enum class NThreadsFrom { none, first_array };
 
+// How a CudaKernel is compiled and launched: the block size, NVRTC's options, include folders,
+// the structs and template arguments of its signature, the checks and debug mode.
 struct CudaKernelOptions {
   Dim3 block_size = 128;
   std::vector<std::string> options;
@@ -346,10 +350,13 @@ class [[nodiscard]] CudaDebugScope {
   bool enabled_;
   bool* previous_;
 };
+// Debug mode for the calling thread until the scope ends.
 [[nodiscard]] inline CudaDebugScope cuda_debug(bool enabled = true) noexcept {
   return CudaDebugScope(enabled);
 }
 
+// A CUDA kernel compiled at run time: NVRTC on cuda, the kernel emulator on the emulated
+// device (see the top of this header).
 class CudaKernel {
  public:
   CudaKernel(std::string source, std::string name, CudaKernelOptions options = {});

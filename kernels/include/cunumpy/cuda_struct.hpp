@@ -32,6 +32,7 @@
 
 namespace cunumpy {
 
+// One field of a CudaStruct: its name, C type, offset and size.
 struct CudaStructField {
   std::string name;
   std::string
@@ -68,6 +69,7 @@ std::string field_ctype() {
 }
 }  // namespace detail
 
+// The descriptor of a struct passed to kernels by value (made by CUNUMPY_CUDA_STRUCT).
 class CudaStruct {
  public:
   CudaStruct(std::string name, std::vector<CudaStructField> fields, std::size_t size,
@@ -124,6 +126,7 @@ const CudaStruct& cuda_struct() {
   return cunumpy_cuda_struct(static_cast<const S*>(nullptr));
 }
 
+// A type defined with CUNUMPY_CUDA_STRUCT.
 template <typename S>
 concept DefinedCudaStruct = requires {
   cunumpy_cuda_struct(static_cast<const S*>(nullptr));

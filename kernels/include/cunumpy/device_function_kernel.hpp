@@ -28,6 +28,7 @@
 
 namespace cunumpy {
 
+// The wrapper kernel's name and options.
 struct DeviceFunctionOptions {
   std::optional<std::string> name;    // the kernel's name; <function>_kernel when not given
   std::vector<std::string> includes;  // #include lines before header_source: "a.cuh", <b.cuh>
@@ -40,6 +41,7 @@ struct DeviceFunctionOptions {
 std::string device_function_source(std::string_view header_source, std::string_view signature,
                                    const DeviceFunctionOptions& options = {});
 
+// The elementwise kernel around a __device__ function of a header (see above).
 CudaKernel device_function_kernel(std::string_view header_source, std::string_view signature,
                                   DeviceFunctionOptions options = {});
 

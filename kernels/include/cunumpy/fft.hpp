@@ -28,6 +28,7 @@ namespace detail {
 class FftImpl;
 }
 
+// A forward and inverse real-to-complex FFT of one shape: FFTW on host memory, cuFFT on cuda.
 class FftPlan {
  public:
   // `shape`: 1 to 3 axes of at least one point each.

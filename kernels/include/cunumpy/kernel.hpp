@@ -252,6 +252,7 @@ auto resolve_host_args(A&&... args) {
       detail::host_form(std::forward<A>(args))...);
 }
 
+// Which arguments a HostKernel may write, and how it converts device arrays.
 struct HostKernelOptions {
   // The arguments the function may write, by position (negative: from the end); the others
   // are not copied back.  nullopt: every converted array is copied back (correct, twice the
@@ -440,6 +441,7 @@ std::string kernel_signature_difference(const std::string& kernel,
                                         const std::vector<CudaParameter>& cuda);
 }  // namespace detail
 
+// How a Kernel chooses between its host and CUDA sides, and what it does without a CUDA side.
 struct KernelOptions {
   Dispatch dispatch = Dispatch::backend;
   MissingCuda missing_cuda = MissingCuda::raise;
@@ -601,6 +603,7 @@ class Kernel : public KernelBase {
   std::optional<D> cuda_;
 };
 
+// Deduces Kernel<H, D> from the host and CUDA callables.
 template <typename H, typename D>
 Kernel(std::string, H, D, KernelOptions = {},
        std::source_location = std::source_location::current()) -> Kernel<H, D>;
@@ -669,6 +672,7 @@ class KernelOutput {
   std::source_location where_;
   int exceptions_;
 };
+// An output argument for a kernel pair: `out` on the side `like` lives on (see above).
 template <Element T, Element U, Element L>
 KernelOutput<T, U> kernel_output(Array<U>& out, const Array<L>& like,
                                  std::source_location where = std::source_location::current()) {

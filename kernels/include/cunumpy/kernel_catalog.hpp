@@ -42,6 +42,7 @@
 
 namespace cunumpy {
 
+// Where a catalog finds its CUDA sources, and the options of its kernels.
 struct CatalogOptions {
   std::filesystem::path cuda_folder;  // <cuda_folder>/<name>/<name><cuda_suffix>; empty: none
   std::string cuda_suffix = "_cuda.cu";
@@ -51,6 +52,8 @@ struct CatalogOptions {
   HostKernelOptions host;  // the host kernels' conversion (fallback path)
 };
 
+// The kernels of a code being ported: host kernels by name, with their CUDA twins when their
+// sources exist (see the top of this header).
 class KernelCatalog {
  public:
   KernelCatalog() = default;
@@ -132,6 +135,7 @@ class KernelCatalog {
 void set_kernel_implementation(std::optional<std::string> name);
 std::optional<std::string> get_kernel_implementation();
 
+// The host implementation chosen for the calling thread until the scope ends.
 class [[nodiscard]] KernelImplementationScope {
  public:
   explicit KernelImplementationScope(std::optional<std::string> name);
@@ -143,6 +147,7 @@ class [[nodiscard]] KernelImplementationScope {
   std::optional<std::string> name_;
   std::optional<std::string>* previous_;
 };
+// Chooses the host implementation `name` (nothing: the process default) for the calling thread.
 inline KernelImplementationScope use_kernel_implementation(std::optional<std::string> name) {
   return KernelImplementationScope(std::move(name));
 }

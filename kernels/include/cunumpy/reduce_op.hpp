@@ -8,6 +8,7 @@
 
 namespace cunumpy {
 
+// The reductions parallel_reduce computes.
 enum class ReduceOp { sum, min, max };
 
 namespace detail {

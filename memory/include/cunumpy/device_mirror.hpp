@@ -34,6 +34,7 @@ namespace detail {
 [[noreturn]] void throw_mirror_size(std::size_t size, const Shape& shape);
 }  // namespace detail
 
+// A device copy of a host array, brought up to date on demand with counted transfers.
 template <Element T>
 class DeviceMirror {
  public:

@@ -74,6 +74,7 @@ class StagingRing {
 [[noreturn]] void throw_staging_shape(const Shape& expected, const Shape& given);
 }  // namespace detail
 
+// One copy in flight to a pinned buffer: wait() returns the host data once it has arrived.
 template <Element T>
 class StagedCopy {
  public:
@@ -97,6 +98,8 @@ class StagedCopy {
   Shape shape_;
 };
 
+// Pinned host buffers that device arrays are copied into asynchronously (for output while
+// the next step runs).
 template <Element T>
 class HostStaging {
  public:

@@ -44,6 +44,7 @@ MemoryPoolStats host_cache_stats();
 // Memory the device pool keeps cached after frees before returning it to the system (cuda).
 void set_memory_pool_release_threshold(std::size_t bytes);
 
+// A device's free and total memory in bytes.
 struct MemoryInfo {
   std::size_t free;
   std::size_t total;

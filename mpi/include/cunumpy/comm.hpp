@@ -59,6 +59,8 @@ enum class Op {
 void set_mpi_checks(bool enabled) noexcept;
 bool mpi_checks() noexcept;
 
+// Ranks that are no rank: a send or receive with proc_null does nothing; any_source receives
+// from whoever sends.
 inline constexpr int proc_null = -2;  // as MPI_PROC_NULL: a send or receive that does nothing
 inline constexpr int any_source = -1;
 inline constexpr int any_tag = -1;
@@ -123,6 +125,8 @@ class Request {
   std::unique_ptr<detail::RequestImpl> impl_;
 };
 
+// A communicator: real MPI under a launcher, the serial stand-in otherwise (a value; copies
+// share one communicator).
 class Comm {
  public:
   // The world: a duplicate of MPI_COMM_WORLD when MPI is initialised, else the serial

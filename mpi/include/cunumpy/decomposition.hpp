@@ -23,6 +23,7 @@
 
 namespace cunumpy {
 
+// Which axes are periodic, and the rank grid when it is given rather than chosen.
 struct DecompositionOptions {
   std::array<bool, 3> periodic{true, true, true};  // per axis (the first ndim are used)
   std::optional<std::array<int, 3>> dims;          // the rank grid; nothing: chosen
@@ -32,6 +33,7 @@ struct DecompositionOptions {
 // the largest along the axis with the most cells.  ValueError for ranks < 1 or ndim not 1-3.
 std::array<int, 3> dims_create(int ranks, int ndim, std::array<long long, 3> cells);
 
+// A box of cells split over the ranks of a communicator into a Cartesian grid of blocks.
 class CartesianDecomposition {
  public:
   // `cells`: the global box, 1 to 3 axes ({nx}, {nx, ny} or {nx, ny, nz}).

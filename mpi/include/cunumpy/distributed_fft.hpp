@@ -33,10 +33,12 @@
 
 namespace cunumpy {
 
+// The guard cells of the fields a DistributedFft is given.
 struct DistributedFftOptions {
   int guard = 0;  // guard cells on each side of the fields given (HaloExchange's layout)
 };
 
+// What a DistributedFft has done: transforms, bytes sent, staged copies.
 struct DistributedFftStats {
   long long transforms = 0, bytes_sent = 0, staged_copies = 0;
 };
@@ -45,6 +47,7 @@ namespace detail {
 class DistributedFftImpl;
 }
 
+// A distributed real-to-complex FFT of a decomposed field (FFTW's MPI transforms).
 class DistributedFft {
  public:
   DistributedFft(const Comm& comm, const CartesianDecomposition& decomposition,

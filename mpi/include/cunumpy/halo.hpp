@@ -45,12 +45,14 @@
 
 namespace cunumpy {
 
+// The guard width and component layout of a HaloExchange's fields.
 struct HaloOptions {
   int guard = 1;            // guard cells on each side of every axis (at most the owned cells)
   int component_axis = -1;  // where a component axis is: -1 last, 0 first
   int tag = 7100;           // the first of the 54 message tags this exchange uses
 };
 
+// What an exchange does with the guards: fill them from the owners, or sum them into the owners.
 enum class HaloMode { fill, sum };
 
 // What an exchange moved: messages and bytes sent to other ranks (self copies excluded),
@@ -71,6 +73,8 @@ struct HaloField {
 class HaloImpl;
 }  // namespace detail
 
+// The guard cells of decomposed fields, exchanged with the neighbours (see the top of this
+// header).
 class HaloExchange {
  public:
   HaloExchange(const Comm& comm, const CartesianDecomposition& decomposition,

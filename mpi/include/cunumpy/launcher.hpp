@@ -20,6 +20,7 @@
 
 namespace cunumpy {
 
+// What the launcher's environment says about this process.
 struct LauncherInfo {
   bool under_mpi = false;
   std::string launcher;  // "Open MPI", "MPICH/Hydra", "Slurm srun", ... or "none"
@@ -37,6 +38,8 @@ LauncherInfo detect_launcher(const EnvironmentLookup& getenv);
 // The process's launcher, read once and cached.
 const LauncherInfo& launcher_info();
 
+// The process's launcher's answers: whether it runs as an MPI rank, its rank and rank count on
+// its node.
 bool launched_under_mpi();
 int local_rank();
 int local_size();

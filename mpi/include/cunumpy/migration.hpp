@@ -128,16 +128,19 @@ class ParticleColumns {
   int positions_ = 0;
 };
 
+// How a ParticleMigration grows arrays.
 struct MigrationOptions {
   double growth = 1.5;  // a full array grows to max(needed, growth * capacity) rows
   int tag = 7200;       // the message tag
 };
 
+// What a ParticleMigration has moved.
 struct MigrationStats {
   long long migrations = 0, sent = 0, received = 0, messages = 0, bytes_sent = 0, staged_copies = 0,
             reallocations = 0;
 };
 
+// Moves particles to the ranks that own their cells (see the top of this header).
 class ParticleMigration {
  public:
   // The box is [lower, upper) along each axis of `decomposition` (the first ndim entries).

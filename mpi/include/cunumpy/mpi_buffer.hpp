@@ -23,9 +23,11 @@
 
 namespace cunumpy {
 
+// Whether MPI takes device buffers: yes, no, or not known.
 enum class Awareness { yes, no, unknown };
 std::string_view to_string(Awareness a) noexcept;
 
+// The answer on MPI's CUDA-awareness and what it rests on.
 struct CudaAwareness {
   Awareness state = Awareness::unknown;
   std::string reason;  // each signal and what it said
@@ -131,6 +133,7 @@ void allreduce(const Comm& comm, const Array<T>& inout, Op op,
   b.finish();
 }
 
+// Broadcasts `buffer` from `root` to every rank.
 template <Element T>
 void bcast(const Comm& comm, const Array<T>& buffer, int root,
            std::source_location where = std::source_location::current()) {
@@ -143,6 +146,7 @@ void bcast(const Comm& comm, const Array<T>& buffer, int root,
   b.finish();
 }
 
+// Sends `send` to `dest` and receives `recv` from `source` at once.
 template <Element T>
 void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& recv, int source,
               int tag = 0, std::source_location where = std::source_location::current()) {
@@ -152,6 +156,7 @@ void sendrecv(const Comm& comm, const Array<T>& send, int dest, const Array<T>& 
   r.finish();
 }
 
+// Reduces `send` over the ranks into `recv` on `root`.
 template <Element T>
 void reduce(const Comm& comm, const Array<T>& send, const Array<T>& recv, Op op, int root,
             std::source_location where = std::source_location::current()) {
@@ -161,6 +166,7 @@ void reduce(const Comm& comm, const Array<T>& send, const Array<T>& recv, Op op,
   r.finish();
 }
 
+// The inclusive prefix reduction over the ranks.
 template <Element T>
 void scan(const Comm& comm, const Array<T>& send, const Array<T>& recv, Op op,
           std::source_location where = std::source_location::current()) {
@@ -170,6 +176,7 @@ void scan(const Comm& comm, const Array<T>& send, const Array<T>& recv, Op op,
   r.finish();
 }
 
+// Gathers every rank's `send` into `recv` on `root`, in rank order.
 template <Element T>
 void gather(const Comm& comm, const Array<T>& send, const Array<T>& recv, int root,
             std::source_location where = std::source_location::current()) {
@@ -179,6 +186,7 @@ void gather(const Comm& comm, const Array<T>& send, const Array<T>& recv, int ro
   r.finish();
 }
 
+// Scatters `send` on `root` in equal parts, one to each rank's `recv`.
 template <Element T>
 void scatter(const Comm& comm, const Array<T>& send, const Array<T>& recv, int root,
              std::source_location where = std::source_location::current()) {
@@ -188,6 +196,7 @@ void scatter(const Comm& comm, const Array<T>& send, const Array<T>& recv, int r
   r.finish();
 }
 
+// Each rank sends an equal part of `send` to every rank and receives theirs into `recv`.
 template <Element T>
 void alltoall(const Comm& comm, const Array<T>& send, const Array<T>& recv,
               std::source_location where = std::source_location::current()) {
@@ -197,6 +206,7 @@ void alltoall(const Comm& comm, const Array<T>& send, const Array<T>& recv,
   r.finish();
 }
 
+// Gathers parts of different sizes (`counts` per rank) from every rank into every rank.
 template <Element T>
 void allgatherv(const Comm& comm, const Array<T>& send, const Array<T>& recv, detail::Counts counts,
                 detail::Counts displs,
@@ -207,6 +217,7 @@ void allgatherv(const Comm& comm, const Array<T>& send, const Array<T>& recv, de
   r.finish();
 }
 
+// A blocking send of an array.
 template <Element T>
 void send(const Comm& comm, const Array<T>& buffer, int dest, int tag = 0,
           std::source_location where = std::source_location::current()) {
@@ -214,6 +225,7 @@ void send(const Comm& comm, const Array<T>& buffer, int dest, int tag = 0,
   comm.send(s.span(), dest, tag);
 }
 
+// A blocking receive into an array.
 template <Element T>
 void recv(const Comm& comm, const Array<T>& buffer, int source, int tag = 0,
           std::source_location where = std::source_location::current()) {
@@ -245,6 +257,7 @@ class ArrayRequest {
   Request request_;
 };
 
+// A non-blocking send of an array.
 template <Element T>
 [[nodiscard]] ArrayRequest<T> isend(const Comm& comm, const Array<T>& buffer, int dest, int tag = 0,
                                     std::source_location where = std::source_location::current()) {
@@ -253,6 +266,7 @@ template <Element T>
   return ArrayRequest<T>(std::move(s), std::move(r));
 }
 
+// A non-blocking receive into an array.
 template <Element T>
 [[nodiscard]] ArrayRequest<T> irecv(const Comm& comm, const Array<T>& buffer, int source,
                                     int tag = 0,
@@ -262,6 +276,7 @@ template <Element T>
   return ArrayRequest<T>(std::move(b), std::move(r));
 }
 
+// Gathers every rank's `send` into every rank's `recv`, in rank order.
 template <Element T>
 void allgather(const Comm& comm, const Array<T>& send, const Array<T>& recv,
                std::source_location where = std::source_location::current()) {

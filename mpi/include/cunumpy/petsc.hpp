@@ -39,6 +39,7 @@ namespace cunumpy {
 // Starts PETSc if it is not running (MPI first: cunumpy::init_mpi or the application).
 void petsc_initialize();
 
+// A PETSc Vec on an array's memory (no copy), destroyed with the object.
 class PetscVec {
  public:
   PetscVec() = default;
@@ -74,6 +75,7 @@ PetscVec petsc_vec_of(void* data, long long size, Backend backend,
 [[noreturn]] void throw_petsc_type(std::string_view dtype);
 }  // namespace detail
 
+// The PETSc Vec on `array` over `comm` (see above).
 template <Element T>
 PetscVec petsc_vec(const Array<T>& array, const Comm& comm = Comm::world()) {
   if constexpr (!std::is_same_v<T, PetscScalar>)

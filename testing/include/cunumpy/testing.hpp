@@ -47,6 +47,8 @@ std::vector<Backend> backends();
 // The device backend kernels_agree runs the CUDA kernel on: cuda with a GPU, else emulated.
 Backend parity_backend();
 
+// The name of a test instance on a backend ("host", "emulated", "cuda"), for
+// INSTANTIATE_TEST_SUITE_P.
 inline std::string backend_test_name(const ::testing::TestParamInfo<Backend>& info) {
   return std::string(to_string(info.param));
 }

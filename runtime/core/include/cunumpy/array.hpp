@@ -34,6 +34,7 @@
 
 namespace cunumpy {
 
+// Where an array's memory is: host memory, or device memory (cuda or emulated).
 enum class Location { host, device };
 std::string_view to_string(Location location) noexcept;
 
@@ -57,6 +58,8 @@ std::string describe_array(std::string_view what, const Shape& shape, std::strin
 [[noreturn]] void throw_leading(const Shape& shape, long long rows);
 }  // namespace detail
 
+// An n-dimensional array (rank 1 to 4, C order) of element type T on one backend; copies share
+// the memory (as NumPy and CuPy arrays share it through views).
 template <Element T>
 class Array {
  public:
@@ -202,6 +205,7 @@ Array<T> empty(Shape shape) {
   return empty<T>(shape, get_backend());
 }
 
+// An array filled with `value` (on `backend`, else the active one).
 template <Element T>
 Array<T> full(Shape shape, const T& value, Backend backend) {
   Array<T> a = empty<T>(shape, backend);
@@ -213,6 +217,7 @@ Array<T> full(Shape shape, const T& value) {
   return full<T>(shape, value, get_backend());
 }
 
+// An array of zeros (on `backend`, else the active one).
 template <Element T>
 Array<T> zeros(Shape shape, Backend backend) {
   return full<T>(shape, T{}, backend);
@@ -222,6 +227,7 @@ Array<T> zeros(Shape shape) {
   return zeros<T>(shape, get_backend());
 }
 
+// An array of ones (on `backend`, else the active one).
 template <Element T>
 Array<T> ones(Shape shape, Backend backend) {
   return full<T>(shape, T(1), backend);

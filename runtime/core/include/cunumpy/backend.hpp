@@ -28,6 +28,8 @@
 
 namespace cunumpy {
 
+// Where work runs and arrays live: the host (CPU, OpenMP), a CUDA GPU, or the emulated device
+// (host memory behind the device API, for CI without a GPU).
 enum class Backend { host, cuda, emulated };
 
 // "host", "cuda" or "emulated".
@@ -82,6 +84,7 @@ class [[nodiscard]] UseBackend {
   detail::BackendSelection selection_;
   detail::BackendSelection* previous_;
 };
+// Makes `backend` the calling thread's active backend until the scope ends.
 [[nodiscard]] inline UseBackend use_backend(Backend backend) {
   return UseBackend(backend);
 }

@@ -22,5 +22,6 @@ const char* cuda_error_name(int code) noexcept;
 
 }  // namespace cunumpy::detail
 
+// Checks a CUDA runtime call: throws CudaError naming the call, the file and the line.
 #define CUNUMPY_CUDA_CHECK(call) \
   ::cunumpy::detail::cuda_check(static_cast<int>(call), #call, __FILE__, __LINE__)

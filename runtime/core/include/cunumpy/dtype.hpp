@@ -12,6 +12,7 @@
 
 namespace cunumpy {
 
+// Whether T is std::complex<float> or std::complex<double>.
 template <typename T>
 struct is_complex : std::false_type {};
 template <typename T>
@@ -43,6 +44,7 @@ enum class DType : std::uint8_t {
   complex128
 };
 
+// The DType of an element type.
 template <Element T>
 constexpr DType dtype_of() noexcept {
   if constexpr (std::is_same_v<T, bool>)
@@ -76,6 +78,7 @@ constexpr DType dtype_of() noexcept {
   }
 }
 
+// NumPy's name of a dtype ("float64", "int32", ...).
 constexpr std::string_view to_string(DType dtype) noexcept {
   switch (dtype) {
     case DType::boolean:
@@ -133,6 +136,7 @@ constexpr std::size_t dtype_size(DType dtype) noexcept {
   return 0;
 }
 
+// NumPy's name of the element type T.
 template <Element T>
 constexpr std::string_view dtype_name() noexcept {
   if constexpr (std::is_same_v<T, long double>)

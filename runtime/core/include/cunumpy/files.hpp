@@ -13,6 +13,8 @@
 
 namespace cunumpy {
 
+// Replaces `path` with `contents` whole: written to a temporary file of the folder, flushed to
+// the disk and renamed into place; Error naming the file otherwise (the old file unchanged).
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
 }  // namespace cunumpy

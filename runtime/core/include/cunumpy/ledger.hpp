@@ -21,6 +21,7 @@ enum class TransferKind { to_host, to_device, kernel_conversion, fallback, mpi_s
 inline constexpr int transfer_kind_count = 5;
 std::string_view to_string(TransferKind kind) noexcept;
 
+// One host/device transfer as the ledger records it.
 struct TransferEvent {
   TransferKind kind;
   std::string description;  // e.g. "to_host(shape=(100000,), dtype=float64)"
@@ -32,6 +33,7 @@ enum class SyncKind { device, stream, mpi, reduction };
 inline constexpr int sync_kind_count = 4;
 std::string_view to_string(SyncKind kind) noexcept;
 
+// One synchronisation as the ledger records it.
 struct SyncEvent {
   SyncKind kind;
   std::string description;

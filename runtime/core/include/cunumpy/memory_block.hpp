@@ -44,6 +44,7 @@ class MemoryResource {
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
 };
 
+// Bytes from a MemoryResource, returned to it when the last owner lets go (arrays share it).
 class MemoryBlock {
  public:
   // `bytes` from `resource` (a valid, empty block for 0 bytes).

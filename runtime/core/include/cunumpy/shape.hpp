@@ -12,6 +12,7 @@
 
 namespace cunumpy {
 
+// The extents of an array: 1 to 4 axes, each non-negative.
 class Shape {
  public:
   static constexpr int max_rank = 4;

@@ -47,6 +47,8 @@ class StreamRef {
 
 class Event;
 
+// A queue of work on one backend's device (a cudaStream_t on cuda, a worker thread on the
+// emulated device; the host runs work as it is issued).
 class Stream {
  public:
   // A new stream of `backend` (the active one by default).
@@ -91,6 +93,7 @@ class [[nodiscard]] StreamScope {
   StreamRef previous_;
   StreamRef previous_of_;
 };
+// Makes `stream` the calling thread's current stream of its backend until the scope ends.
 [[nodiscard]] inline StreamScope use_stream(StreamRef stream) noexcept {
   return StreamScope(stream);
 }
@@ -109,6 +112,7 @@ StreamRef current_stream() noexcept;
 StreamRef copy_stream(Backend backend);
 StreamRef copy_stream();
 
+// A point in a stream's work: recorded, waited for, or timed against another event.
 class Event {
  public:
   // An event of `backend` (the active one by default); `timing` events can measure

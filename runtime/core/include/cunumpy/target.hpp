@@ -17,6 +17,7 @@
 
 namespace cunumpy {
 
+// Where a loop or a kernel runs: a backend and the stream of it its device work goes on.
 struct Target {
   Backend backend = Backend::host;
   // The stream of `backend` device work is issued on (empty on host).

@@ -46,6 +46,7 @@
 
 namespace cunumpy {
 
+// The Runtime's choices; each defaults to the environment's.
 struct RuntimeOptions {
   std::optional<Backend> backend;     // default: the environment (CUNUMPY_BACKEND)
   std::optional<bool> mpi;            // default: launched_under_mpi()
@@ -57,6 +58,8 @@ namespace detail {
 struct RuntimeParts;
 }
 
+// Starts cunumpy in the right order (device binding, then MPI, then the backend) and stops it
+// (see the top of this header).
 class Runtime {
  public:
   Runtime(int& argc, char**& argv, RuntimeOptions options = {});
