@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ccache pkg-config clang-format git
+  build-essential cmake ccache pkg-config clang clang-format git
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev libhdf5-dev libfftw3-dev libfftw3-mpi-dev libcli11-dev libssl-dev libboost-context-dev libhwy-dev

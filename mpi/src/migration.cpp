@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <sstream>
 
 #include <cunumpy/agree.hpp>
@@ -27,6 +28,13 @@ long long round8(long long n) {
 }
 }  // namespace
 
+// A position with all its digits (the edge and a position one ulp below it differ there).
+std::string exact(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 class MigrationImpl {
  public:
   MigrationImpl(const Comm& comm, const CartesianDecomposition& d, std::array<double, 3> lower,
@@ -42,12 +50,13 @@ class MigrationImpl {
     for (int a = 0; a < d.ndim(); ++a) {
       if (!(std::isfinite(lower[a]) && std::isfinite(upper[a]) && upper[a] > lower[a]))
         throw ValueError("ParticleMigration: the box along axis " + std::to_string(a) +
-                         " must be finite with lower < upper, got [" + std::to_string(lower[a]) +
-                         ", " + std::to_string(upper[a]) + ")");
+                         " must be finite with lower < upper, got [" + exact(lower[a]) + ", " +
+                         exact(upper[a]) + ")");
       g_.cells[a] = d.cells()[a];
       g_.dims[a] = d.dims()[a];
       g_.periodic[a] = d.periodic(a);
       g_.lower[a] = lower[a];
+      g_.upper[a] = upper[a];
       g_.length[a] = upper[a] - lower[a];
       g_.scale[a] = static_cast<double>(g_.cells[a]) / g_.length[a];
       g_.own_begin[a] = d.owned(a).begin;
@@ -64,13 +73,15 @@ class MigrationImpl {
         if (x >= g_.length[a]) x -= g_.length[a];
         if (x < 0.0) x = 0.0;
       }
-      const double s = x * g_.scale[a];
-      if (!(s >= 0.0 && s < static_cast<double>(g_.cells[a])))
-        throw ValueError("ParticleMigration::owner_of: position " + std::to_string(p[a]) +
-                         " is outside the box [" + std::to_string(g_.lower[a]) + ", " +
-                         std::to_string(g_.lower[a] + g_.length[a]) + ") along bounded axis " +
-                         std::to_string(a));
-      cell[a] = std::min(static_cast<long long>(s), g_.cells[a] - 1);
+      // As the migration decides (migration_kernels.cpp): on the position, then the cell
+      // clamped.
+      const bool inside = g_.periodic[a] ? x >= 0.0 : (p[a] >= g_.lower[a] && p[a] < g_.upper[a]);
+      if (!inside)
+        throw ValueError("ParticleMigration::owner_of: position " + exact(p[a]) + " along " +
+                         (g_.periodic[a] ? "periodic" : "bounded") + " axis " + std::to_string(a) +
+                         " is outside the box [" + exact(g_.lower[a]) + ", " + exact(g_.upper[a]) +
+                         ")" + (g_.periodic[a] ? " (not a finite number)" : ""));
+      cell[a] = std::min(static_cast<long long>(x * g_.scale[a]), g_.cells[a] - 1);
     }
     return d_.owner_of(cell);
   }

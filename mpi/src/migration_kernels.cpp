@@ -68,13 +68,17 @@ long long assign_destinations(Backend backend, const MigrationGeometry& geometry
           if (x < 0.0) x = 0.0;
           pos.p[a][i] = g.lower[a] + x;
         }
-        const long long n_a = g.cells[a];
-        const double s = x * g.scale[a];
-        if (!(s >= 0.0 && s < static_cast<double>(n_a))) {  // NaN too
+        // Inside is decided on the position (a bounded axis: lower <= p < upper; a periodic
+        // one: wrapped above), never on the scaled offset, which rounds up to `cells` just
+        // below the upper edge; then the cell is clamped.  NaN fails both tests.
+        const bool inside_box =
+            g.periodic[a] ? x >= 0.0 : (pos.p[a][i] >= g.lower[a] && pos.p[a][i] < g.upper[a]);
+        if (!inside_box) {
           bad = true;
           continue;
         }
-        long long c = static_cast<long long>(s);
+        const long long n_a = g.cells[a];
+        long long c = static_cast<long long>(x * g.scale[a]);
         if (c >= n_a) c = n_a - 1;
         cell[a] = c;
         inside = inside && c >= g.own_begin[a] && c < g.own_end[a];

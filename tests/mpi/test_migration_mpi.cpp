@@ -240,6 +240,51 @@ TEST(MigrationMpiErrors, AParticleOutsideABoundedAxisIsAnErrorOnEveryRank) {
   EXPECT_THROW(m.owner_of({0.5, -0.1, 0.0}), cn::ValueError);
 }
 
+TEST(MigrationMpi, APositionOneUlpBelowTheUpperEdgeIsInside) {
+  // A box of 4 pi by 2 pi in 40 x 28 cells: one ulp below each upper edge, (x - lower) * cells
+  // / length rounds up to `cells` (checked below), so inside must be decided on the position.
+  const cn::Comm world = cn::Comm::world();
+  const double lx = 4.0 * M_PI, ly = 2.0 * M_PI;
+  const long long nx = 40, ny = 28;
+  const double below_x = std::nextafter(lx, 0.0), below_y = std::nextafter(ly, 0.0);
+  ASSERT_GE(below_x * (static_cast<double>(nx) / lx), static_cast<double>(nx));
+  ASSERT_GE(below_y * (static_cast<double>(ny) / ly), static_cast<double>(ny));
+  const cn::CartesianDecomposition d(world, {nx, ny}, {.periodic = {true, false, true}});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {lx, ly, 0.0});
+  EXPECT_EQ(m.owner_of({below_x, below_y, 0.0}), d.owner_of({nx - 1, ny - 1}));
+  EXPECT_EQ(m.owner_of({-1e-15, 0.0, 0.0}), d.owner_of({nx - 1, 0})) << "wraps below lx";
+  // Every rank holds three such particles; each ends on the owner of its cell, none lost.
+  auto x = cn::empty<double>({3}, cn::Backend::host), y = cn::empty<double>({3}, cn::Backend::host);
+  auto id = cn::empty<std::int64_t>({3}, cn::Backend::host);
+  const double xs[] = {below_x, -1e-15, 1.0}, ys[] = {below_y, 1.0, below_y};
+  for (int k = 0; k < 3; ++k) {
+    x(k) = xs[k];
+    y(k) = ys[k];
+    id(k) = 3 * world.rank() + k;
+  }
+  cn::ParticleColumns columns;
+  columns.position(x).position(y).column(id);
+  long long n = 0;
+  ASSERT_NO_THROW(n = m.migrate(columns, 3));
+  long long misplaced = 0;
+  for (long long i = 0; i < n; ++i)
+    if (m.owner_of({x(i), y(i), 0.0}) != world.rank() || !(x(i) >= 0.0 && x(i) < lx)) ++misplaced;
+  EXPECT_EQ(misplaced, 0);
+  EXPECT_EQ(world.allreduce(n, cn::Op::sum), 3LL * world.size());
+  // The edge itself is outside a bounded axis, said with all its digits.
+  try {
+    (void)m.owner_of({0.5, ly, 0.0});
+    ADD_FAILURE() << "no error";
+  } catch (const cn::ValueError& e) {
+    char edge[32];
+    std::snprintf(edge, sizeof edge, "%.17g", ly);
+    const std::string what = e.what();
+    EXPECT_NE(what.find(std::string("position ") + edge + " along bounded axis 1"),
+              std::string::npos)
+        << what;
+  }
+}
+
 TEST(MigrationMpiErrors, AParticleAtANaNOrInfinitePositionIsAnErrorOnEveryRank) {
   // On a periodic axis too: the wrap of a NaN or an infinity is no position.
   const cn::Comm world = cn::Comm::world();

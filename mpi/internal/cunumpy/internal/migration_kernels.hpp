@@ -12,7 +12,7 @@ struct MigrationGeometry {
   long long cells[3] = {1, 1, 1};
   int dims[3] = {1, 1, 1};
   bool periodic[3] = {true, true, true};
-  double lower[3] = {0, 0, 0}, length[3] = {1, 1, 1};
+  double lower[3] = {0, 0, 0}, upper[3] = {1, 1, 1}, length[3] = {1, 1, 1};
   double scale[3] = {1, 1, 1};  // cells / length: a position's cell is floor((x - lower) * scale)
   long long own_begin[3] = {0, 0, 0}, own_end[3] = {1, 1, 1};  // this rank's cells
 };
