@@ -87,7 +87,10 @@ class MigrationImpl {
   }
 
   long long migrate(ParticleColumns& cols, long long count, const std::source_location& where) {
-    const Layout lay = layout_of(cols, count);
+    // A local argument error (one rank's arrays) is agreed first: every rank raises it, none
+    // waits alone in the exchange below.
+    Layout lay;
+    all_ranks<ValueError>(comm_, [&] { lay = layout_of(cols, count); });
     const Backend b = lay.backend;
     const int P = comm_.size();
     ++stats_.migrations;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
@@ -306,6 +307,31 @@ TEST(MigrationMpiErrors, AParticleAtANaNOrInfinitePositionIsAnErrorOnEveryRank) 
       EXPECT_NE(what.find("nothing was moved"), std::string::npos) << what;
     }
     EXPECT_EQ(p.n, n) << "nothing dropped";
+  }
+}
+
+TEST(MigrationMpiErrors, ALocalArgumentErrorOnOneRankIsAnErrorOnEveryRank) {
+  // The last rank passes a column with fewer rows than the others: every rank raises its
+  // message (it used to throw alone while the others waited in the exchange).
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20}, {.periodic = {true, true, true}});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, cn::Backend::host, 2 * kPerRank);
+  const bool last = world.rank() == world.size() - 1;
+  auto short_column = cn::zeros<double>({kPerRank / 2}, cn::Backend::host);
+  cn::ParticleColumns columns;
+  columns.position(p.x).position(p.y).column(last ? short_column : p.vx);
+  std::string what = "(no exception)";
+  try {
+    (void)m.migrate(columns, p.n);
+  } catch (const cn::ValueError& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("every particle array needs the same number of rows"), std::string::npos)
+      << what;
+  if (world.size() > 1) {
+    EXPECT_NE(what.find("rank " + std::to_string(world.size() - 1)), std::string::npos) << what;
   }
 }
 
