@@ -319,28 +319,47 @@ std::size_t pack_unchecked(const KernelArg& a, void* dst) {
 
 }  // namespace detail
 
+void PackedArgs::grow(std::size_t parameters, std::size_t slot_bytes) {
+  const std::size_t meta = (3 * sizeof(std::size_t) * parameters + kAlign - 1) / kAlign * kAlign;
+  auto block = std::make_unique_for_overwrite<std::byte[]>(meta + slot_bytes);
+  auto** pointers = reinterpret_cast<void**>(block.get());
+  auto* sizes = reinterpret_cast<std::size_t*>(pointers + parameters);
+  auto* offsets = sizes + parameters;
+  std::byte* slots = block.get() + meta;
+  if (count_ > 0) {
+    std::memcpy(sizes, sizes_, count_ * sizeof(std::size_t));
+    std::memcpy(offsets, offsets_, count_ * sizeof(std::size_t));
+  }
+  if (used_ > 0) std::memcpy(slots, slots_, used_);
+  for (std::size_t i = 0; i < count_; ++i) pointers[i] = slots + offsets[i];  // the slots moved
+  block_ = std::move(block);
+  pointers_ = pointers;
+  sizes_ = sizes;
+  offsets_ = offsets;
+  slots_ = slots;
+  capacity_ = parameters;
+  slot_bytes_ = slot_bytes;
+}
+
 void PackedArgs::reserve(std::size_t n) {
-  offsets_.reserve(n);
-  sizes_.reserve(n);
-  pointers_.reserve(n);
-  storage_.reserve(n * kScalarRoom);
+  if (n > capacity_ || n * kScalarRoom > slot_bytes_)
+    grow(std::max(n, capacity_), std::max(n * kScalarRoom, slot_bytes_));
 }
 
 void* PackedArgs::slot(std::size_t bytes) {
   const std::size_t room = (bytes + kAlign - 1) / kAlign * kAlign;
-  if (storage_.size() < used_ + room) {
-    storage_.resize(std::max(used_ + room, 2 * storage_.size()));
-    // The slots moved: the pointers handed out follow them.
-    for (std::size_t i = 0; i < pointers_.size(); ++i) pointers_[i] = storage_.data() + offsets_[i];
-  }
+  if (count_ == capacity_ || used_ + room > slot_bytes_)
+    grow(count_ == capacity_ ? std::max<std::size_t>(8, 2 * capacity_) : capacity_,
+         std::max(used_ + room, 2 * slot_bytes_));
   pending_ = room;
-  return storage_.data() + used_;
+  return slots_ + used_;
 }
 
-void PackedArgs::commit(std::size_t bytes) {
-  offsets_.push_back(used_);
-  sizes_.push_back(bytes);
-  pointers_.push_back(storage_.data() + used_);
+void PackedArgs::commit(std::size_t bytes) noexcept {
+  offsets_[count_] = used_;
+  sizes_[count_] = bytes;
+  pointers_[count_] = slots_ + used_;
+  ++count_;
   used_ += pending_;
   pending_ = 0;
 }

@@ -262,20 +262,18 @@ std::size_t pack_unchecked(const KernelArg& arg, void* dst);
 // a view of up to four dimensions), aligned to 16 bytes.
 class PackedArgs {
  public:
-  PackedArgs() = default;
-  PackedArgs(PackedArgs&&) noexcept = default;
-  PackedArgs& operator=(PackedArgs&&) noexcept = default;
-  void** pointers() noexcept { return pointers_.data(); }
-  std::size_t size() const noexcept { return sizes_.size(); }
+  void** pointers() noexcept { return pointers_; }
+  std::size_t size() const noexcept { return count_; }
   // The bytes of parameter i.
   std::span<const std::byte> bytes(std::size_t i) const {
     return {static_cast<const std::byte*>(pointers_[i]), sizes_[i]};
   }
-  // Room for n parameters (a hint); slot(bytes) hands out room for the next one, at least
-  // `bytes` large, commit() records how many bytes it holds.
+  // Room for n parameters of kScalarRoom each (one allocation); slot(bytes) hands out room for
+  // the next one, at least `bytes` large (growing the buffer for a large struct), commit()
+  // records how many bytes it holds.
   void reserve(std::size_t n);
   void* slot(std::size_t bytes);
-  void commit(std::size_t bytes);
+  void commit(std::size_t bytes) noexcept;
 
   // The room every argument that is not a struct fits in: a pointer, a scalar (complex<double>:
   // 16 bytes) or a view of four dimensions (pointer, shape, strides: 72 bytes).
@@ -283,10 +281,15 @@ class PackedArgs {
 
  private:
   static constexpr std::size_t kAlign = 16;
-  std::vector<std::byte> storage_;  // the slots, each kAlign-aligned from the buffer's start
-  std::vector<std::size_t> offsets_, sizes_;
-  std::vector<void*> pointers_;
-  std::size_t used_ = 0, pending_ = 0;
+  void grow(std::size_t parameters, std::size_t slot_bytes);
+  // One block: the pointers, the sizes and the offsets of `capacity_` parameters, then the
+  // slots (each kAlign-aligned).
+  std::unique_ptr<std::byte[]> block_;
+  void** pointers_ = nullptr;
+  std::size_t* sizes_ = nullptr;
+  std::size_t* offsets_ = nullptr;
+  std::byte* slots_ = nullptr;
+  std::size_t count_ = 0, capacity_ = 0, slot_bytes_ = 0, used_ = 0, pending_ = 0;
 };
 // The room argument `arg` needs in a launch buffer.
 inline std::size_t packed_room(const KernelArg& arg) noexcept {
