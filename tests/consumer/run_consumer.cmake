@@ -1,12 +1,5 @@
 # cmake -P script behind the consumer_project test.
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    string(REPLACE ";" " " cmd "${ARGN}")
-    message(FATAL_ERROR "consumer test: '${cmd}' failed (${rc})\n${out}\n${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_step.cmake)
 
 file(REMOVE_RECURSE ${WORK_DIR})
 # Installed, then moved: an installed cunumpy must work wherever its prefix is.

@@ -10,8 +10,24 @@
 
 #include <cunumpy/testing.hpp>
 
+#include "test_environment.hpp"
+
 // The suite on the host and on the emulated device (the device paths without a GPU).
 #define CUNUMPY_ON_HOST_AND_EMULATED(suite)                                                       \
   INSTANTIATE_TEST_SUITE_P(                                                                       \
       Backends, suite, ::testing::Values(::cunumpy::Backend::host, ::cunumpy::Backend::emulated), \
       ::cunumpy::testing::backend_test_name)
+
+namespace cunumpy_test {
+// The emulated device with its host compiler: skipped, saying why, where the kernel emulator's
+// compiler (CXX, else c++) does not run.
+class OnEmulatedWithCompiler : public ::cunumpy::testing::OnEmulated {
+ protected:
+  void SetUp() override {
+    if (!have_host_compiler())
+      GTEST_SKIP() << "no host compiler '" << ::cunumpy::emulation_compiler()
+                   << "' for the emulator";
+    ::cunumpy::testing::OnEmulated::SetUp();
+  }
+};
+}  // namespace cunumpy_test

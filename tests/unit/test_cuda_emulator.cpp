@@ -18,14 +18,7 @@ using namespace cunumpy_test;
 
 namespace {
 
-class Emulator : public cn::testing::OnEmulated {
- protected:
-  void SetUp() override {
-    if (!have_host_compiler())
-      GTEST_SKIP() << "no host compiler '" << cn::emulation_compiler() << "' for the emulator";
-    cn::testing::OnEmulated::SetUp();
-  }
-};
+class Emulator : public OnEmulatedWithCompiler {};
 
 }  // namespace
 

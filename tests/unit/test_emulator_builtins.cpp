@@ -21,14 +21,7 @@ using namespace cunumpy_test;
 
 namespace {
 
-class EmulatorBuiltins : public cn::testing::OnEmulated {
- protected:
-  void SetUp() override {
-    if (!have_host_compiler())
-      GTEST_SKIP() << "no host compiler '" << cn::emulation_compiler() << "' for the emulator";
-    cn::testing::OnEmulated::SetUp();
-  }
-};
+class EmulatorBuiltins : public OnEmulatedWithCompiler {};
 
 // Runs `body` (statements writing out[0..n)) as a one-thread kernel and returns out.
 std::vector<double> one_thread(const std::string& name, const std::string& body, long long n) {

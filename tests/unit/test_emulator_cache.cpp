@@ -24,14 +24,7 @@ using namespace cunumpy_test;
 
 namespace {
 
-class EmulatorCache : public cn::testing::OnEmulated {
- protected:
-  void SetUp() override {
-    if (!have_host_compiler())
-      GTEST_SKIP() << "no host compiler '" << cn::emulation_compiler() << "' for the emulator";
-    cn::testing::OnEmulated::SetUp();
-  }
-};
+class EmulatorCache : public OnEmulatedWithCompiler {};
 
 // axpy on 1000 elements through a fresh CudaKernel (its own compilation or cache look-up);
 // whether y is right.
