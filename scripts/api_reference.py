@@ -178,7 +178,7 @@ def page(title, folder):
         if code:
             out += ["```cpp"] + [l[2:] for l in code] + ["```", ""]
         for name, decl, comment, number in entries:
-            out += [f"- **`{name}`** (line {number}): `{re.sub(chr(96), '', decl)[:200]}`"]
+            out += [f"- **`{name}`**: `{re.sub(chr(96), '', decl)[:200]}`"]
             if comment:
                 out += ["  " + " ".join(comment)]
         out.append("")
