@@ -72,7 +72,7 @@ def entity_name(decl):
 
 
 def parse_header(path):
-    """(opening block, [(name, declaration, comment lines, line number)], [undocumented])."""
+    """(opening block, [(name, declaration, comment lines)], [undocumented, with file:line])."""
     lines = path.read_text().splitlines()
     entries, undocumented = [], []
     scopes = []  # ("ns", name) | ("class",) | ("other",)
@@ -95,7 +95,7 @@ def parse_header(path):
             name = re.match(r"#define (\w+)", line).group(1)
             if not name.endswith("_HPP") and not name.endswith("_CUH"):
                 if comment or last_was_decl:
-                    entries.append((name, line, list(comment), number))
+                    entries.append((name, line, list(comment)))
                 else:
                     undocumented.append(f"{path.relative_to(ROOT)}:{number}: macro {name}")
             last_was_decl = bool(comment) or last_was_decl
@@ -117,8 +117,8 @@ def parse_header(path):
             continue
         if pending is None and at_namespace and DECL_START.match(code) and not re.match(
                 r"(namespace|friend|public|private|protected|return|if|for|while|else|case)\b",
-                code) and not re.match(r"^(class|struct|enum)\s+[\w:]+\s*;$", code) and not re.match(
-                r"^template\s*<[^>]*>\s*$", code + " x") and not code.startswith("}"):
+                code) and not re.match(r"^(class|struct|enum)\s+[\w:]+\s*;$", code) and not \
+                code.startswith("}"):
             pending = [number, code, list(comment)]
         elif pending is not None:
             pending[1] += " " + code
@@ -144,7 +144,7 @@ def parse_header(path):
                 name = entity_name(decl)
                 documented = bool(pending[2]) or last_was_decl
                 if documented:
-                    entries.append((name, decl, pending[2], pending[0]))
+                    entries.append((name, decl, pending[2]))
                 else:
                     undocumented.append(f"{path.relative_to(ROOT)}:{pending[0]}: {name}")
                 pending = None
@@ -164,11 +164,10 @@ def page(title, folder):
         undocumented += missing
         include = f"cunumpy/{header.name}"
         out += [f"## `<{include}>`", ""]
-        body = [l for l in opening if not l.startswith(f"cunumpy/{header.name}")]
-        first = opening[0] if opening else ""
-        if first.startswith(f"{include}:") or first.startswith(f"{folder}"):
-            first_text = first.split(":", 1)[1].strip() if ":" in first else first
-            body = [first_text] + opening[1:]
+        # The opening block names its file first ("cunumpy/x.hpp: what it is for"): dropped.
+        body = list(opening)
+        if body and body[0].startswith((f"{include}:", folder)):
+            body[0] = body[0].split(":", 1)[-1].strip()
         text, code = [], []
         for l in body:
             (code if l.startswith("  ") else text).append(l)
@@ -177,7 +176,7 @@ def page(title, folder):
             out += [summary[:1].upper() + summary[1:], ""]
         if code:
             out += ["```cpp"] + [l[2:] for l in code] + ["```", ""]
-        for name, decl, comment, number in entries:
+        for name, decl, comment in entries:
             out += [f"- **`{name}`**: `{re.sub(chr(96), '', decl)[:200]}`"]
             if comment:
                 out += ["  " + " ".join(comment)]

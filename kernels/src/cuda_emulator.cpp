@@ -795,8 +795,8 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   k->name = r.expression;
   fs::path load = entry;
   if (entry.empty() || !read_cache_entry(entry)) {
-    // Compiled in a folder of its own under fixed names, so the library's bytes depend on the
-    // request alone (two processes compiling one kernel write the same entry).
+    // Compiled in a private folder of its own (removed after), so concurrent compilations of one
+    // kernel, by threads or processes, never share a file; each writes a whole entry.
     const fs::path work = private_temp_dir() / ("build-" + key.substr(0, 16) + "-" +
                                                 std::to_string(g_builds.fetch_add(1)));
     std::error_code ec;
