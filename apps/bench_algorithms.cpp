@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -203,6 +204,53 @@ void segment_sum(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// Flags as a particle migration sees them: `percent` of the rows set (1 in 100/percent,
+// spread).
+cn::Array<std::uint8_t> partition_flags(long long n, long long per_mille, cn::Backend b) {
+  auto h = cn::Array<std::uint8_t>(cn::Shape{n}, cn::Backend::host);
+  for (long long i = 0; i < n; ++i)
+    h.host_span()[static_cast<std::size_t>(i)] =
+        static_cast<std::uint8_t>((i * 2654435761LL) % 1000 < per_mille ? 1 : 0);
+  return b == cn::Backend::host ? h : cn::to_device(h, b);
+}
+
+void stable_partition(benchmark::State& state) {
+  const long long n = state.range(0);
+  const auto flags = partition_flags(n, state.range(1), cn::get_backend());
+  for (int warm = 0; warm < 2; ++warm) (void)cn::stable_partition(flags);
+  for (auto _ : state) {
+    auto p = cn::stable_partition(flags);
+    cn::synchronize();
+    benchmark::DoNotOptimize(p.order.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+// The peer: std::stable_partition of the indices by their flag (one thread).
+void std_stable_partition(benchmark::State& state) {
+  const long long n = state.range(0);
+  const auto flags = partition_flags(n, state.range(1), cn::Backend::host);
+  const std::uint8_t* f = flags.data();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (auto _ : state) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_partition(order.begin(), order.end(), [f](std::int64_t i) { return f[i] != 0; });
+    benchmark::DoNotOptimize(order.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void flatnonzero(benchmark::State& state) {
+  const long long n = state.range(0);
+  const auto flags = partition_flags(n, state.range(1), cn::get_backend());
+  for (auto _ : state) {
+    auto idx = cn::flatnonzero(flags);
+    cn::synchronize();
+    benchmark::DoNotOptimize(idx.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 }  // namespace
 
 BENCHMARK(sort_by_key)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -221,6 +269,19 @@ BENCHMARK(morton_keys_3d)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisec
 BENCHMARK(segment_sum)
     ->Args({1 << 20, 65536})
     ->Args({1 << 24, 65536})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// Per mille of the rows selected: 1, 10 and 100 (0.1%, 1%, 10%: a migration's leavers).
+BENCHMARK(stable_partition)
+    ->ArgsProduct({{1 << 24}, {1, 10, 100}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(std_stable_partition)
+    ->ArgsProduct({{1 << 24}, {1, 10, 100}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(flatnonzero)
+    ->ArgsProduct({{1 << 24}, {1, 10, 100}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -292,6 +353,13 @@ void print_ratios(const std::map<std::string, double>& s) {
     if (mk > 0 && mb > 0)
       row("morton time / " + baseline::morton3_method() + " " + sz, mk / mb, "<= 1.1x",
           mk / mb <= 1.1);
+    for (const char* pm : {"1", "10", "100"}) {
+      const double sp = at("stable_partition/" + sz + "/" + pm);
+      const double ref = at("std_stable_partition/" + sz + "/" + pm);
+      if (sp > 0 && ref > 0)
+        row(std::string("stable_partition vs std ") + sz + " " + pm + "/1000", ref / sp, ">= 1x",
+            ref / sp >= 1);
+    }
     const double ss = at("segment_sum/" + sz + "/65536");
     if (ss > 0) {
       const double np = numpy_bincount_seconds(std::stoll(sz), 65536);

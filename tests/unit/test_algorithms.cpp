@@ -524,4 +524,133 @@ TEST_P(Algorithms, SegmentSumOfLongInputsIsTheSequentialSum) {
       cn::ValueError);
 }
 
+// ---- scans and partitions ----------------------------------------------------------------
+
+namespace {
+// Lengths around the host's chunk (65536) and a multi-chunk one.
+const std::vector<long long> kScanLengths{0, 1, 7, 65535, 65536, 65537, 300001};
+}  // namespace
+
+TEST_P(Algorithms, CumsumAndExclusiveScanEqualTheStandardScans) {
+  std::mt19937_64 rng(11);
+  for (long long n : kScanLengths) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = static_cast<std::int64_t>(rng() % 2001) - 1000;
+    std::vector<std::int64_t> inc(v.size()), exc(v.size());
+    std::inclusive_scan(v.begin(), v.end(), inc.begin());
+    std::exclusive_scan(v.begin(), v.end(), exc.begin(), std::int64_t{0});
+    const auto a = cn::from_host<std::int64_t>(v);
+    const auto ci = cn::to_host(cn::cumsum(a));
+    const auto ce = cn::to_host(cn::exclusive_scan(a));
+    ASSERT_EQ(ci.size(), n);
+    ASSERT_EQ(ce.size(), n);
+    for (long long i = 0; i < n; ++i) {
+      ASSERT_EQ(ci(i), inc[static_cast<std::size_t>(i)]) << "n " << n << " i " << i;
+      ASSERT_EQ(ce(i), exc[static_cast<std::size_t>(i)]) << "n " << n << " i " << i;
+    }
+    // Unsigned 32-bit wraps as the standard's does.
+    std::vector<std::uint32_t> u(v.size());
+    for (auto& x : u) x = static_cast<std::uint32_t>(rng());
+    std::vector<std::uint32_t> uinc(u.size());
+    std::inclusive_scan(u.begin(), u.end(), uinc.begin());
+    const auto cu = cn::to_host(cn::cumsum(cn::from_host<std::uint32_t>(u)));
+    for (long long i = 0; i < n; ++i) ASSERT_EQ(cu(i), uinc[static_cast<std::size_t>(i)]);
+  }
+}
+
+TEST_P(Algorithms, FloatingCumsumIsTheSequentialSumBitForBit) {
+  // numpy.cumsum adds in index order: the host gives the same bits, whatever the threads.
+  const long long n = 200003;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (long long i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = std::sin(0.37 * i) * 1e3 + 1e-7 * i;
+  std::vector<float> f(v.begin(), v.end());
+  double acc = 0.0;
+  float facc = 0.0f;
+  const auto c = cn::to_host(cn::cumsum(cn::from_host<double>(v)));
+  const auto e = cn::to_host(cn::exclusive_scan(cn::from_host<double>(v)));
+  const auto cf = cn::to_host(cn::cumsum(cn::from_host<float>(f)));
+  for (long long i = 0; i < n; ++i) {
+    ASSERT_EQ(e(i), acc) << i;
+    acc += v[static_cast<std::size_t>(i)];
+    facc += f[static_cast<std::size_t>(i)];
+    ASSERT_EQ(c(i), acc) << i;
+    ASSERT_EQ(cf(i), facc) << i;
+  }
+}
+
+TEST_P(Algorithms, FlatnonzeroAndStablePartitionEqualTheStandardOnes) {
+  std::mt19937_64 rng(5);
+  for (long long n : kScanLengths) {
+    for (int density : {0, 1, 50, 100}) {  // percent of nonzero flags
+      std::vector<std::uint32_t> flags(static_cast<std::size_t>(n));
+      for (auto& x : flags) x = static_cast<int>(rng() % 100) < density ? 1u + rng() % 7 : 0u;
+      std::vector<std::int64_t> nz, order(flags.size());
+      for (long long i = 0; i < n; ++i)
+        if (flags[static_cast<std::size_t>(i)] != 0) nz.push_back(i);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_partition(order.begin(), order.end(), [&](std::int64_t i) {
+        return flags[static_cast<std::size_t>(i)] != 0;
+      });
+      const auto a = cn::from_host<std::uint32_t>(flags);
+      const auto got = cn::to_host(cn::flatnonzero(a));
+      ASSERT_EQ(got.size(), static_cast<long long>(nz.size()))
+          << "n " << n << " density " << density;
+      for (std::size_t k = 0; k < nz.size(); ++k) ASSERT_EQ(got(static_cast<long long>(k)), nz[k]);
+      const auto [p, selected] = cn::stable_partition(a);
+      EXPECT_EQ(selected, static_cast<long long>(nz.size()));
+      const auto ph = cn::to_host(p);
+      ASSERT_EQ(ph.size(), n);
+      for (long long i = 0; i < n; ++i) ASSERT_EQ(ph(i), order[static_cast<std::size_t>(i)]) << i;
+    }
+  }
+}
+
+TEST_P(Algorithms, FlatnonzeroReadsAnyShapeFlatScansNeedOneAxis) {
+  const std::vector<double> v{0.0, 1.5, 0.0, -2.0, 0.0, 3.0};
+  const auto m = cn::from_host<double>(v, cn::Shape{2, 3});
+  const auto nz = cn::to_host(cn::flatnonzero(m));
+  ASSERT_EQ(nz.size(), 3);
+  EXPECT_EQ(nz(0), 1);
+  EXPECT_EQ(nz(1), 3);
+  EXPECT_EQ(nz(2), 5);
+  auto bools = cn::Array<bool>(cn::Shape{3}, cn::Backend::host);
+  bools(0) = true;
+  bools(1) = false;
+  bools(2) = true;
+  const auto bp = cn::stable_partition(cn::to_active(bools));
+  EXPECT_EQ(bp.selected, 2);
+  try {
+    (void)cn::cumsum(m);
+    FAIL() << "a 2D cumsum was accepted";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("cumsum: a 1D array is required, got shape (2, 3)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)cn::stable_partition(m), cn::ValueError);
+}
+
+#if defined(_OPENMP)
+TEST_P(Algorithms, ScansAndPartitionsGiveTheSameResultOnAnyThreadCount) {
+  const long long n = 1'000'003;
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (long long i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 2654435761LL) % 7) - 3;
+  const auto a = cn::from_host<std::int32_t>(v);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto one = cn::to_host(cn::cumsum(a));
+  const auto one_p = cn::to_host(cn::stable_partition(a).order);
+  omp_set_num_threads(3);
+  const auto three = cn::to_host(cn::cumsum(a));
+  const auto three_p = cn::to_host(cn::stable_partition(a).order);
+  omp_set_num_threads(before);
+  for (long long i = 0; i < n; ++i) {
+    ASSERT_EQ(one(i), three(i)) << i;
+    ASSERT_EQ(one_p(i), three_p(i)) << i;
+  }
+}
+#endif
+
 CUNUMPY_ON_HOST_AND_EMULATED(Algorithms);

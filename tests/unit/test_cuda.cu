@@ -368,3 +368,24 @@ TEST_F(OnGpu, RngAndAlgorithmsMatchTheHost) {
   EXPECT_EQ(std::memcmp(sh_sum.data(), sd_sum.data(), sh_sum.nbytes()), 0)
       << "segment sums bit-identical";
 }
+
+TEST_F(OnGpu, ScansAndPartitionsMatchTheHost) {
+  const long long n = (1 << 20) + 3;  // several CUB tiles
+  auto v = cn::Array<std::int64_t>(cn::Shape{n}, cn::Backend::host);
+  for (long long i = 0; i < n; ++i) v(i) = (i * 2654435761LL) % 5 == 0 ? (i % 7) - 3 : 0;
+  auto vd = cn::to_device(v);
+  for (bool inclusive : {true, false}) {
+    auto h = inclusive ? cn::cumsum(v) : cn::exclusive_scan(v);
+    auto d = cn::to_host(inclusive ? cn::cumsum(vd) : cn::exclusive_scan(vd));
+    EXPECT_EQ(std::memcmp(h.data(), d.data(), h.nbytes()), 0) << "integer scans are exact";
+  }
+  auto nh = cn::flatnonzero(v);
+  auto nd = cn::to_host(cn::flatnonzero(vd));
+  ASSERT_EQ(nh.size(), nd.size());
+  EXPECT_EQ(std::memcmp(nh.data(), nd.data(), nh.nbytes()), 0);
+  auto ph = cn::stable_partition(v);
+  auto pd = cn::stable_partition(vd);
+  EXPECT_EQ(ph.selected, pd.selected);
+  auto pdh = cn::to_host(pd.order);
+  EXPECT_EQ(std::memcmp(ph.order.data(), pdh.data(), ph.order.nbytes()), 0) << "same order";
+}

@@ -1,4 +1,5 @@
-// cunumpy/algorithms.hpp: Morton keys, a stable sort_by_key, a deterministic segment_sum.
+// cunumpy/algorithms.hpp: Morton keys, a stable sort_by_key, a deterministic segment_sum,
+// prefix sums and stable partitions.
 //
 //   auto keys = cunumpy::morton_keys(positions, lower, upper, 21);          // (n, 3) -> (n,)
 //   uint64 auto [sorted, order, pos, q] = cunumpy::sort_by_key(keys, positions, charges); auto rho
@@ -171,6 +172,74 @@ Array<segment_sum_t<V>> segment_sum(const Array<K>& keys, const Array<V>& values
       "cunumpy::segment_sum: values must be float, double, complex<float>, complex<double>, "
       "int32 or int64; convert bool and small integer types to int32 first");
   return detail::segment_sum_impl(keys, values, n_segments);
+}
+
+// ---- scans and partitions -----------------------------------------------------------------
+//
+//   auto starts = cunumpy::exclusive_scan(counts);       // counts (n,) -> offsets (n,)
+//   auto idx = cunumpy::flatnonzero(flags);              // numpy.flatnonzero
+//   auto [order, kept] = cunumpy::stable_partition(flags);
+//
+// cumsum(a): numpy.cumsum of a 1D array, out[i] = a[0] + ... + a[i], in a's type (numpy widens
+// small integers; here int32 stays int32).  exclusive_scan(a): out[0] = 0, out[i] = a[0] + ... +
+// a[i-1] (std::exclusive_scan with 0).  Host memory: integers in parallel over fixed chunks
+// (exact); floating values in one pass in index order, numpy's additions in numpy's order (the
+// same bits as numpy.cumsum).  CUDA: CUB's DeviceScan (floating sums may round otherwise).
+//
+// flatnonzero(a): the indices (int64, increasing) of a's nonzero elements, a read as flat.
+// stable_partition(flags): the indices of the nonzero flags, increasing, then those of the zero
+// flags, increasing (std::stable_partition applied to 0, 1, ..., n-1), and how many are nonzero.
+// Host: two parallel passes over fixed chunks (count, then write at each chunk's offsets); CUDA:
+// flags, an exclusive scan and one scatter.  The count is read back (a reduction's result).
+
+// The element types cumsum and exclusive_scan take.
+template <typename T>
+concept ScanValue = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
+    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t> ||
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+// The element types flatnonzero and stable_partition take.
+template <typename T>
+concept SelectValue = ScanValue<T> || std::is_same_v<T, bool> || std::is_same_v<T, std::uint8_t> ||
+    std::is_same_v<T, std::int8_t>;
+
+// A stable partition: `order` holds every index once, the `selected` ones first.
+struct Partition {
+  Array<std::int64_t> order;
+  long long selected = 0;
+};
+
+namespace detail {
+template <ScanValue T>
+Array<T> scan_impl(const Array<T>& a, bool inclusive);
+template <Element T>
+Array<std::int64_t> flatnonzero_impl(const Array<T>& a);
+template <Element T>
+Partition stable_partition_impl(const Array<T>& flags);
+}  // namespace detail
+
+// Inclusive prefix sums of a 1D array (numpy.cumsum), on a's backend.
+template <ScanValue T>
+Array<T> cumsum(const Array<T>& a) {
+  return detail::scan_impl(a, true);
+}
+
+// Exclusive prefix sums of a 1D array (out[0] = 0), on a's backend.
+template <ScanValue T>
+Array<T> exclusive_scan(const Array<T>& a) {
+  return detail::scan_impl(a, false);
+}
+
+// The indices of the nonzero elements (numpy.flatnonzero), on a's backend.
+template <SelectValue T>
+Array<std::int64_t> flatnonzero(const Array<T>& a) {
+  return detail::flatnonzero_impl(a);
+}
+
+// The indices of the nonzero flags, then of the zero ones, each group increasing.
+template <SelectValue T>
+Partition stable_partition(const Array<T>& flags) {
+  return detail::stable_partition_impl(flags);
 }
 
 }  // namespace cunumpy
