@@ -67,21 +67,16 @@ class MigrationImpl {
   int owner_of(std::array<double, 3> p) const {
     std::array<long long, 3> cell{0, 0, 0};
     for (int a = 0; a < g_.ndim; ++a) {
-      double x = p[a] - g_.lower[a];
-      if (g_.periodic[a] && !(x >= 0.0 && x < g_.length[a])) {  // as the migration wraps
-        x -= g_.length[a] * std::floor(x / g_.length[a]);
-        if (x >= g_.length[a]) x -= g_.length[a];
-        if (x < 0.0) x = 0.0;
-      }
-      // As the migration decides (migration_kernels.cpp): on the position, then the cell
-      // clamped.
-      const bool inside = g_.periodic[a] ? x >= 0.0 : (p[a] >= g_.lower[a] && p[a] < g_.upper[a]);
-      if (!inside)
+      // As the migration decides (migration_kernels.hpp): wrapped, inside by position, then
+      // the cell clamped.
+      const double x =
+          g_.periodic[a] ? wrap_position(p[a], g_.lower[a], g_.upper[a], g_.length[a]) : p[a];
+      if (!(x >= g_.lower[a] && x < g_.upper[a]))
         throw ValueError("ParticleMigration::owner_of: position " + exact(p[a]) + " along " +
                          (g_.periodic[a] ? "periodic" : "bounded") + " axis " + std::to_string(a) +
                          " is outside the box [" + exact(g_.lower[a]) + ", " + exact(g_.upper[a]) +
                          ")" + (g_.periodic[a] ? " (not a finite number)" : ""));
-      cell[a] = std::min(static_cast<long long>(x * g_.scale[a]), g_.cells[a] - 1);
+      cell[a] = cell_of(x, g_.lower[a], g_.scale[a], g_.cells[a]);
     }
     return d_.owner_of(cell);
   }
@@ -95,26 +90,46 @@ class MigrationImpl {
     const int P = comm_.size();
     ++stats_.migrations;
 
-    // 1. Destinations, and how many leave.
-    Array<std::uint32_t> keys(Shape{std::max<long long>(count, 1)}, b);
+    // 1. The leavers' rows (increasing: the holes they will leave) and destinations.  Host
+    // memory: one pass that writes nothing for the particles that stay.  Device: each
+    // particle's key, then the rows of the nonzero keys (flatnonzero).
     double* pos[3] = {nullptr, nullptr, nullptr};
     for (int a = 0; a < g_.ndim; ++a) pos[a] = static_cast<double*>(cols[a].data());
-    const long long leaving = count == 0 ? 0 : assign_destinations(b, g_, pos, count, keys.data());
+    Array<std::int64_t> holes;
+    Array<std::uint32_t> leaver_keys;
+    long long leaving = 0;
+    if (find_leavers_on_host(b, g_, pos, count, host_rows_, host_keys_)) {
+      leaving = static_cast<long long>(host_rows_.size());
+      if (leaving > 0) {
+        holes = Array<std::int64_t>(Shape{leaving}, b);
+        leaver_keys = Array<std::uint32_t>(Shape{leaving}, b);
+        copy_memory(holes.data(), b, host_rows_.data(), Backend::host, holes.nbytes());
+        copy_memory(leaver_keys.data(), b, host_keys_.data(), Backend::host, leaver_keys.nbytes());
+      }
+    } else if (count > 0) {
+      ensure(keys_, count, b);
+      leaving = assign_destinations(b, g_, pos, count, keys_.data());
+      if (leaving > 0) {
+        holes = flatnonzero(keys_.leading(count));
+        leaver_keys = Array<std::uint32_t>(Shape{leaving}, b);
+        keys_of_rows(b, keys_.data(), holes.data(), leaving, leaver_keys.data());
+      }
+    }
 
-    // 2. Grouped by destination (stable: the particles that stay keep their order).
+    // 2. The leavers grouped by destination (a stable sort of their keys only).
     std::vector<long long> send(static_cast<std::size_t>(P), 0);
-    long long bad = 0, stay = count;
-    Array<std::int64_t> order;
+    long long bad = 0;
+    Array<std::int64_t> send_rows;
     if (leaving > 0) {
-      auto [sorted, ord] = sort_by_key(keys);  // count > 0 here: keys has count rows
-      order = ord;
-      stay = count - leaving;
+      auto [sorted, order] = sort_by_key(leaver_keys);
+      send_rows = Array<std::int64_t>(Shape{leaving}, b);
+      rows_by_order(b, holes.data(), order.data(), leaving, send_rows.data());
       Array<long long> starts(Shape{P + 2}, b);
-      key_starts(b, sorted.data(), stay, count, P + 2, starts.data());
+      key_starts(b, sorted.data(), leaving, P + 2, starts.data());
       std::vector<long long> s(static_cast<std::size_t>(P + 2));
       read_small(s.data(), starts.data(), b, (P + 2) * sizeof(long long), where);
       // Segment k runs from its start to the next present start (or the end).
-      long long next = count;
+      long long next = leaving;
       for (int k = P + 1; k >= 1; --k) {
         if (s[k] < 0) continue;
         const long long n_k = next - s[k];
@@ -126,70 +141,73 @@ class MigrationImpl {
       }
     }
 
-    // 3. Counts, bad particles and row layouts of every rank, in one alltoall.
-    std::vector<long long> out(3 * static_cast<std::size_t>(P)), in(out.size());
+    // 3. Counts, bad particles, row layouts and leavers of every rank, in one alltoall.
+    std::vector<long long> out(kFields * static_cast<std::size_t>(P)), in(out.size());
     for (int r = 0; r < P; ++r) {
-      out[3 * r] = send[r];
-      out[3 * r + 1] = bad;
-      out[3 * r + 2] = lay.signature;
+      out[kFields * r] = send[r];
+      out[kFields * r + 1] = bad;
+      out[kFields * r + 2] = lay.signature;
+      out[kFields * r + 3] = leaving;
     }
     comm_.alltoall<long long>(out, std::span<long long>(in));
     check_everyone(in, lay);
+    long long incoming = 0;
     std::vector<long long> recv(static_cast<std::size_t>(P));
-    long long incoming = 0, outgoing = 0;
     for (int r = 0; r < P; ++r) {
-      recv[r] = in[3 * r];
+      recv[r] = in[kFields * r];
       incoming += recv[r];
-      outgoing += send[r];
     }
+    long long anywhere = 0;  // leavers on every rank: all ranks skip the rest alike
+    for (int r = 0; r < P; ++r) anywhere += in[kFields * r + 3];
+    if (anywhere == 0) return count;
     const long long rb = lay.records.record_bytes;
 
-    // 4. The leaving particles' records, and the exchange.  Every allocation this call needs
-    // (the buffers and, when particles leave or arrive beyond the capacity, the spare arrays)
-    // is made first, and the ranks agree on it: memory running out on one rank is an error on
-    // every rank, not a rank missing from the exchange.
-    const long long total = stay + incoming;
+    // 4. The leavers' records, and the exchange.  Every allocation this call needs (the
+    // buffers and, when arrivals exceed the capacity, the larger arrays) is made first, and
+    // the ranks agree on it: memory running out on one rank is an error on every rank, not a
+    // rank missing from the exchange.
+    const long long total = count - leaving + incoming;
     const long long capacity = lay.capacity;
     const bool grow = total > capacity;
     const long long new_capacity =
         grow ? std::max(total, static_cast<long long>(std::ceil(o_.growth * capacity))) : capacity;
-    const bool into_spares = leaving > 0 || grow;
     all_ranks(comm_, [&] {
-      ensure(send_, outgoing * rb, b);
+      ensure(send_, leaving * rb, b);
       ensure(recv_, incoming * rb, b);
-      if (into_spares)
-        for (std::size_t c = 0; c < cols.size(); ++c)
-          (void)cols[c].spare(grow ? new_capacity : std::max(capacity, total));
+      if (grow)
+        for (std::size_t c = 0; c < cols.size(); ++c) cols[c].prepare_growth(new_capacity);
     });
-    if (outgoing > 0)
-      gather_records(b, lay.records, order.data(), stay, outgoing,
-                     reinterpret_cast<char*>(send_.data()));
-    const bool remote = outgoing > 0 || incoming > 0;
-    if (remote) exchange(send, recv, rb, b, where);
+    gather_records(b, lay.records, send_rows.data(), leaving,
+                   reinterpret_cast<char*>(send_.data()));
+    exchange(send, recv, rb, b, where);
 
-    // 5. The particles that stayed, in order, then those that arrived.
-    if (grow) ++stats_.reallocations;
-    if (into_spares) {
-      // Into the spare arrays (the stayers gathered by the sorted order, or copied as they
-      // are), which then become the particle arrays.
-      RecordLayout target = lay.records;
+    // 5. Arrivals into the holes, then past the old count; or the last rows into the holes
+    // that remain below the new count.
+    RecordLayout records = lay.records;
+    if (grow) {
+      ++stats_.reallocations;
       for (std::size_t c = 0; c < cols.size(); ++c) {
-        const long long rows = grow ? new_capacity : std::max(capacity, total);
-        char* spare = static_cast<char*>(cols[c].spare(rows));
-        const long long row = lay.records.columns[c].row_bytes;
-        if (leaving > 0)
-          gather_rows(b, static_cast<const char*>(cols[c].data()), spare, row, order.data(), stay,
-                      lay.records.word);
-        else if (stay > 0)
-          copy_memory(spare, b, cols[c].data(), b, static_cast<std::size_t>(stay * row));
-        target.columns[c].data = spare;
+        cols[c].commit_growth(count);
+        records.columns[c].data = static_cast<char*>(cols[c].data());
       }
-      scatter_records(b, target, stay, incoming, reinterpret_cast<const char*>(recv_.data()));
-      for (std::size_t c = 0; c < cols.size(); ++c) cols[c].swap_spare();
-    } else {
-      scatter_records(b, lay.records, stay, incoming, reinterpret_cast<const char*>(recv_.data()));
     }
-    stats_.sent += outgoing;
+    const char* arrivals = reinterpret_cast<const char*>(recv_.data());
+    // Holes below the new count (all of them when at least as many arrive as left).
+    const long long below =
+        incoming >= leaving ? leaving : rows_below(b, holes.data(), leaving, total);
+    scatter_records(b, records, holes.data(), 0, std::min(incoming, below), arrivals);
+    if (incoming > leaving) {
+      scatter_records(b, records, nullptr, count, incoming - leaving, arrivals + leaving * rb);
+    } else if (below > incoming) {
+      // The rows of [total, count) that did not leave fill the holes below `total` that no
+      // arrival took (as many of one as of the other).
+      const long long tail = count - total;
+      Array<std::uint8_t> flags(Shape{tail}, b);
+      rows_not_listed(b, holes.data(), leaving, total, tail, flags.data());
+      const Array<std::int64_t> movers = flatnonzero(flags);
+      move_rows(b, records, movers.data(), total, holes.data() + incoming, below - incoming);
+    }
+    stats_.sent += leaving;
     stats_.received += incoming;
     return total;
   }
@@ -197,6 +215,8 @@ class MigrationImpl {
   MigrationStats stats_;
 
  private:
+  static constexpr std::size_t kFields = 4;  // per rank in the alltoall of counts
+
   struct Layout {
     RecordLayout records;
     Backend backend = Backend::host;
@@ -254,15 +274,16 @@ class MigrationImpl {
     const int P = comm_.size();
     bool any_bad = false, mismatch = false;
     for (int r = 0; r < P; ++r) {
-      any_bad = any_bad || in[3 * r + 1] > 0;
-      mismatch = mismatch || in[3 * r + 2] != lay.signature;
+      any_bad = any_bad || in[kFields * r + 1] > 0;
+      mismatch = mismatch || in[kFields * r + 2] != lay.signature;
     }
     if (!any_bad && !mismatch) return;
     std::ostringstream m;
     if (any_bad) {
       m << "ParticleMigration: particles outside the box along a bounded axis (or at NaN "
            "positions), per rank:";
-      for (int r = 0; r < P; ++r) m << (r > 0 ? "," : "") << " rank " << r << ": " << in[3 * r + 1];
+      for (int r = 0; r < P; ++r)
+        m << (r > 0 ? "," : "") << " rank " << r << ": " << in[kFields * r + 1];
       m << "; nothing was moved or dropped: apply the boundary condition (reflect, absorb) "
            "before migrating";
     } else {
@@ -347,6 +368,9 @@ class MigrationImpl {
   MigrationOptions o_;
   MigrationGeometry g_;
   Array<std::uint8_t> send_, recv_, send_host_, recv_host_;
+  Array<std::uint32_t> keys_;  // device: each particle's destination (kept from call to call)
+  std::vector<std::int64_t> host_rows_;  // host: the leavers' rows and keys
+  std::vector<std::uint32_t> host_keys_;
 };
 
 }  // namespace detail

@@ -2,26 +2,25 @@
 // CUDA backend is built, so that they run on the device for device arrays.
 #include <cunumpy/internal/migration_kernels.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <cunumpy/parallel.hpp>
 
 namespace cunumpy::detail {
 
 namespace {
-struct Positions {
-  double* p[3];
-};
-
 template <typename W>
-void copy_records(const Target& t, const RecordLayout& L, const std::int64_t* order,
-                  long long first, long long count, char* buffer, bool gather) {
+void copy_records(const Target& t, const RecordLayout& L, const std::int64_t* rows, long long first,
+                  long long count, char* buffer, bool gather) {
   const RecordLayout layout = L;  // captured by value
   const long long wpr = layout.record_bytes / static_cast<long long>(sizeof(W));
   if (gather)
     CUNUMPY_FOR_ON(
         t, "migration pack", count, j, W* out = reinterpret_cast<W*>(buffer) + j * wpr;
-        const long long row = order[first + j]; for (int c = 0; c < layout.count; ++c) {
+        const long long row = rows[j]; for (int c = 0; c < layout.count; ++c) {
           const long long words = layout.columns[c].row_bytes / static_cast<long long>(sizeof(W));
           const W* src = reinterpret_cast<const W*>(layout.columns[c].data) + row * words;
           W* dst = out + layout.columns[c].offset / static_cast<long long>(sizeof(W));
@@ -30,7 +29,8 @@ void copy_records(const Target& t, const RecordLayout& L, const std::int64_t* or
   else
     CUNUMPY_FOR_ON(
         t, "migration unpack", count, j, const W* in = reinterpret_cast<const W*>(buffer) + j * wpr;
-        const long long row = first + j; for (int c = 0; c < layout.count; ++c) {
+        const long long row = rows != nullptr ? rows[j] : first + j;
+        for (int c = 0; c < layout.count; ++c) {
           const long long words = layout.columns[c].row_bytes / static_cast<long long>(sizeof(W));
           W* dst = reinterpret_cast<W*>(layout.columns[c].data) + row * words;
           const W* src = in + layout.columns[c].offset / static_cast<long long>(sizeof(W));
@@ -39,13 +39,16 @@ void copy_records(const Target& t, const RecordLayout& L, const std::int64_t* or
 }
 
 template <typename W>
-void rows_by_order(const Target& t, const char* src, char* dst, long long row_bytes,
-                   const std::int64_t* order, long long count) {
-  const long long words = row_bytes / static_cast<long long>(sizeof(W));
-  const W* s = reinterpret_cast<const W*>(src);
-  W* d = reinterpret_cast<W*>(dst);
-  CUNUMPY_FOR_ON(t, "migration compact", count, j, const long long row = order[j];
-                 for (long long k = 0; k < words; ++k) d[j * words + k] = s[row * words + k];);
+void move_words(const Target& t, const RecordLayout& L, const std::int64_t* src, long long first,
+                const std::int64_t* dst, long long count) {
+  const RecordLayout layout = L;
+  CUNUMPY_FOR_ON(
+      t, "migration fill holes", count, j, const long long from = first + src[j];
+      const long long to = dst[j]; for (int c = 0; c < layout.count; ++c) {
+        const long long words = layout.columns[c].row_bytes / static_cast<long long>(sizeof(W));
+        W* col = reinterpret_cast<W*>(layout.columns[c].data);
+        for (long long k = 0; k < words; ++k) col[to * words + k] = col[from * words + k];
+      });
 }
 }  // namespace
 
@@ -53,90 +56,80 @@ long long assign_destinations(Backend backend, const MigrationGeometry& geometry
                               double* const* positions, long long n, std::uint32_t* keys) {
   const Target t = on(backend);
   const MigrationGeometry g = geometry;
-  Positions pos{
+  const Positions pos{
       {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
-  // The common case, a particle still in this rank's cells, costs a multiply and two compares
-  // per axis; the owner's coordinates (integer divisions) only for those that left.
-  return CUNUMPY_REDUCE_ON(
-      t, "migration destinations", n, ReduceOp::sum, i, bool bad = false; bool inside = true;
-      long long cell[3] = {0, 0, 0}; for (int a = 0; a < g.ndim; ++a) {
-        double x = pos.p[a][i] - g.lower[a];
-        const double len = g.length[a];
-        if (g.periodic[a] && !(x >= 0.0 && x < len)) {
-          x -= len * floor(x / len);
-          if (x >= len) x -= len;
-          if (x < 0.0) x = 0.0;
-          pos.p[a][i] = g.lower[a] + x;
-        }
-        // Inside is decided on the position (a bounded axis: lower <= p < upper; a periodic
-        // one: wrapped above), never on the scaled offset, which rounds up to `cells` just
-        // below the upper edge; then the cell is clamped.  NaN fails both tests.
-        const bool inside_box =
-            g.periodic[a] ? x >= 0.0 : (pos.p[a][i] >= g.lower[a] && pos.p[a][i] < g.upper[a]);
-        if (!inside_box) {
-          bad = true;
-          continue;
-        }
-        const long long n_a = g.cells[a];
-        long long c = static_cast<long long>(x * g.scale[a]);
-        if (c >= n_a) c = n_a - 1;
-        cell[a] = c;
-        inside = inside && c >= g.own_begin[a] && c < g.own_end[a];
-      } std::uint32_t key = 0u;
-      if (bad) key = static_cast<std::uint32_t>(g.ranks + 1); else if (!inside) {
-        // The part holding the cell (split_range's parts): the largest c with n c / P <= cell.
-        long long rank = 0;
-        for (int a = 0; a < g.ndim; ++a)
-          rank = rank * g.dims[a] +
-                 (static_cast<long long>(g.dims[a]) * (cell[a] + 1) - 1) / g.cells[a];
-        key = rank == g.me ? 0u : static_cast<std::uint32_t>(rank + 1);
-      } keys[i] = key;
-      return key == 0u ? 0LL : 1LL;);
+  return CUNUMPY_REDUCE_ON(t, "migration destinations", n, ReduceOp::sum, i,
+                           keys[i] = destination(g, pos, i);
+                           return keys[i] == 0u ? 0LL : 1LL;);
 }
 
-void key_starts(Backend backend, const std::uint32_t* sorted, long long first, long long n,
-                int nkeys, long long* starts) {
+void key_starts(Backend backend, const std::uint32_t* sorted, long long n, int nkeys,
+                long long* starts) {
   const Target t = on(backend);
   CUNUMPY_FOR_ON(t, "migration starts", nkeys, k, starts[k] = -1;);
-  CUNUMPY_FOR_ON(t, "migration segments", n - first, j, const long long i = first + j;
-                 if (i == first || sorted[i] != sorted[i - 1]) starts[sorted[i]] = i;);
+  CUNUMPY_FOR_ON(t, "migration segments", n, i,
+                 if (i == 0 || sorted[i] != sorted[i - 1]) starts[sorted[i]] = i;);
 }
 
-void gather_records(Backend backend, const RecordLayout& layout, const std::int64_t* order,
-                    long long first, long long count, char* out) {
+void keys_of_rows(Backend backend, const std::uint32_t* keys, const std::int64_t* rows, long long n,
+                  std::uint32_t* out) {
+  CUNUMPY_FOR_ON(on(backend), "migration leaver keys", n, j, out[j] = keys[rows[j]];);
+}
+
+void rows_by_order(Backend backend, const std::int64_t* rows, const std::int64_t* order,
+                   long long n, std::int64_t* out) {
+  CUNUMPY_FOR_ON(on(backend), "migration send order", n, j, out[j] = rows[order[j]];);
+}
+
+long long rows_below(Backend backend, const std::int64_t* rows, long long n, long long bound) {
+  if (n == 0) return 0;
+  return CUNUMPY_REDUCE_ON(on(backend), "migration holes below", n, ReduceOp::sum, j,
+                           return rows[j] < bound ? 1LL : 0LL;);
+}
+
+void rows_not_listed(Backend backend, const std::int64_t* rows, long long count, long long first,
+                     long long n, std::uint8_t* flags) {
+  const Target t = on(backend);
+  CUNUMPY_FOR_ON(t, "migration tail rows", n, j, flags[j] = 1;);
+  CUNUMPY_FOR_ON(t, "migration tail holes", count, j,
+                 if (rows[j] >= first) flags[rows[j] - first] = 0;);
+}
+
+void gather_records(Backend backend, const RecordLayout& layout, const std::int64_t* rows,
+                    long long count, char* out) {
   if (count == 0) return;
   const Target t = on(backend);
   if (layout.word == 8)
-    copy_records<std::uint64_t>(t, layout, order, first, count, out, true);
+    copy_records<std::uint64_t>(t, layout, rows, 0, count, out, true);
   else if (layout.word == 4)
-    copy_records<std::uint32_t>(t, layout, order, first, count, out, true);
+    copy_records<std::uint32_t>(t, layout, rows, 0, count, out, true);
   else
-    copy_records<std::uint8_t>(t, layout, order, first, count, out, true);
+    copy_records<std::uint8_t>(t, layout, rows, 0, count, out, true);
 }
 
-void scatter_records(Backend backend, const RecordLayout& layout, long long first_row,
-                     long long count, const char* in) {
+void scatter_records(Backend backend, const RecordLayout& layout, const std::int64_t* rows,
+                     long long first_row, long long count, const char* in) {
   if (count == 0) return;
   const Target t = on(backend);
   char* buffer = const_cast<char*>(in);
   if (layout.word == 8)
-    copy_records<std::uint64_t>(t, layout, nullptr, first_row, count, buffer, false);
+    copy_records<std::uint64_t>(t, layout, rows, first_row, count, buffer, false);
   else if (layout.word == 4)
-    copy_records<std::uint32_t>(t, layout, nullptr, first_row, count, buffer, false);
+    copy_records<std::uint32_t>(t, layout, rows, first_row, count, buffer, false);
   else
-    copy_records<std::uint8_t>(t, layout, nullptr, first_row, count, buffer, false);
+    copy_records<std::uint8_t>(t, layout, rows, first_row, count, buffer, false);
 }
 
-void gather_rows(Backend backend, const char* src, char* dst, long long row_bytes,
-                 const std::int64_t* order, long long count, int word) {
+void move_rows(Backend backend, const RecordLayout& layout, const std::int64_t* src,
+               long long first_src, const std::int64_t* dst, long long count) {
   if (count == 0) return;
   const Target t = on(backend);
-  if (word == 8)
-    rows_by_order<std::uint64_t>(t, src, dst, row_bytes, order, count);
-  else if (word == 4)
-    rows_by_order<std::uint32_t>(t, src, dst, row_bytes, order, count);
+  if (layout.word == 8)
+    move_words<std::uint64_t>(t, layout, src, first_src, dst, count);
+  else if (layout.word == 4)
+    move_words<std::uint32_t>(t, layout, src, first_src, dst, count);
   else
-    rows_by_order<std::uint8_t>(t, src, dst, row_bytes, order, count);
+    move_words<std::uint8_t>(t, layout, src, first_src, dst, count);
 }
 
 }  // namespace cunumpy::detail

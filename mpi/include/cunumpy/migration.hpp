@@ -14,21 +14,26 @@
 // first axis is the particle (any width: (capacity,), (capacity, 3), ...).  Row i of every
 // array is particle i; rows past the count are spare capacity.
 //
-// One migrate() call: each particle's owner is computed from its position (periodic axes
-// wrap the position into the box first), on the arrays' side; if some leave, a stable sort
-// by destination (cunumpy::sort_by_key) groups them, and their rows are packed into one
-// record per particle; the ranks exchange their counts (one alltoall), then each sends its
-// records straight to the owning rank, neighbour or not (a far jump costs nothing more), and
-// appends what it receives after the particles that stayed (kept in their order).  Arrays
-// grow by `growth` when they must (capacity kept from call to call, so a steady state does
-// not reallocate); a grown array is a new one: the references given to ParticleColumns are
-// updated, other copies of the old handles are not.  Device records go to MPI as they are
-// when it is CUDA-aware (no transfer), else through pinned staging (one counted copy each
-// way).  The destination counts are read back like a reduction's result.
+// One migrate() call touches the leavers and the arrivals only.  One streaming pass computes
+// each particle's owner from its position (periodic axes wrap the position into the box
+// first) on the arrays' side and counts those that leave; when none leaves anywhere near, the
+// call costs that pass and one small alltoall.  Otherwise the leavers' rows are listed
+// (cunumpy::flatnonzero), grouped by destination (a stable sort_by_key of the leavers' keys
+// only), packed into one record per particle, and sent straight to the owning rank, neighbour
+// or not (a far jump costs nothing more).  Arrivals fill the rows the leavers left, in
+// increasing order, then rows past the old count; when fewer arrive than left, the last rows
+// move into the remaining holes.  Particles that stay keep their rows (but for those moved
+// down from the tail), so their order is not kept: sort them (sort_by_key) when locality
+// matters.  The arrays are changed in place and replaced only when they grow (by `growth`
+// when they must; capacity kept from call to call, so a steady state does not reallocate): a
+// grown array is a new one, the references given to ParticleColumns are updated, other copies
+// of the old handles are not.  Device records go to MPI as they are when it is CUDA-aware (no
+// transfer), else through pinned staging (one counted copy each way).  The destination counts
+// are read back like a reduction's result.
 //
 // A particle outside the box along a bounded axis (or at a NaN position) is an error on every
 // rank (ValueError with the counts per rank; nothing is dropped); so are ranks whose rows do
-// not match (another number of columns or widths).
+// not match (another number of columns or widths), and a bad argument on one rank.
 #pragma once
 
 #include <array>
@@ -54,11 +59,12 @@ class ParticleColumn {
   virtual long long row_bytes() const = 0;
   virtual DType dtype() const = 0;
   virtual std::string describe() const = 0;
-  // The spare array (same row shape, on the same side), at least `rows` rows.
-  virtual void* spare(long long rows) = 0;
-  // The spare array becomes the column's array (the user's handle is updated), the old one
-  // the spare.
-  virtual void swap_spare() = 0;
+  // A larger array (same row shape, on the same side) of at least `rows` rows, allocated now
+  // and kept until commit_growth().
+  virtual void prepare_growth(long long rows) = 0;
+  // The first `keep` rows are copied into the larger array, which becomes the column's array
+  // (the user's handle is updated); the old one is released.
+  virtual void commit_growth(long long keep) = 0;
 };
 
 template <Element T>
@@ -77,13 +83,17 @@ class ParticleColumnOf final : public ParticleColumn {
   std::string describe() const override {
     return describe_array("particle array", array_.shape(), dtype_name<T>());
   }
-  void* spare(long long rows) override {
-    if (spare_.data() == nullptr || spare_.shape(0) < rows || spare_.backend() != backend() ||
-        width(spare_.shape()) != width(array_.shape()))
-      spare_ = Array<T>(with_rows(array_.shape(), rows), backend());
-    return spare_.data();
+  void prepare_growth(long long rows) override {
+    if (grown_.data() == nullptr || grown_.shape(0) < rows)
+      grown_ = Array<T>(with_rows(array_.shape(), rows), backend());
   }
-  void swap_spare() override { std::swap(array_, spare_); }
+  void commit_growth(long long keep) override {
+    if (keep > 0)
+      detail::copy_memory(grown_.data(), grown_.backend(), array_.data(), array_.backend(),
+                          static_cast<std::size_t>(keep * row_bytes()));
+    array_ = std::move(grown_);
+    grown_ = Array<T>();
+  }
 
  private:
   static long long width(const Shape& s) {
@@ -97,7 +107,7 @@ class ParticleColumnOf final : public ParticleColumn {
     return Shape(std::span<const long long>(dims.data(), static_cast<std::size_t>(s.rank())));
   }
   Array<T>& array_;
-  Array<T> spare_;
+  Array<T> grown_;
 };
 
 class MigrationImpl;

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include <cmath>
 
 #include <cunumpy/backend.hpp>
+#include <cunumpy/config.cuh>
 
 namespace cunumpy::detail {
 
@@ -17,15 +21,89 @@ struct MigrationGeometry {
   long long own_begin[3] = {0, 0, 0}, own_end[3] = {1, 1, 1};  // this rank's cells
 };
 
+// A position along a periodic axis brought into [lower, upper) (NaN stays NaN); upper itself,
+// and a sum that rounds up to it, is lower.
+CUNUMPY_HD inline double wrap_position(double p, double lower, double upper, double length) {
+  if (p >= lower && p < upper) return p;
+  double x = p - lower;
+  x -= length * floor(x / length);
+  const double w = lower + x;
+  return w >= lower && w < upper ? w : (w == w ? lower : w);
+}
+
+// The cell of a position inside [lower, upper): decided on the position, then the cell
+// clamped (the scaled offset rounds up to `cells` just below the upper edge).
+CUNUMPY_HD inline long long cell_of(double p, double lower, double scale, long long cells) {
+  const long long c = static_cast<long long>((p - lower) * scale);
+  return c < cells ? c : cells - 1;
+}
+
+// The particles' positions, one array per axis.
+struct Positions {
+  double* p[3];
+};
+
+// The destination of particle i (see assign_destinations), wrapping its periodic positions.
+CUNUMPY_HD inline std::uint32_t destination(const MigrationGeometry& g, const Positions& pos,
+                                            long long i) {
+  bool bad = false;
+  bool inside = true;
+  long long cell[3] = {0, 0, 0};
+  for (int a = 0; a < g.ndim; ++a) {
+    double p = pos.p[a][i];
+    if (g.periodic[a] && !(p >= g.lower[a] && p < g.upper[a])) {
+      p = wrap_position(p, g.lower[a], g.upper[a], g.length[a]);
+      pos.p[a][i] = p;
+    }
+    // Inside is decided on the position (NaN fails), then the cell clamped.
+    if (!(p >= g.lower[a] && p < g.upper[a])) {
+      bad = true;
+      continue;
+    }
+    cell[a] = cell_of(p, g.lower[a], g.scale[a], g.cells[a]);
+    inside = inside && cell[a] >= g.own_begin[a] && cell[a] < g.own_end[a];
+  }
+  if (bad) return static_cast<std::uint32_t>(g.ranks + 1);
+  if (inside) return 0u;
+  // The part holding the cell (split_range's parts): the largest c with n c / P <= cell.
+  long long rank = 0;
+  for (int a = 0; a < g.ndim; ++a)
+    rank = rank * g.dims[a] + (static_cast<long long>(g.dims[a]) * (cell[a] + 1) - 1) / g.cells[a];
+  return rank == g.me ? 0u : static_cast<std::uint32_t>(rank + 1);
+}
+
 // keys[i]: 0 when particle i stays, 1 + r when it goes to rank r, ranks + 1 when it is outside
 // the box along a bounded axis (or at a NaN position).  Periodic axes wrap the positions into
 // the box first.  Returns how many keys are not 0.
 long long assign_destinations(Backend backend, const MigrationGeometry& g, double* const* positions,
                               long long n, std::uint32_t* keys);
 
-// starts[k] (k < nkeys): the first index in [first, n) of key k in the sorted keys, or -1.
-void key_starts(Backend backend, const std::uint32_t* sorted, long long first, long long n,
-                int nkeys, long long* starts);
+// Host arrays: the rows of the particles that do not stay (increasing) and their keys as
+// above, found in one pass that writes nothing for those that stay; returns false (and does
+// nothing) for device arrays (the emulated device's included: it runs the device path, keys
+// and flatnonzero, as CUDA does).
+bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* const* positions,
+                          long long n, std::vector<std::int64_t>& rows,
+                          std::vector<std::uint32_t>& keys);
+
+// starts[k] (k < nkeys): the first index in [0, n) of key k in the sorted keys, or -1.
+void key_starts(Backend backend, const std::uint32_t* sorted, long long n, int nkeys,
+                long long* starts);
+
+// out[j] = keys[rows[j]] and rows_out[j] = rows[order[j]] (the leavers' keys, and their rows
+// in the order of their sorted keys), j < n.
+void keys_of_rows(Backend backend, const std::uint32_t* keys, const std::int64_t* rows, long long n,
+                  std::uint32_t* out);
+void rows_by_order(Backend backend, const std::int64_t* rows, const std::int64_t* order,
+                   long long n, std::int64_t* out);
+
+// How many of the increasing `rows` (n of them) are below `bound`.
+long long rows_below(Backend backend, const std::int64_t* rows, long long n, long long bound);
+
+// flags[j] = 1 for j < n, then flags[rows[j] - first] = 0 for the rows (count of them) at or
+// above `first`: the rows of [first, first + n) that are not in `rows`.
+void rows_not_listed(Backend backend, const std::int64_t* rows, long long count, long long first,
+                     long long n, std::uint8_t* flags);
 
 // The rows of several arrays as one record per particle: column c's row at `offset` bytes.
 inline constexpr int max_particle_columns = 16;
@@ -39,14 +117,14 @@ struct RecordLayout {
   int word = 1;  // the copies' word size: 8, 4 or 1 bytes
 };
 
-// out[j] = the record of row order[first + j], j < count.
-void gather_records(Backend backend, const RecordLayout& layout, const std::int64_t* order,
-                    long long first, long long count, char* out);
-// Row first_row + j of each column <- record j of `in`, j < count.
-void scatter_records(Backend backend, const RecordLayout& layout, long long first_row,
-                     long long count, const char* in);
-// dst row j <- src row order[j], j < count.
-void gather_rows(Backend backend, const char* src, char* dst, long long row_bytes,
-                 const std::int64_t* order, long long count, int word);
+// out[j] = the record of row rows[j], j < count.
+void gather_records(Backend backend, const RecordLayout& layout, const std::int64_t* rows,
+                    long long count, char* out);
+// Row rows[j] (or first_row + j when rows is null) of each column <- record j of `in`.
+void scatter_records(Backend backend, const RecordLayout& layout, const std::int64_t* rows,
+                     long long first_row, long long count, const char* in);
+// Row dst[j] of each column <- row first_src + src[j], j < count (the rows are distinct).
+void move_rows(Backend backend, const RecordLayout& layout, const std::int64_t* src,
+               long long first_src, const std::int64_t* dst, long long count);
 
 }  // namespace cunumpy::detail

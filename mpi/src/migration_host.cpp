@@ -1,0 +1,103 @@
+// The particle migration's search for leavers in host memory (internal/migration_kernels.hpp):
+// a plain C++ file, so the host compiler vectorises its test.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <cunumpy/internal/migration_kernels.hpp>
+
+namespace cunumpy::detail {
+
+namespace {
+// Whether a position of rows [begin, end) is outside [lo, hi] along an axis, infinite or NaN.
+// Written so that the compiler vectorises it with the baseline instruction set: the largest
+// distance outside the interval (a max reduction: positive when some position is out; IEEE
+// subtraction keeps the sign exact) and a sum of position * 0 (NaN when a position is NaN or
+// infinite).
+template <int D>
+bool any_outside(const Positions& pos, const double* lo, const double* hi, long long begin,
+                 long long end) {
+  const double* __restrict x = pos.p[0];
+  const double* __restrict y = pos.p[D > 1 ? 1 : 0];
+  const double* __restrict z = pos.p[D > 2 ? 2 : 0];
+  const double lx = lo[0], hx = hi[0];
+  const double ly = lo[D > 1 ? 1 : 0], hy = hi[D > 1 ? 1 : 0];
+  const double lz = lo[D > 2 ? 2 : 0], hz = hi[D > 2 ? 2 : 0];
+  double worst = -1.0, poison = 0.0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(max : worst) reduction(+ : poison)
+#endif
+  for (long long i = begin; i < end; ++i) {
+    double w = std::max(lx - x[i], x[i] - hx);
+    poison += x[i] * 0.0;
+    if constexpr (D > 1) {
+      w = std::max(w, std::max(ly - y[i], y[i] - hy));
+      poison += y[i] * 0.0;
+    }
+    if constexpr (D > 2) {
+      w = std::max(w, std::max(lz - z[i], z[i] - hz));
+      poison += z[i] * 0.0;
+    }
+    worst = std::max(worst, w);
+  }
+  return !(worst <= 0.0 && poison == 0.0);
+}
+
+// Host memory, D axes: the common case (a particle well inside this rank's cells) found by a
+// branch-free, vectorisable test against the rank's block shrunk by a millionth of a cell on
+// each side (far more than the rounding of the cell computation, so a particle that passes is
+// in an owned cell whatever the rounding); the others (near the block's faces, left, to wrap,
+// or bad) then one by one through destination(), the exact rule, into the chunk's list.  The
+// pass writes nothing for the particles that stay.
+template <int D>
+long long host_leavers(const MigrationGeometry& g, const Positions& pos, long long n,
+                       std::vector<std::int64_t>& rows, std::vector<std::uint32_t>& keys) {
+  constexpr long long kChunk = 4096;
+  const long long chunks = (n + kChunk - 1) / kChunk;
+  double lo[3], hi[3];
+  for (int a = 0; a < D; ++a) {
+    const double margin = 1e-6 / g.scale[a];
+    lo[a] = g.lower[a] + static_cast<double>(g.own_begin[a]) / g.scale[a] + margin;
+    hi[a] = g.lower[a] + static_cast<double>(g.own_end[a]) / g.scale[a] - margin;
+  }
+  std::vector<std::vector<std::pair<std::int64_t, std::uint32_t>>> found(
+      static_cast<std::size_t>(chunks));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (chunks > 1)
+#endif
+  for (long long ch = 0; ch < chunks; ++ch) {
+    const long long begin = ch * kChunk, end = std::min(n, begin + kChunk);
+    if (!any_outside<D>(pos, lo, hi, begin, end)) continue;
+    auto& list = found[static_cast<std::size_t>(ch)];
+    for (long long i = begin; i < end; ++i) {
+      const std::uint32_t key = destination(g, pos, i);  // 0 for a particle inside
+      if (key != 0u) list.emplace_back(i, key);
+    }
+  }
+  rows.clear();
+  keys.clear();
+  for (const auto& list : found)
+    for (const auto& [row, key] : list) {
+      rows.push_back(row);
+      keys.push_back(key);
+    }
+  return static_cast<long long>(rows.size());
+}
+}  // namespace
+
+bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* const* positions,
+                          long long n, std::vector<std::int64_t>& rows,
+                          std::vector<std::uint32_t>& keys) {
+  if (backend != Backend::host) return false;  // the emulated device runs the device path
+  const Positions pos{
+      {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
+  if (g.ndim == 1)
+    host_leavers<1>(g, pos, n, rows, keys);
+  else if (g.ndim == 2)
+    host_leavers<2>(g, pos, n, rows, keys);
+  else
+    host_leavers<3>(g, pos, n, rows, keys);
+  return true;
+}
+
+}  // namespace cunumpy::detail
