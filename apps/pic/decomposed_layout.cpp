@@ -34,8 +34,19 @@ class DecomposedLayout final : public FieldLayout {
     columns.column(p.vx);
     if (p.dim == 2) columns.column(p.vy);
     columns.column(p.id);
-    p.n = migration_.migrate(columns, p.n);
+    p.n = p.leavers_known ? migration_.migrate(columns, p.n, p.leavers)
+                          : migration_.migrate(columns, p.n);
+    p.leavers_known = false;
     p.follow();
+  }
+
+  bool stay_region(double* lower, double* upper) const override {
+    const cn::StayRegion r = migration_.stay_region();
+    for (int a = 0; a < grid_.dim; ++a) {
+      lower[a] = r.lower[a];
+      upper[a] = r.upper[a];
+    }
+    return true;
   }
 
   long long spare_rows(long long particles) const override { return particles / 4 + 64; }

@@ -78,6 +78,9 @@ class FusedHostStep final : public ParticleStep {
       s.energies = p.work.data();
       s.half_mass = 0.5 * p.mass;
     }
+    // The rows that left the layout's stay region, for the migration.
+    p.leavers_known = layout.stay_region(s.stay_lo, s.stay_hi);
+    if (p.leavers_known) s.leavers = &p.leavers;
     const host_step::Sums sums = host_step::push_and_deposit(s, grids_);
     pushed_ = true;
     StepSums out;
@@ -124,7 +127,8 @@ class FusedHostStep final : public ParticleStep {
     s.i_hi = g.x0 + g.lnx + g.guard - 1;
     s.j_lo = g.two() ? g.y0 - g.guard : 0;
     s.j_hi = g.two() ? g.y0 + g.lny + g.guard - 1 : 0;
-    s.whole_box = g.whole_box;
+    // A block that spans the box (the replicated layout, or one rank) holds every image.
+    s.whole_box = g.whole_box || (g.lnx == g.nx && (!g.two() || g.lny == g.ny));
     s.integer = deterministic_;
     return s;
   }

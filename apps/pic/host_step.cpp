@@ -88,6 +88,13 @@ PIC_ALWAYS_INLINE double wrapped(double p, double l) {
   return p;
 }
 
+// Whether a new position lies outside the step's stay region (NaN included).
+PIC_ALWAYS_INLINE bool leaves(const Step& s, double x, double y, int dim) {
+  const bool in_x = x >= s.stay_lo[0] && x <= s.stay_hi[0];
+  const bool in_y = dim == 1 || (y >= s.stay_lo[1] && y <= s.stay_hi[1]);
+  return !(in_x && in_y);
+}
+
 // The deposit of the particle at (px, py) into `ne` (a double or int64 grid): false when its
 // image lies beyond the guards.
 template <int Dim, int Order, typename G>
@@ -188,6 +195,8 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
       else
         sums.energy += energy;
       sums.momentum += nx;
+      if (s.leavers != nullptr) [[unlikely]]
+        if (leaves(s, x[i], Dim == 2 ? y[i] : 0.0, Dim)) s.leavers->push_back(i);
     }
     // The charge at x_{n+1}.
     for (long long i = c0; i < c1; ++i)
@@ -252,6 +261,7 @@ int team_size(const ThreadGrids& g) {
 Sums push_and_deposit(const Step& s, ThreadGrids& grids) {
   const int threads = team_size(grids);
   std::vector<Sums> parts(static_cast<std::size_t>(threads));
+  std::vector<std::vector<std::int64_t>> lists(s.leavers != nullptr ? threads : 0);
 #pragma omp parallel num_threads(threads)
   {
     int t = 0;
@@ -261,9 +271,15 @@ Sums push_and_deposit(const Step& s, ThreadGrids& grids) {
     const auto [begin, end] = cunumpy::omp_thread_range(s.n);
     if (begin < end) {
       const auto k = static_cast<std::size_t>(t);
-      parts[k] = s.integer ? range_of(s, begin, end, grids.integer[k].data())
-                           : range_of(s, begin, end, grids.real[k].data());
+      Step mine = s;
+      if (s.leavers != nullptr) mine.leavers = &lists[k];
+      parts[k] = s.integer ? range_of(mine, begin, end, grids.integer[k].data())
+                           : range_of(mine, begin, end, grids.real[k].data());
     }
+  }
+  if (s.leavers != nullptr) {  // the threads' ranges are in increasing order
+    s.leavers->clear();
+    for (const auto& list : lists) s.leavers->insert(s.leavers->end(), list.begin(), list.end());
   }
   Sums total;
   for (const Sums& p : parts) {

@@ -53,6 +53,11 @@ struct Step {
   bool integer = false;
   double* energies = nullptr;
   double half_mass = 0;  // with `energies`
+  // With `leavers`: the rows whose new position lies outside [stay_lo, stay_hi] along an axis
+  // (or is NaN) are appended there, in increasing order (push_and_deposit gives each thread a
+  // list of its own and joins them): the rows a migration needs to examine.
+  double stay_lo[2] = {0.0, 0.0}, stay_hi[2] = {0.0, 0.0};
+  std::vector<std::int64_t>* leavers = nullptr;
 };
 
 struct Sums {
@@ -70,7 +75,7 @@ struct ThreadGrids {
 
 // Particles [0, n) over the OpenMP threads (the guarded grid's nodes are 32-bit indices), each
 // thread depositing into its grid of `grids`; with integer grids and `energies`, the energy sum
-// is left to the caller.
+// is left to the caller.  With s.leavers, the rows outside the stay region end there.
 Sums push_and_deposit(const Step& s, ThreadGrids& grids);
 // The deposit alone, at the particles' positions (the same stencils): for the first step and
 // after a step that left particles undeposited.

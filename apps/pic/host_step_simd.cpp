@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <cunumpy/algorithms.hpp>
 
@@ -60,6 +61,10 @@ long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RES
   const double* HWY_RESTRICT cells = s.cells;
   const double q = s.charge;
   const bool whole = s.whole_box;
+  // The stay region, for the rows a migration must examine.
+  const V stay_x0 = hn::Set(d, s.stay_lo[0]), stay_x1 = hn::Set(d, s.stay_hi[0]),
+          stay_y0 = hn::Set(d, s.stay_lo[1]), stay_y1 = hn::Set(d, s.stay_hi[1]);
+  std::vector<std::int64_t>* leavers = s.leavers;
   long long i = begin;
   while (end - i >= lanes) {
     const long long m = std::min(kChunk, (end - i) / lanes * lanes);
@@ -111,6 +116,15 @@ long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RES
         }
         px = hn::LoadU(d, x + p);
         py = hn::LoadU(d, y + p);
+      }
+      if (leavers != nullptr) {  // NaN fails the tests: it leaves
+        const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                                   hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
+        if (!hn::AllTrue(d, stays)) [[unlikely]]
+          for (long long l = p; l < p + lanes; ++l)
+            if (!(x[l] >= s.stay_lo[0] && x[l] <= s.stay_hi[0] && y[l] >= s.stay_lo[1] &&
+                  y[l] <= s.stay_hi[1]))
+              leavers->push_back(l);
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);

@@ -52,6 +52,13 @@ class FieldLayout {
   void fill_fields();
   // Particles that left this rank's block go to its owner (replicated: nothing to do).
   virtual void migrate(Particles& particles) = 0;
+  // The region of positions whose particles stay on this rank (the migration's stay_region);
+  // false when no particle ever moves between ranks (the replicated layout).
+  virtual bool stay_region(double* lower, double* upper) const {
+    (void)lower;
+    (void)upper;
+    return false;
+  }
 
   // The diagnostics over the whole box (the same value on every rank).
   double field_energy();

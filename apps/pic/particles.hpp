@@ -22,6 +22,10 @@ struct Particles {
   double mass = 0;            // a macro-particle's mass and weight: the box volume over N
   double charge_density = 0;  // its density in a cell: cells over N
   long long global = 0;       // over all ranks
+  // The rows whose position left the layout's stay region in the last move (increasing), when
+  // the step found them (`leavers_known`): the migration then examines those rows only.
+  std::vector<std::int64_t> leavers;
+  bool leavers_known = false;
 
   long long capacity() const { return x.ndim() == 0 ? 0 : x.shape(0); }
   // The work arrays at the particle arrays' row count (after a migration grew them).

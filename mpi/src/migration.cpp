@@ -81,11 +81,22 @@ class MigrationImpl {
     return d_.owner_of(cell);
   }
 
-  long long migrate(ParticleColumns& cols, long long count, const std::source_location& where) {
+  StayRegion stay_region() const {
+    StayRegion r;
+    stay_box(g_, r.lower.data(), r.upper.data());
+    return r;
+  }
+
+  long long migrate(ParticleColumns& cols, long long count,
+                    const std::span<const std::int64_t>* candidates,
+                    const std::source_location& where) {
     // A local argument error (one rank's arrays) is agreed first: every rank raises it, none
     // waits alone in the exchange below.
     Layout lay;
-    all_ranks<ValueError>(comm_, [&] { lay = layout_of(cols, count); });
+    all_ranks<ValueError>(comm_, [&] {
+      lay = layout_of(cols, count);
+      if (candidates != nullptr) check_candidates(*candidates, lay.backend, count);
+    });
     const Backend b = lay.backend;
     const int P = comm_.size();
     ++stats_.migrations;
@@ -98,7 +109,11 @@ class MigrationImpl {
     Array<std::int64_t> holes;
     Array<std::uint32_t> leaver_keys;
     long long leaving = 0;
-    if (find_leavers_on_host(b, g_, pos, count, host_rows_, host_keys_)) {
+    if (candidates != nullptr) {
+      leavers_among(g_, pos, *candidates, host_rows_, host_keys_);
+      if (mpi_checks()) verify_candidates(pos, count);
+    }
+    if (candidates != nullptr || find_leavers_on_host(b, g_, pos, count, host_rows_, host_keys_)) {
       leaving = static_cast<long long>(host_rows_.size());
       if (leaving > 0) {
         holes = Array<std::int64_t>(Shape{leaving}, b);
@@ -223,6 +238,42 @@ class MigrationImpl {
     long long capacity = 0;
     long long signature = 0;  // the columns' row sizes, hashed: ranks must agree
   };
+
+  static void check_candidates(std::span<const std::int64_t> rows, Backend b, long long count) {
+    if (b != Backend::host)
+      throw ValueError(
+          "ParticleMigration::migrate: candidate rows are taken with host particle arrays, got "
+          "arrays on " +
+          std::string(to_string(b)) + "; call migrate(particles, count) for device arrays");
+    for (std::size_t k = 0; k < rows.size(); ++k)
+      if (rows[k] < 0 || rows[k] >= count || (k > 0 && rows[k] <= rows[k - 1]))
+        throw ValueError(
+            "ParticleMigration::migrate: candidate rows must be increasing and in [0, " +
+            std::to_string(count) + "), got " + std::to_string(rows[k]) + " at position " +
+            std::to_string(k) + (k > 0 ? " after " + std::to_string(rows[k - 1]) : std::string()));
+  }
+
+  // The checked mode: every row examined; a leaver that is not a candidate is an error on
+  // every rank (the caller's step tested against another region than stay_region()).
+  void verify_candidates(double* const* pos, long long count) {
+    std::vector<std::int64_t> all_rows;
+    std::vector<std::uint32_t> all_keys;
+    find_leavers_on_host(Backend::host, g_, pos, count, all_rows, all_keys);
+    long long missing = 0, first = -1;
+    for (const std::int64_t r : all_rows)
+      if (!std::binary_search(host_rows_.begin(), host_rows_.end(), r)) {
+        if (first < 0) first = r;
+        ++missing;
+      }
+    all_ranks<ValueError>(comm_, [&] {
+      if (missing > 0)
+        throw ValueError("ParticleMigration::migrate: " + std::to_string(missing) +
+                         " particle(s) left this rank's stay_region() but were not among the "
+                         "candidate rows (the first: row " +
+                         std::to_string(first) +
+                         "); give every row whose position lies outside stay_region()");
+    });
+  }
 
   Layout layout_of(ParticleColumns& cols, long long count) const {
     if (cols.positions() != g_.ndim)
@@ -385,7 +436,15 @@ ParticleMigration& ParticleMigration::operator=(ParticleMigration&&) noexcept = 
 
 long long ParticleMigration::migrate(ParticleColumns& particles, long long count,
                                      std::source_location where) {
-  return impl_->migrate(particles, count, where);
+  return impl_->migrate(particles, count, nullptr, where);
+}
+long long ParticleMigration::migrate(ParticleColumns& particles, long long count,
+                                     std::span<const std::int64_t> candidates,
+                                     std::source_location where) {
+  return impl_->migrate(particles, count, &candidates, where);
+}
+StayRegion ParticleMigration::stay_region() const {
+  return impl_->stay_region();
 }
 int ParticleMigration::owner_of(std::array<double, 3> position) const {
   return impl_->owner_of(position);

@@ -55,11 +55,7 @@ long long host_leavers(const MigrationGeometry& g, const Positions& pos, long lo
   constexpr long long kChunk = 4096;
   const long long chunks = (n + kChunk - 1) / kChunk;
   double lo[3], hi[3];
-  for (int a = 0; a < D; ++a) {
-    const double margin = 1e-6 / g.scale[a];
-    lo[a] = g.lower[a] + static_cast<double>(g.own_begin[a]) / g.scale[a] + margin;
-    hi[a] = g.lower[a] + static_cast<double>(g.own_end[a]) / g.scale[a] - margin;
-  }
+  stay_box(g, lo, hi);
   std::vector<std::vector<std::pair<std::int64_t, std::uint32_t>>> found(
       static_cast<std::size_t>(chunks));
 #if defined(_OPENMP)
@@ -84,6 +80,30 @@ long long host_leavers(const MigrationGeometry& g, const Positions& pos, long lo
   return static_cast<long long>(rows.size());
 }
 }  // namespace
+
+void stay_box(const MigrationGeometry& g, double* lo, double* hi) {
+  for (int a = 0; a < g.ndim; ++a) {
+    const double margin = 1e-6 / g.scale[a];
+    lo[a] = g.lower[a] + static_cast<double>(g.own_begin[a]) / g.scale[a] + margin;
+    hi[a] = g.lower[a] + static_cast<double>(g.own_end[a]) / g.scale[a] - margin;
+  }
+}
+
+void leavers_among(const MigrationGeometry& g, double* const* positions,
+                   std::span<const std::int64_t> candidates, std::vector<std::int64_t>& rows,
+                   std::vector<std::uint32_t>& keys) {
+  const Positions pos{
+      {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
+  rows.clear();
+  keys.clear();
+  for (const std::int64_t row : candidates) {
+    const std::uint32_t key = destination(g, pos, row);
+    if (key != 0u) {
+      rows.push_back(row);
+      keys.push_back(key);
+    }
+  }
+}
 
 bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* const* positions,
                           long long n, std::vector<std::int64_t>& rows,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -211,6 +212,96 @@ TEST_P(MigrationMpi, ArraysGrowWhenNeededAndKeepTheirCapacity) {
   if (world.rank() == 0) {
     EXPECT_EQ(m.stats().reallocations, reallocations);
   }
+}
+
+namespace {
+// The rows outside the migration's stay region (what a step that moves the particles finds).
+std::vector<std::int64_t> rows_outside(const Particles& p, const cn::ParticleMigration& m) {
+  const cn::StayRegion r = m.stay_region();
+  std::vector<std::int64_t> rows;
+  for (long long i = 0; i < p.n; ++i) {
+    const double x = p.x(i), y = p.y(i);
+    if (!(x >= r.lower[0] && x <= r.upper[0] && y >= r.lower[1] && y <= r.upper[1]))
+      rows.push_back(i);
+  }
+  return rows;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const cn::ValueError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(MigrationMpiCandidates, TheRowsOutsideTheStayRegionAreAllItExamines) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, cn::Backend::host, 4 * kPerRank);
+  p.n = m.migrate(p.columns, p.n);
+  // The stay region is the rank's block, a millionth of a cell inside it.
+  const cn::StayRegion r = m.stay_region();
+  for (int a = 0; a < 2; ++a) {
+    const double cell = (a == 0 ? kLx / 30 : kLy / 20);
+    const long long begin = d.owned(a).begin, end = d.owned(a).end;
+    EXPECT_NEAR(r.lower[a], begin * cell, 1e-5 * cell);
+    EXPECT_NEAR(r.upper[a], end * cell, 1e-5 * cell);
+    EXPECT_GT(r.lower[a], begin * cell);
+    EXPECT_LT(r.upper[a], end * cell);
+  }
+  for (auto [dx, dy] : {std::pair{0.11, 0.0}, {0.02, -0.03}, {-7.9, 5.05}}) {
+    shift(p, dx, dy);
+    const auto rows = rows_outside(p, m);
+    p.n = m.migrate(p.columns, p.n, rows);
+    check(p, world, m);
+  }
+  // Under the checked mode, a leaver left out of the candidates is an error on every rank.
+  const bool checks = cn::mpi_checks();
+  cn::set_mpi_checks(true);
+  shift(p, 0.5, 0.0);
+  auto rows = rows_outside(p, m);
+  if (world.rank() == 0 && !rows.empty()) rows.pop_back();
+  const std::string missing = error_of([&] { p.n = m.migrate(p.columns, p.n, rows); });
+  cn::set_mpi_checks(checks);
+  if (world.size() > 1) {
+    EXPECT_NE(missing.find("were not among the candidate rows"), std::string::npos) << missing;
+    p.n = m.migrate(p.columns, p.n);  // nothing was moved: the full migration still works
+  } else {
+    EXPECT_EQ(missing, "(no error)");  // one rank: nothing leaves
+  }
+  check(p, world, m);
+}
+
+TEST(MigrationMpiCandidates, BadCandidatesOnOneRankAreAnErrorOnEveryRank) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  Particles p;
+  make(p, world, cn::Backend::host, 2 * kPerRank);
+  const bool last = world.rank() == world.size() - 1;
+  const std::vector<std::int64_t> decreasing{5, 3}, fine{3, 5};
+  const std::string e =
+      error_of([&] { (void)m.migrate(p.columns, p.n, last ? decreasing : fine); });
+  EXPECT_NE(e.find("candidate rows must be increasing and in [0, " + std::to_string(kPerRank) +
+                   "), got 3 at position 1 after 5"),
+            std::string::npos)
+      << e;
+  const std::vector<std::int64_t> beyond{kPerRank};
+  EXPECT_NE(error_of([&] {
+              (void)m.migrate(p.columns, p.n, beyond);
+            }).find("got " + std::to_string(kPerRank)),
+            std::string::npos);
+  Particles q;
+  make(q, world, cn::Backend::emulated, kPerRank);
+  EXPECT_NE(error_of([&] {
+              (void)m.migrate(q.columns, q.n, fine);
+            }).find("candidate rows are taken with host particle arrays, got arrays on emulated"),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MigrationMpi,

@@ -150,6 +150,34 @@ TEST(PicDecomposed, TwoDimensionsWithTscMatchTheReplicatedRun) {
   }
 }
 
+// The fused step lists the rows that left the rank's stay region while it moves them, and the
+// migration examines those rows only: under the checked mode the migration also searches every
+// row, so a leaver the step missed is an error.  Fast particles (many cross every step), 1D and
+// 2D (the 2D CIC push runs whole vectors of particles, the rest the scalar loop), TSC too.
+TEST(PicDecomposed, TheFusedStepListsEveryParticleThatLeaves) {
+  const cn::Comm world = cn::Comm::world();
+  const bool checks = cn::mpi_checks();
+  cn::set_mpi_checks(true);
+  for (int dim : {1, 2})
+    for (int order : {1, 2}) {
+      pic::Config c;
+      c.case_name = "landau";
+      pic::apply_case(c);
+      c.dim = dim;
+      c.cells_x = 32;
+      c.cells_y = 16;
+      c.particles = 40000;
+      c.steps = 15;
+      c.order = order;
+      c.vth = 3.0;
+      c.progress = false;
+      c = decomposed(c);
+      ASSERT_EQ(c.host_step, "fused");
+      EXPECT_NO_THROW((void)pic::run(c, world)) << dim << "D, order " << order;
+    }
+  cn::set_mpi_checks(checks);
+}
+
 // Every particle step on both layouts, 1D and 2D, at this rank count: the table picks the step
 // asked for (by its name), the deterministic steps give the same bits as each other, the rest
 // the same run to rounding (their deposits sum in other orders).

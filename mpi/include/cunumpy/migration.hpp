@@ -39,6 +39,7 @@
 #include <array>
 #include <memory>
 #include <source_location>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,11 @@ struct MigrationOptions {
   int tag = 7200;       // the message tag
 };
 
+// The part of a rank's block where a particle certainly stays (ParticleMigration::stay_region).
+struct StayRegion {
+  std::array<double, 3> lower{0.0, 0.0, 0.0}, upper{0.0, 0.0, 0.0};  // the first ndim axes
+};
+
 // What a ParticleMigration has moved.
 struct MigrationStats {
   long long migrations = 0, sent = 0, received = 0, messages = 0, bytes_sent = 0, staged_copies = 0,
@@ -165,6 +171,20 @@ class ParticleMigration {
   // takes in those it owns from the others; returns the new count.  Collective.
   long long migrate(ParticleColumns& particles, long long count,
                     std::source_location where = std::source_location::current());
+
+  // As above, with the rows that may have left given by the caller: only `candidates` (rows
+  // below `count`, increasing) are examined, the others are taken to lie in stay_region().  A
+  // step that moves the particles finds them at no cost while their positions are in
+  // registers; the migration then does no work per particle.  Host particle arrays only.
+  // With CUNUMPY_MPI_CHECK=1 (mpi_checks()) every row is examined too, and a leaver missing
+  // from the candidates is an error on every rank.  Collective.
+  long long migrate(ParticleColumns& particles, long long count,
+                    std::span<const std::int64_t> candidates,
+                    std::source_location where = std::source_location::current());
+
+  // This rank's block as positions, shrunk by a millionth of a cell on each side: a particle
+  // inside it along every axis stays on this rank (the rest may or may not).
+  StayRegion stay_region() const;
 
   // The rank owning a position (periodic axes wrapped); ValueError outside a bounded axis.
   int owner_of(std::array<double, 3> position) const;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <cmath>
@@ -85,6 +86,15 @@ long long assign_destinations(Backend backend, const MigrationGeometry& g, doubl
 bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* const* positions,
                           long long n, std::vector<std::int64_t>& rows,
                           std::vector<std::uint32_t>& keys);
+
+// The rank's block as positions, shrunk by a millionth of a cell on each side: a particle in
+// it (along every axis) is in an owned cell whatever the rounding of the cell's computation.
+void stay_box(const MigrationGeometry& g, double* lo, double* hi);
+
+// Host arrays: the leavers among the candidate rows (increasing), as find_leavers_on_host.
+void leavers_among(const MigrationGeometry& g, double* const* positions,
+                   std::span<const std::int64_t> candidates, std::vector<std::int64_t>& rows,
+                   std::vector<std::uint32_t>& keys);
 
 // starts[k] (k < nkeys): the first index in [0, n) of key k in the sorted keys, or -1.
 void key_starts(Backend backend, const std::uint32_t* sorted, long long n, int nkeys,
