@@ -10,6 +10,7 @@ namespace pic {
 
 struct Config;
 class FieldLayout;
+struct LocalGrid;
 
 struct Particles {
   int dim = 1;
@@ -33,8 +34,10 @@ struct Particles {
 };
 
 // This rank's initial particles (positions and velocities functions of the global id: the same
-// particles at every rank count), `spare` rows beyond them.
+// particles at every rank count), `spare` rows beyond them.  With the block of a decomposed
+// grid, exactly the particles whose initial position lies in it (by the migration's rule: none
+// moves at the first migration); else an even share of the ids.
 Particles make_particles(const Config& config, const cunumpy::Comm& comm, cunumpy::Backend backend,
-                         long long spare);
+                         long long spare, const LocalGrid* block = nullptr);
 
 }  // namespace pic

@@ -193,8 +193,8 @@ Results run(const Config& config, const cn::Comm& comm) {
     layout->migrate(p);  // to their owners (another rank count, or none moves)
   } else {
     const long long n = config.particles / comm.size() + 1;
-    p = make_particles(config, comm, backend, layout->spare_rows(n));
-    layout->migrate(p);  // every particle to the rank that owns its cell
+    p = make_particles(config, comm, backend, layout->spare_rows(n), &layout->grid());
+    layout->migrate(p);  // born on their owners: none moves (checked by the migration)
     if (config.sort_every > 0) resort(p, layout->grid());
     fields_of(p, *layout, *step, phases, -1);
     step->push(p, *layout, -0.5, false);
@@ -299,7 +299,8 @@ cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   const auto layout = make_layout(config, comm, backend);
   const auto step = make_step(config, backend, *layout);
   Particles p =
-      make_particles(config, comm, backend, layout->spare_rows(config.particles / comm.size() + 1));
+      make_particles(config, comm, backend, layout->spare_rows(config.particles / comm.size() + 1),
+                     &layout->grid());
   layout->migrate(p);
   step->deposit(p, *layout, -1);
   layout->reduce_density();

@@ -11,6 +11,8 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "layout.hpp"
+#include "particles.hpp"
 #include "pic.hpp"
 
 namespace cn = cunumpy;
@@ -67,6 +69,36 @@ pic::Config decomposed(pic::Config c) {
   return c;
 }
 }  // namespace
+
+// On a decomposed grid each rank creates the particles born in its block: the same particles
+// (the same ids, positions and velocities) as the even split, and the first migration sends
+// nothing.  1D and 2D, the quiet and the random start.
+TEST(PicDecomposed, ParticlesAreBornOnTheirOwners) {
+  const cn::Comm world = cn::Comm::world();
+  for (int dim : {1, 2})
+    for (bool quiet : {true, false}) {
+      pic::Config c = decomposed(config(false, dim));
+      c.quiet = quiet;
+      const auto layout = pic::make_layout(c, world, cn::Backend::host);
+      pic::Particles p = pic::make_particles(c, world, cn::Backend::host,
+                                             layout->spare_rows(c.particles), &layout->grid());
+      const auto all = pic::initial_particles(c, cn::Comm::serial());
+      for (long long i = 0; i < p.n; ++i) {
+        const long long id = p.id(i);
+        ASSERT_EQ(p.x(i), all(id, 0)) << id;
+        ASSERT_EQ(p.vx(i), all(id, 1)) << id;
+        if (dim == 2) {
+          ASSERT_EQ(p.y(i), all(id, 2)) << id;
+        }
+      }
+      EXPECT_EQ(world.allreduce(p.n, cn::Op::sum), c.particles);
+      layout->reset_stats();
+      const long long before = p.n;
+      layout->migrate(p);
+      EXPECT_EQ(p.n, before);
+      EXPECT_EQ(layout->bytes_sent_per_step(1), 0.0) << dim << "D, quiet " << quiet;
+    }
+}
 
 TEST(PicDecomposed, DensityIsBitIdenticalToTheReplicatedOneAtAnyRankCount) {
   const cn::Comm world = cn::Comm::world();
