@@ -103,8 +103,7 @@ FieldLayout::FieldLayout(const Config& config, const cn::Comm& world, const cn::
   const int guard = static_cast<int>(g.guard);
   halo_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
   if (g.two())
-    halo_y_ = std::make_unique<cn::HaloExchange>(halo_comm, d,
-                                                 cn::HaloOptions{.guard = guard, .tag = 7150});
+    halo_y_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
   fft_ = std::make_unique<cn::DistributedFft>(halo_comm, d,
                                               cn::DistributedFftOptions{.guard = guard}, backend);
   const cn::Shape local = halo_->field_shape();

@@ -59,7 +59,7 @@ struct Plan {
 class HaloImpl {
  public:
   HaloImpl(const Comm& comm, const CartesianDecomposition& d, HaloOptions o)
-      : comm_(comm), d_(d), o_(o) {
+      : comm_(comm.dup()), d_(d), o_(o) {  // its own communicator: no tags to budget
     d.check_communicator(comm, "HaloExchange");
     if (o.guard < 0)
       throw ValueError("HaloExchange: the guard width must be 0 or more, got " +
@@ -134,7 +134,7 @@ class HaloImpl {
         requests_.push_back(comm_.irecv(
             std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(recv_mpi + m.recv_offset),
                                     static_cast<std::size_t>(m.bytes)),
-            m.peer, o_.tag + m.recv_tag_dir));
+            m.peer, m.recv_tag_dir));
       }
       for (const Message& m : plan.messages) {
         if (m.peer == comm_.rank()) continue;
@@ -142,7 +142,7 @@ class HaloImpl {
             comm_.isend(std::span<const std::uint8_t>(
                             reinterpret_cast<const std::uint8_t*>(send_mpi + m.send_offset),
                             static_cast<std::size_t>(m.bytes)),
-                        m.peer, o_.tag + m.direction));
+                        m.peer, m.direction));
         ++stats_.messages;
         stats_.bytes_sent += m.bytes;
       }
@@ -228,10 +228,10 @@ class HaloImpl {
     requests.reserve(2 * neighbours_.size());
     for (std::size_t k = 0; k < neighbours_.size(); ++k)
       requests.push_back(comm_.irecv(std::span<long long>(&theirs[2 * k], 2), neighbours_[k].peer,
-                                     o_.tag + 27 + neighbours_[k].from_direction));
+                                     27 + neighbours_[k].from_direction));
     for (const Neighbour& n : neighbours_)
       requests.push_back(
-          comm_.isend(std::span<const long long>(mine, 2), n.peer, o_.tag + 27 + n.direction));
+          comm_.isend(std::span<const long long>(mine, 2), n.peer, 27 + n.direction));
     Request::wait_all(requests);
     std::ostringstream msg;
     if (!problem.empty()) msg << "; on this rank (" << comm_.rank() << "): " << problem;

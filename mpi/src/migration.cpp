@@ -39,7 +39,7 @@ class MigrationImpl {
  public:
   MigrationImpl(const Comm& comm, const CartesianDecomposition& d, std::array<double, 3> lower,
                 std::array<double, 3> upper, MigrationOptions o)
-      : comm_(comm), d_(d), o_(o) {
+      : comm_(comm.dup()), d_(d), o_(o) {  // its own communicator: no tags to budget
     d.check_communicator(comm, "ParticleMigration");
     if (!(o.growth >= 1.0))
       throw ValueError("ParticleMigration: growth must be at least 1, got " +
@@ -231,6 +231,7 @@ class MigrationImpl {
 
  private:
   static constexpr std::size_t kFields = 4;  // per rank in the alltoall of counts
+  static constexpr int kDataTag = 1;         // the records (on the migration's own communicator)
 
   struct Layout {
     RecordLayout records;
@@ -392,7 +393,7 @@ class MigrationImpl {
       if (recv[r] > 0)
         requests.push_back(comm_.irecv(
             std::span<std::uint8_t>(recv_mpi + offset, static_cast<std::size_t>(recv[r] * rb)), r,
-            o_.tag));
+            kDataTag));
       offset += recv[r] * rb;
     }
     offset = 0;
@@ -401,7 +402,7 @@ class MigrationImpl {
         requests.push_back(
             comm_.isend(std::span<const std::uint8_t>(send_mpi + offset,
                                                       static_cast<std::size_t>(send[r] * rb)),
-                        r, o_.tag));
+                        r, kDataTag));
         ++stats_.messages;
         stats_.bytes_sent += send[r] * rb;
       }

@@ -7,6 +7,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
@@ -228,6 +229,40 @@ TEST(HaloMpi, InteriorWorkOverlapsTheExchange) {
   for_each_element(d, c, [&](long long at, auto cell, long long, bool) {
     ASSERT_EQ(field.host_span()[at], static_cast<double>(cell_id(cell, 0)));
   });
+}
+
+// Each exchange works on a communicator of its own: a receive of the application's, posted on
+// the same communicator for any source and any tag before the exchange, never takes the
+// exchange's messages (on a shared communicator it would: its tags are the exchange's), and two
+// exchanges of the same fields can be in flight at once.
+TEST(HaloMpi, TheExchangesMessagesNeverMeetTheApplicationsOrEachOthers) {
+  const cn::Comm world = cn::Comm::world();
+  const Case c{{32, 16}, {true, true, true}, 2, 1, -1};
+  const auto d = decompose(world.rank(), world.size(), c);
+  cn::HaloExchange a(world, d, {.guard = 2}), b(world, d, {.guard = 2});
+  auto fa = cn::zeros<double>(a.field_shape(), cn::Backend::host);
+  auto fb = cn::zeros<double>(b.field_shape(), cn::Backend::host);
+  for_each_element(d, c, [&](long long at, auto cell, long long, bool guard) {
+    fa.host_span()[at] = guard ? -1.0 : static_cast<double>(cell_id(cell, 0));
+    fb.host_span()[at] = guard ? -1.0 : 0.5 + static_cast<double>(cell_id(cell, 0));
+  });
+  const int P = world.size(), me = world.rank();
+  long long got = -1;
+  const long long mine = 1000 + me;
+  cn::Request app = world.irecv(std::span<long long>(&got, 1), cn::any_source, cn::any_tag);
+  a.begin_fill(fa);
+  b.begin_fill(fb);
+  b.end();
+  a.end();
+  world.send(std::span<const long long>(&mine, 1), (me + 1) % P, 5);
+  app.wait();
+  EXPECT_EQ(got, 1000 + (me + P - 1) % P);
+  long long wrong = 0;
+  for_each_element(d, c, [&](long long at, auto cell, long long, bool) {
+    wrong += fa.host_span()[at] != static_cast<double>(cell_id(cell, 0));
+    wrong += fb.host_span()[at] != 0.5 + static_cast<double>(cell_id(cell, 0));
+  });
+  EXPECT_EQ(wrong, 0) << "rank " << me;
 }
 
 TEST(HaloMpi, MismatchedFieldsAreAnErrorOnEveryRankNotAHang) {

@@ -21,7 +21,11 @@
 // Packing and unpacking are parallel loops on the array's own side (the device for device
 // arrays).  Device buffers go to MPI as they are when MPI is CUDA-aware; else through
 // persistent pinned staging buffers, one copy each way per exchange, counted as transfers.
-// Messages to this rank itself (a periodic axis with one rank) are copied, without MPI.
+// Messages to this rank itself (a periodic axis with one rank) are copied, without MPI.  Each
+// HaloExchange works on a communicator of its own (a duplicate of the one it is given, made at
+// construction, which is collective), so its messages never meet another exchange's or the
+// application's: there are no message tags to choose, and several exchanges may be in flight
+// at once.
 // Past a non-periodic boundary nothing is exchanged: the guards there keep their values
 // (the application's boundary condition).  After `sum`, the guards keep their own
 // contributions; a `fill` makes them consistent again.
@@ -49,7 +53,6 @@ namespace cunumpy {
 struct HaloOptions {
   int guard = 1;            // guard cells on each side of every axis (at most the owned cells)
   int component_axis = -1;  // where a component axis is: -1 last, 0 first
-  int tag = 7100;           // the first of the 54 message tags this exchange uses
 };
 
 // What an exchange does with the guards: fill them from the owners, or sum them into the owners.

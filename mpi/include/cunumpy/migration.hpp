@@ -31,6 +31,9 @@
 // transfer), else through pinned staging (one counted copy each way).  The destination counts
 // are read back like a reduction's result.
 //
+// A ParticleMigration works on a communicator of its own (a duplicate made at construction,
+// which is collective): its messages never meet the application's or another exchange's.
+//
 // A particle outside the box along a bounded axis (or at a NaN position) is an error on every
 // rank (ValueError with the counts per rank; nothing is dropped); so are ranks whose rows do
 // not match (another number of columns or widths), and a bad argument on one rank.
@@ -142,7 +145,6 @@ class ParticleColumns {
 // How a ParticleMigration grows arrays.
 struct MigrationOptions {
   double growth = 1.5;  // a full array grows to max(needed, growth * capacity) rows
-  int tag = 7200;       // the message tag
 };
 
 // The part of a rank's block where a particle certainly stays (ParticleMigration::stay_region).
