@@ -8,8 +8,10 @@
 # PEER_DIR: a checkout of github.com/UCLA-Plasma-Simulation-Group/PIC-skeleton-codes (nothing is
 # fetched here).  Its serial/pic2, openmp/mpic2 and openmp_vectorization/vmpic2 are copied to
 # the work folder (default: build/picksc) and built there with gfortran: pic2 (serial), mpic2
-# (OpenMP, tiles), vmpic2 (OpenMP with its SSE2 kernels: kvec = 2).  Ours: build/apps/pic/pic
-# (BUILD_DIR to change), OpenMP threads, and 2 MPI ranks x 1 thread when mpiexec exists.
+# (OpenMP, tiles), vmpic2 (OpenMP with its SSE2 kernels: kvec = 2), and mpi/ppic2 (MPI, 1D
+# slab decomposition) with mpif90 when mpiexec exists.  Ours: build/apps/pic/pic (BUILD_DIR to
+# change), OpenMP threads, the replicated grid on N MPI ranks x 1 thread, and the decomposed
+# grid (--decompose) on 1 and N ranks x 1 thread, beside ppic2 on as many ranks.
 # Each figure is the median over the runs of the loop's time (particles and field solve) per
 # particle-step; the table also gives the memory-bandwidth bound of our step: the bytes it moves
 # per particle over the STREAM triad measured here.
@@ -50,6 +52,7 @@ build_peer() {  # folder, make target
     cp -r "$peer/$from" "$to"
     if [[ "$target" == fvmpic2 ]]; then sed -i 's/integer :: kvec = 1/integer :: kvec = 2/' "$to/vmpic2.f90"; fi
     make -C "$to" "$target" FC90=gfortran FC03=gfortran CC=gcc MPFC="gfortran -fopenmp" MPCC="gcc -fopenmp" \
+      MPIFC=mpif90 MPICC=mpicc OPTS77="-O3 $allow" \
       OPTS90="-O3 $allow" OPTS03="-O3" CCOPTS="-O3 -std=c99" LEGACY= >"$to/build.log" 2>&1 ||
       { echo "compare_picksc.sh: building $target failed, see $to/build.log" >&2; exit 1; }
   fi
@@ -57,6 +60,11 @@ build_peer() {  # folder, make target
 build_peer serial/pic2 fpic2
 build_peer openmp/mpic2 fmpic2
 build_peer openmp_vectorization/vmpic2 fvmpic2
+have_mpi=0
+if command -v mpiexec >/dev/null && command -v mpif90 >/dev/null && [[ -d "$peer/mpi/ppic2" ]]; then
+  build_peer mpi/ppic2 fppic2
+  have_mpi=1
+fi
 
 # STREAM triad on 1 and 2 threads.
 cat >"$work/triad.c" <<'EOF'
@@ -109,6 +117,13 @@ for r in $(seq "$runs"); do
         --output "$work/ours_ranks" >/dev/null
       echo "ours-${t}ranks $t $(ours_ns "$work/ours_ranks")" >>"$results"
     fi
+    if [[ "$have_mpi" == 1 ]]; then  # the decomposed grids: ours and ppic2 on t ranks x 1 thread
+      OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
+        --decompose --output "$work/ours_decomposed" >/dev/null
+      echo "ours-decomposed $t $(ours_ns "$work/ours_decomposed")" >>"$results"
+      echo "ppic2 $t $( (cd "$work/ppic2" && OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe \
+        --bind-to none ./fppic2) | peer_ns)" >>"$results"
+    fi
     echo "triad $t $(OMP_NUM_THREADS=$t "$work/triad")" >>"$results"
   done
 done
@@ -123,12 +138,15 @@ threads = [int(t) for t in sys.argv[2].split()]
 med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}) else None
 names = {"ours": "ours (pic, one-pass host step)", "ours-separate": "ours (--host-step separate)",
          "pic2": "PICKSC pic2 (serial)", "mpic2": "PICKSC mpic2 (OpenMP, tiles)",
-         "vmpic2": "PICKSC vmpic2 (OpenMP + SSE2)"}
+         "vmpic2": "PICKSC vmpic2 (OpenMP + SSE2)",
+         "ours-decomposed": "ours (--decompose, N ranks x 1 thread)",
+         "ppic2": "PICKSC ppic2 (MPI, N ranks x 1 thread)"}
 for t in threads:
     if t > 1: names["ours-%dranks" % t] = "ours (%d MPI ranks x 1 thread)" % t
 print("ns per particle-step, median of %d interleaved runs" % len(rows["ours"][threads[0]]))
 print("%-36s" % "code" + "".join("%12s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
-for code in ["ours", "ours-separate"] + ["ours-%dranks" % t for t in threads if t > 1] + ["pic2", "mpic2", "vmpic2"]:
+for code in (["ours", "ours-separate"] + ["ours-%dranks" % t for t in threads if t > 1] +
+             ["ours-decomposed", "pic2", "mpic2", "vmpic2", "ppic2"]):
     if code not in rows: continue
     cells = []
     for t in threads:
@@ -143,4 +161,7 @@ for t in threads:
 best = {t: min(med(c, t) for c in ("mpic2", "vmpic2") + (("pic2",) if t == 1 else ())) for t in threads}
 for t in threads:
     print("ours / best peer on %d core(s): %.2fx" % (t, med("ours", t) / best[t]))
+for t in threads:
+    if med("ppic2", t) and med("ours-decomposed", t):
+        print("ours decomposed / ppic2 on %d rank(s): %.2fx" % (t, med("ours-decomposed", t) / med("ppic2", t)))
 EOF
