@@ -23,6 +23,17 @@ void Particles::follow() {
 }
 
 namespace {
+// The particle arrays (positions, velocities, ids) of `rows` rows.
+void allocate(Particles& p, long long rows, cn::Backend backend) {
+  p.x = cn::empty<double>({rows}, backend);
+  p.vx = cn::empty<double>({rows}, backend);
+  p.id = cn::empty<std::int64_t>({rows}, backend);
+  if (p.dim == 2) {
+    p.y = cn::empty<double>({rows}, backend);
+    p.vy = cn::empty<double>({rows}, backend);
+  }
+}
+
 // Rows [0, p.n): the particles of ids first + i, or (given_ids) of the ids already in p.id.
 void initialise(Particles& p, const Config& c, long long first, bool given_ids) {
   const long long n_global = p.global;
@@ -74,13 +85,7 @@ cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::
   Particles t;
   t.dim = config.dim;
   t.global = global;
-  t.x = cn::empty<double>({chunk}, backend);
-  t.vx = cn::empty<double>({chunk}, backend);
-  t.id = cn::empty<std::int64_t>({chunk}, backend);
-  if (t.dim == 2) {
-    t.y = cn::empty<double>({chunk}, backend);
-    t.vy = cn::empty<double>({chunk}, backend);
-  }
+  allocate(t, chunk, backend);
   auto owned = cn::empty<std::uint8_t>({chunk}, backend);
   const cn::Target on = cn::on(t.x);
   const double sx = static_cast<double>(g.nx) / g.lx, sy = static_cast<double>(g.ny) / g.ly;
@@ -144,13 +149,7 @@ Particles make_particles(const Config& config, const cn::Comm& comm, cn::Backend
   p.charge_density = static_cast<double>(cells) / static_cast<double>(p.global);
   p.mass = particle_weight(config);
   const long long rows = p.n + spare;
-  p.x = cn::empty<double>({rows}, backend);
-  p.vx = cn::empty<double>({rows}, backend);
-  p.id = cn::empty<std::int64_t>({rows}, backend);
-  if (p.dim == 2) {
-    p.y = cn::empty<double>({rows}, backend);
-    p.vy = cn::empty<double>({rows}, backend);
-  }
+  allocate(p, rows, backend);
   p.follow();
   if (born_on_owner) {
     std::int64_t* out = p.id.data();

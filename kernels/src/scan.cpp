@@ -50,20 +50,25 @@ void check_scan_input(std::string_view what, const Shape& shape) {
 // Host memory: integers in parallel (chunk sums, their exclusive scan, then each chunk from
 // its offset: exact whatever the order), floating values in one pass in index order (numpy's
 // sequential additions: the same bits as numpy.cumsum).
+// out[i] for i in [begin, end): the running sum from `acc`, after (inclusive) or before in[i].
+template <typename T>
+void scan_range(const T* in, T* out, long long begin, long long end, T acc, bool inclusive) {
+  for (long long i = begin; i < end; ++i) {
+    const T v = in[i];
+    if (inclusive) {
+      acc += v;
+      out[i] = acc;
+    } else {
+      out[i] = acc;
+      acc += v;
+    }
+  }
+}
+
 template <typename T>
 void host_scan(const T* in, T* out, long long n, bool inclusive) {
   if constexpr (std::is_floating_point_v<T>) {
-    T acc = T(0);
-    for (long long i = 0; i < n; ++i) {
-      const T v = in[i];
-      if (inclusive) {
-        acc += v;
-        out[i] = acc;
-      } else {
-        out[i] = acc;
-        acc += v;
-      }
-    }
+    scan_range(in, out, 0, n, T(0), inclusive);
   } else {
     const long long chunks = chunks_of(n);
     std::vector<T> offset(static_cast<std::size_t>(chunks));
@@ -79,17 +84,8 @@ void host_scan(const T* in, T* out, long long n, bool inclusive) {
       run += s;
     }
     each_chunk(chunks, [&](long long c) {
-      T acc = offset[static_cast<std::size_t>(c)];
-      for (long long i = c * kChunk, e = std::min(n, i + kChunk); i < e; ++i) {
-        const T v = in[i];
-        if (inclusive) {
-          acc += v;
-          out[i] = acc;
-        } else {
-          out[i] = acc;
-          acc += v;
-        }
-      }
+      scan_range(in, out, c * kChunk, std::min(n, (c + 1) * kChunk),
+                 offset[static_cast<std::size_t>(c)], inclusive);
     });
   }
 }
