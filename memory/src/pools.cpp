@@ -9,6 +9,7 @@
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/internal/core_context.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/internal/page_map.hpp>
 #include <cunumpy/memory.hpp>
 
 namespace cunumpy {
@@ -24,11 +25,15 @@ constexpr std::size_t kHostCacheMinimum = std::size_t{1} << 20;
 
 // Freed blocks kept for reuse, by capacity: a request takes the smallest cached block that
 // holds it, unless that block is more than twice as large.  Requests below `minimum` bytes
-// go straight to the upstream resource.
+// go straight to the upstream resource.  With `headroom`, a block of a huge page or more is
+// obtained 1/32 larger than asked, in whole huge pages: the host's mapped pages cost memory
+// only once touched, and arrays that come back a few rows longer (particle arrays after a
+// migration, re-sorted every few steps) find the block freed before instead of mapping (and
+// faulting in) a new one.
 class CachingResource final : public MemoryResource {
  public:
-  CachingResource(std::shared_ptr<MemoryResource> upstream, std::size_t minimum)
-      : upstream_(std::move(upstream)), minimum_(minimum) {}
+  CachingResource(std::shared_ptr<MemoryResource> upstream, std::size_t minimum, bool headroom)
+      : upstream_(std::move(upstream)), minimum_(minimum), headroom_(headroom) {}
   ~CachingResource() override { release(); }
 
   void* allocate(std::size_t bytes) override {
@@ -45,7 +50,9 @@ class CachingResource final : public MemoryResource {
         return p;
       }
     }
-    const std::size_t cap = round_up(std::max<std::size_t>(bytes, 1), kAlignment);
+    const std::size_t cap = headroom_ && bytes >= kHugePage
+                                ? huge_length(bytes + bytes / 32)
+                                : round_up(std::max<std::size_t>(bytes, 1), kAlignment);
     void* p = upstream_->allocate(cap);
     std::lock_guard lock(mutex_);
     capacity_.emplace(p, cap);
@@ -81,6 +88,7 @@ class CachingResource final : public MemoryResource {
  private:
   std::shared_ptr<MemoryResource> upstream_;
   std::size_t minimum_;
+  bool headroom_;
   std::mutex mutex_;
   std::multimap<std::size_t, void*> free_;
   std::map<void*, std::size_t> capacity_;
@@ -89,9 +97,10 @@ class CachingResource final : public MemoryResource {
 
 MemoryContext::MemoryContext(const MemoryResources& system)
     : host_cache(std::make_shared<CachingResource>(system[static_cast<int>(MemoryKind::host)],
-                                                   kHostCacheMinimum)),
+                                                   kHostCacheMinimum, true)),
       pinned_pool(
-          std::make_shared<CachingResource>(system[static_cast<int>(MemoryKind::pinned)], 0)),
+          std::make_shared<CachingResource>(system[static_cast<int>(MemoryKind::pinned)], 0,
+                                            false)),  // pinned pages are locked: no headroom
       resources(system) {
   resources[static_cast<int>(MemoryKind::host)] = host_cache;
   resources[static_cast<int>(MemoryKind::pinned)] = pinned_pool;
