@@ -2,6 +2,7 @@
 #include <cunumpy/halo.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -47,6 +48,12 @@ struct Message {
   int recv_tag_dir;  // offset_index(-o): the direction the neighbour sent it in
   long long send_offset = 0, recv_offset = 0, bytes = 0;
 };
+
+// The bytes of message m when it carries `fields` fields: each field's part but the last padded
+// to the alignment.
+long long message_bytes(const Message& m, long long fields) {
+  return (fields - 1) * round_up(m.bytes) + m.bytes;
+}
 
 struct Plan {
   std::vector<Message> messages;  // one per existing neighbour, in direction order
@@ -101,21 +108,29 @@ class HaloImpl {
     return Shape(std::span<const long long>(dims));
   }
 
-  void begin(HaloMode mode, const HaloField& f, const std::source_location& where) {
+  void begin(HaloMode mode, std::span<const HaloField> fields, const std::source_location& where) {
     if (pending_)
       throw ValueError(
           "HaloExchange: an exchange is still pending; call end() before the next begin_*() "
-          "(or use one HaloExchange per field exchanged at the same time)");
-    const Plan& plan = plan_for(f, mode);
+          "(or pass the fields exchanged at the same time together, fill({a, b}))");
+    if (fields.empty())
+      throw ValueError("HaloExchange: no field was passed; pass at least one field array");
+    const HaloField& f = fields[0];
+    const Plan& plan =
+        plan_for(f, mode, static_cast<long long>(fields.size()), fields_problem(fields, mode));
     if (mode == HaloMode::sum) check_summable(f);
-    field_ = f;
+    fields_.assign(fields.begin(), fields.end());
     mode_ = mode;
     where_ = where;
-    ensure_buffers(plan, f.backend);
+    const long long k = static_cast<long long>(fields.size());
+    ensure_buffers(plan, f.backend, k);
     std::uint8_t* send = send_.data();
+    // Message m carries field i's part at k * offset + i * (its part's size, rounded up).
     for (const Message& m : plan.messages)
-      pack_box(f.backend, f.data, mode == HaloMode::fill ? m.send_box : m.recv_box,
-               send + m.send_offset);
+      for (long long i = 0; i < k; ++i)
+        pack_box(f.backend, fields_[static_cast<std::size_t>(i)].data,
+                 mode == HaloMode::fill ? m.send_box : m.recv_box,
+                 send + k * m.send_offset + i * round_up(m.bytes));
     ++stats_.exchanges;
     if (plan.remote) {
       const bool device = location_of(f.backend) == Location::device;
@@ -132,23 +147,24 @@ class HaloImpl {
       for (const Message& m : plan.messages) {
         if (m.peer == comm_.rank()) continue;
         requests_.push_back(comm_.irecv(
-            std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(recv_mpi + m.recv_offset),
-                                    static_cast<std::size_t>(m.bytes)),
+            std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(recv_mpi + k * m.recv_offset),
+                                    static_cast<std::size_t>(message_bytes(m, k))),
             m.peer, m.recv_tag_dir));
       }
       for (const Message& m : plan.messages) {
         if (m.peer == comm_.rank()) continue;
         requests_.push_back(
             comm_.isend(std::span<const std::uint8_t>(
-                            reinterpret_cast<const std::uint8_t*>(send_mpi + m.send_offset),
-                            static_cast<std::size_t>(m.bytes)),
+                            reinterpret_cast<const std::uint8_t*>(send_mpi + k * m.send_offset),
+                            static_cast<std::size_t>(message_bytes(m, k))),
                         m.peer, m.direction));
         ++stats_.messages;
-        stats_.bytes_sent += m.bytes;
+        stats_.bytes_sent += message_bytes(m, k);
       }
     }
     plan_ = &plan;
     pending_ = true;
+    posted_ = std::chrono::steady_clock::now();
   }
 
   void end() {
@@ -156,14 +172,20 @@ class HaloImpl {
     pending_ = false;
     const Plan& plan = *plan_;
     if (plan.remote) {
+      const auto called = std::chrono::steady_clock::now();
       Request::wait_all(requests_);
       requests_.clear();
+      const auto arrived = std::chrono::steady_clock::now();
+      stats_.overlapped_seconds += std::chrono::duration<double>(called - posted_).count();
+      stats_.waited_seconds += std::chrono::duration<double>(arrived - called).count();
       if (staged_) {
         mpi_staging_copy(recv_, recv_host_, where_);
         ++stats_.staged_copies;
       }
     }
     // Self copies: what this rank sent in direction o arrives from its neighbour at -o.
+    const HaloField& f = fields_[0];
+    const long long k = static_cast<long long>(fields_.size());
     std::uint8_t* send = send_.data();
     std::uint8_t* recv = recv_.data();
     for (const Message& m : plan.messages) {
@@ -171,15 +193,18 @@ class HaloImpl {
       const Message& from =
           *std::find_if(plan.messages.begin(), plan.messages.end(),
                         [&](const Message& s) { return s.direction == m.recv_tag_dir; });
-      copy_memory(recv + m.recv_offset, field_.backend, send + from.send_offset, field_.backend,
-                  static_cast<std::size_t>(m.bytes));
+      copy_memory(recv + k * m.recv_offset, f.backend, send + k * from.send_offset, f.backend,
+                  static_cast<std::size_t>(message_bytes(m, k)));
     }
-    for (const Message& m : plan.messages) {
-      if (mode_ == HaloMode::fill)
-        unpack_box(field_.backend, field_.data, m.recv_box, recv + m.recv_offset);
-      else
-        unpack_add_box(field_.backend, field_.dtype, field_.data, m.send_box, recv + m.recv_offset);
-    }
+    for (const Message& m : plan.messages)
+      for (long long i = 0; i < k; ++i) {
+        const HaloField& fi = fields_[static_cast<std::size_t>(i)];
+        const std::uint8_t* part = recv + k * m.recv_offset + i * round_up(m.bytes);
+        if (mode_ == HaloMode::fill)
+          unpack_box(fi.backend, fi.data, m.recv_box, part);
+        else
+          unpack_add_box(fi.backend, fi.dtype, fi.data, m.send_box, part);
+      }
   }
 
   bool pending() const noexcept { return pending_; }
@@ -194,35 +219,60 @@ class HaloImpl {
   // round of 16-byte messages before the data, so that a field of the wrong shape or kind on
   // one rank is an error there and on its neighbours instead of a rank waiting for messages
   // that never come.
-  const Plan& plan_for(const HaloField& f, HaloMode mode) {
+  const Plan& plan_for(const HaloField& f, HaloMode mode, long long count, std::string problem) {
     Layout layout{f.shape, f.dtype, f.element_size};
     auto key = layout.key();
-    const std::string problem = shape_problem(f.shape);
+    if (problem.empty()) problem = shape_problem(f.shape);
     if (checked_ == 0 || mpi_checks())
-      check_across_ranks(f, problem, mode);
+      check_across_ranks(f, problem, mode, count);
     else
-      check_with_neighbours(f, problem, mode);
+      check_with_neighbours(f, problem, mode, count);
     ++checked_;
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     return plans_.emplace(key, make_plan(f)).first->second;
   }
 
-  // What a rank's field is, as one number the neighbours compare: the element type and size,
-  // the component count and the mode.
-  long long signature(const HaloField& f, HaloMode mode) const {
-    return ((static_cast<long long>(f.dtype) * 64 + f.element_size) * (1LL << 20) +
-            components_of(f.shape)) *
-               2 +
-           static_cast<long long>(mode);
+  // What a rank's fields are, as one number the neighbours compare: the element type and size,
+  // the component count, the mode and how many fields go together.
+  long long signature(const HaloField& f, HaloMode mode, long long count) const {
+    return (((static_cast<long long>(f.dtype) * 64 + f.element_size) * (1LL << 20) +
+             components_of(f.shape)) *
+                2 +
+            static_cast<long long>(mode)) *
+               (1LL << 16) +
+           std::min<long long>(count, (1LL << 16) - 1);
   }
 
-  void check_with_neighbours(const HaloField& f, const std::string& problem, HaloMode mode) {
+  // "" when the fields passed together agree with the first (shape, element type, backend) and
+  // a sum names none twice, else what is wrong.
+  static std::string fields_problem(std::span<const HaloField> fields, HaloMode mode) {
+    const HaloField& f = fields[0];
+    for (std::size_t i = 1; i < fields.size(); ++i) {
+      const HaloField& g = fields[i];
+      if (!(g.shape == f.shape) || g.dtype != f.dtype || g.element_size != f.element_size ||
+          g.backend != f.backend)
+        return "the fields passed together differ: field " + std::to_string(i) + " is " +
+               std::string(to_string(g.dtype)) + " " + g.shape.str() + " on " +
+               std::string(to_string(g.backend)) + ", field 0 " + std::string(to_string(f.dtype)) +
+               " " + f.shape.str() + " on " + std::string(to_string(f.backend)) +
+               "; fields exchanged together need one shape, element type and backend";
+      if (mode == HaloMode::sum)
+        for (std::size_t j = 0; j < i; ++j)
+          if (fields[j].data == g.data)
+            return "field " + std::to_string(i) + " is field " + std::to_string(j) +
+                   " again: a sum would add its guards twice; pass each field once";
+    }
+    return "";
+  }
+
+  void check_with_neighbours(const HaloField& f, const std::string& problem, HaloMode mode,
+                             long long count) {
     if (neighbours_.empty()) {  // one rank: nothing to compare with
       if (!problem.empty()) throw ValueError("HaloExchange: " + problem);
       return;
     }
-    const long long mine[2] = {problem.empty() ? 1 : 0, signature(f, mode)};
+    const long long mine[2] = {problem.empty() ? 1 : 0, signature(f, mode, count)};
     std::vector<long long> theirs(2 * neighbours_.size());
     std::vector<Request> requests;
     requests.reserve(2 * neighbours_.size());
@@ -241,7 +291,8 @@ class HaloImpl {
             << "its part (its own error says how)";
       else if (theirs[2 * k + 1] != mine[1])
         msg << "; neighbour rank " << neighbours_[k].peer
-            << " passed another kind of field (element type, components or fill/sum)";
+            << " passed another kind of field (element type, components, fill/sum or the number "
+               "of fields passed together)";
     }
     if (msg.tellp() > 0)
       throw ValueError("HaloExchange: the ranks passed fields that do not match" + msg.str() +
@@ -272,16 +323,18 @@ class HaloImpl {
 
   // Every rank compares what it passes: the element type and size, the component count, the
   // mode and whether its shape fits.  One allgather; every rank raises the same error.
-  void check_across_ranks(const HaloField& f, const std::string& problem, HaloMode mode) {
-    const long long mine[5] = {problem.empty() ? 1 : 0, static_cast<long long>(f.dtype),
-                               f.element_size, components_of(f.shape),
-                               static_cast<long long>(mode)};
-    std::vector<long long> all(5 * static_cast<std::size_t>(comm_.size()));
-    comm_.allgather<long long>(std::span<const long long>(mine, 5), std::span<long long>(all));
+  void check_across_ranks(const HaloField& f, const std::string& problem, HaloMode mode,
+                          long long count) {
+    constexpr int kW = 6;
+    const long long mine[kW] = {
+        problem.empty() ? 1 : 0, static_cast<long long>(f.dtype), f.element_size,
+        components_of(f.shape),  static_cast<long long>(mode),    count};
+    std::vector<long long> all(kW * static_cast<std::size_t>(comm_.size()));
+    comm_.allgather<long long>(std::span<const long long>(mine, kW), std::span<long long>(all));
     bool same = true, fits = true;
     for (int r = 0; r < comm_.size(); ++r) {
-      fits = fits && all[5 * r] == 1;
-      for (int k = 1; k < 5; ++k) same = same && all[5 * r + k] == mine[k];
+      fits = fits && all[kW * r] == 1;
+      for (int k = 1; k < kW; ++k) same = same && all[kW * r + k] == mine[k];
     }
     if (same && fits) return;
     std::ostringstream msg;
@@ -289,9 +342,10 @@ class HaloImpl {
     if (!problem.empty()) msg << "; on this rank (" << comm_.rank() << "): " << problem;
     msg << "\n";
     for (int r = 0; r < comm_.size(); ++r)
-      msg << "  rank " << r << ": " << (all[5 * r] == 1 ? "" : "wrong shape, ")
-          << to_string(static_cast<DType>(all[5 * r + 1])) << " (" << all[5 * r + 2] << " bytes), "
-          << all[5 * r + 3] << " component(s), " << (all[5 * r + 4] == 0 ? "fill" : "sum") << "\n";
+      msg << "  rank " << r << ": " << (all[kW * r] == 1 ? "" : "wrong shape, ") << all[kW * r + 5]
+          << " field(s) of " << to_string(static_cast<DType>(all[kW * r + 1])) << " ("
+          << all[kW * r + 2] << " bytes), " << all[kW * r + 3] << " component(s), "
+          << (all[kW * r + 4] == 0 ? "fill" : "sum") << "\n";
     msg << "every rank must exchange the same kind of field at the same time";
     throw ValueError(msg.str());
   }
@@ -358,17 +412,18 @@ class HaloImpl {
 
   // Persistent buffers on the field's side (and pinned host copies when MPI cannot take
   // device memory), reallocated only when a layout needs more.
-  void ensure_buffers(const Plan& plan, Backend backend) {
-    const long long bytes = std::max<long long>(std::max(plan.send_bytes, plan.recv_bytes), 1);
+  void ensure_buffers(const Plan& plan, Backend backend, long long fields) {
+    const long long bytes =
+        std::max<long long>(fields * std::max(plan.send_bytes, plan.recv_bytes), 1);
     const bool device = location_of(backend) == Location::device;
     staged_ = device && plan.remote && !device_pointer_ok(backend);
-    if (send_.size() != bytes || send_.backend() != backend) {
+    if (send_.size() < bytes || send_.backend() != backend) {
       send_ = Array<std::uint8_t>(Shape{bytes}, backend);
       recv_ = Array<std::uint8_t>(Shape{bytes}, backend);
     }
-    if (staged_ && send_host_.size() != bytes) {
-      send_host_ = pinned_empty<std::uint8_t>(Shape{bytes});
-      recv_host_ = pinned_empty<std::uint8_t>(Shape{bytes});
+    if (staged_ && send_host_.size() != send_.size()) {  // staged whole: sizes agree
+      send_host_ = pinned_empty<std::uint8_t>(Shape{send_.size()});
+      recv_host_ = pinned_empty<std::uint8_t>(Shape{send_.size()});
     }
   }
 
@@ -404,11 +459,12 @@ class HaloImpl {
   std::map<std::tuple<std::vector<long long>, int, int>, Plan> plans_;
   Array<std::uint8_t> send_, recv_, send_host_, recv_host_;
   std::vector<Request> requests_;
-  HaloField field_{};
+  std::vector<HaloField> fields_;  // the exchange in flight's
   HaloMode mode_ = HaloMode::fill;
   std::source_location where_;
   const Plan* plan_ = nullptr;
   bool pending_ = false, staged_ = false;
+  std::chrono::steady_clock::time_point posted_;  // when begin_*() returned
 };
 
 }  // namespace detail
@@ -440,9 +496,9 @@ IndexRange HaloExchange::interior(int axis) const {
   const long long g = impl_->guard();
   return {g, g + impl_->decomposition().local_cells(axis)};
 }
-void HaloExchange::begin(HaloMode mode, const detail::HaloField& field,
+void HaloExchange::begin(HaloMode mode, std::span<const detail::HaloField> fields,
                          std::source_location where) {
-  impl_->begin(mode, field, where);
+  impl_->begin(mode, fields, where);
 }
 void HaloExchange::end() {
   impl_->end();

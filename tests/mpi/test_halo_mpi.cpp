@@ -5,9 +5,11 @@
 // components (last and first), periodic and bounded axes, several element types.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <complex>
 #include <cstdint>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
@@ -223,9 +225,18 @@ TEST(HaloMpi, InteriorWorkOverlapsTheExchange) {
   const auto [j0, j1] = halo.interior(1);
   for (long long i = i0; i < i1; ++i)
     for (long long j = j0; j < j1; ++j) interior += field(i, j);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // more work under the messages
   halo.end();
   EXPECT_FALSE(halo.pending());
   EXPECT_GT(interior, 0.0);
+  // The stats say how long the messages travelled under work and how long end() waited (a
+  // rank alone sends none: nothing to measure).
+  if (world.size() > 1) {
+    EXPECT_GE(halo.stats().overlapped_seconds, 0.02);
+    EXPECT_GE(halo.stats().waited_seconds, 0.0);
+  } else {
+    EXPECT_EQ(halo.stats().overlapped_seconds, 0.0);
+  }
   for_each_element(d, c, [&](long long at, auto cell, long long, bool) {
     ASSERT_EQ(field.host_span()[at], static_cast<double>(cell_id(cell, 0)));
   });
@@ -321,8 +332,10 @@ TEST(HaloMpi, MismatchedFieldsAreAnErrorOnEveryRankNotAHang) {
         if (variant == 0 && last) {
           EXPECT_NE(m.find("field_shape()"), std::string::npos) << m;
         }
-        if (!last) {
-          EXPECT_NE(m.find("neighbour rank " + std::to_string(world.size() - 1)), std::string::npos)
+        if (!last) {  // the neighbours' comparison, or the checked mode's table of all ranks
+          const std::string who = std::to_string(world.size() - 1);
+          EXPECT_TRUE(m.find("neighbour rank " + who) != std::string::npos ||
+                      (cn::mpi_checks() && m.find("rank " + who + ": ") != std::string::npos))
               << m;
         }
       }
@@ -340,4 +353,112 @@ TEST(HaloMpi, MismatchedFieldsAreAnErrorOnEveryRankNotAHang) {
                                         {.dims = {{world.size(), 1, 1}}});
   EXPECT_THROW(cn::HaloExchange(world, thin, {.guard = 5}), cn::ValueError);
   EXPECT_NO_THROW(cn::HaloExchange(world, thin, {.guard = 3}));
+}
+
+// Several fields in one round: each neighbour gets one message holding every field's part
+// (as many messages as one field's exchange), and each field comes out as if exchanged alone.
+TEST(HaloMpi, SeveralFieldsGoInOneRoundOfMessages) {
+  const cn::Comm world = cn::Comm::world();
+  for (cn::Backend b : backends())
+    for (const Case& c : cases()) {
+      SCOPED_TRACE(std::string(cn::to_string(b)) + " ndim " + std::to_string(c.cells.size()) +
+                   " guard " + std::to_string(c.guard) + " comps " + std::to_string(c.comps));
+      const auto d = decompose(world.rank(), world.size(), c);
+      cn::HaloExchange one(world, d, {.guard = c.guard, .component_axis = c.component_axis});
+      cn::HaloExchange many(world, d, {.guard = c.guard, .component_axis = c.component_axis});
+      const cn::Shape shape = one.field_shape(c.comps);
+      constexpr int kFields = 3;
+      // Field f holds id + 7919 f at the owned cells, -1 in the guards; the sum case adds
+      // (rank + 1) (f + 1) everywhere.
+      std::vector<std::vector<double>> host(
+          kFields, std::vector<double>(static_cast<std::size_t>(shape.size())));
+      for (int f = 0; f < kFields; ++f)
+        for_each_element(d, c, [&](long long at, auto cell, long long comp, bool guard) {
+          host[f][at] = guard ? -1.0 : static_cast<double>(cell_id(cell, comp) + 7919 * f);
+        });
+      std::vector<cn::Array<double>> fields, alone;
+      for (int f = 0; f < kFields; ++f) {
+        fields.push_back(upload(host[f], shape, b));
+        alone.push_back(upload(host[f], shape, b));
+      }
+      many.fill(std::span<const cn::Array<double>>(fields));
+      for (const auto& a : alone) one.fill(a);
+      EXPECT_EQ(many.stats().exchanges, 1);
+      EXPECT_EQ(many.stats().messages * kFields, one.stats().messages);
+      EXPECT_GE(many.stats().bytes_sent, one.stats().bytes_sent);
+      long long wrong = 0;
+      for (int f = 0; f < kFields; ++f) {
+        const auto got = cn::to_host(fields[f]);
+        const auto want = cn::to_host(alone[f]);
+        for (long long i = 0; i < shape.size(); ++i)
+          wrong += got.host_span()[i] != want.host_span()[i];
+        EXPECT_EQ(wrong, 0) << "fill, field " << f << ", rank " << world.rank();
+      }
+      // Sums: the three fields together give what each gives alone.
+      for (int f = 0; f < kFields; ++f) {
+        const double add = (world.rank() + 1.0) * (f + 1.0);
+        for (double& v : host[f]) v += add;
+        fields[f] = upload(host[f], shape, b);
+        alone[f] = upload(host[f], shape, b);
+      }
+      many.sum({fields[0], fields[1], fields[2]});
+      for (const auto& a : alone) one.sum(a);
+      for (int f = 0; f < kFields; ++f) {
+        const auto got = cn::to_host(fields[f]);
+        const auto want = cn::to_host(alone[f]);
+        wrong = 0;
+        for (long long i = 0; i < shape.size(); ++i)
+          wrong += got.host_span()[i] != want.host_span()[i];
+        EXPECT_EQ(wrong, 0) << "sum, field " << f << ", rank " << world.rank();
+      }
+    }
+}
+
+TEST(HaloMpi, FieldsPassedTogetherMustAgreeOnEveryRank) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {24, 18});
+  cn::HaloExchange halo(world, d, {.guard = 1});
+  auto a = cn::zeros<double>(halo.field_shape(), cn::Backend::host);
+  auto b = cn::zeros<double>(halo.field_shape(), cn::Backend::host);
+  auto wide = cn::zeros<double>(halo.field_shape(2), cn::Backend::host);
+  const auto message = [&](auto&& call) {
+    try {
+      call();
+    } catch (const cn::ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A field of another shape beside the first: an error on every rank (the last rank's
+  // fields disagree; the others hear of it: the first exchange compares all ranks), then the
+  // exchange works again.
+  const bool last = world.rank() == world.size() - 1;
+  std::string m = message([&] { halo.fill({a, last ? wide : b}); });
+  if (last) {
+    EXPECT_NE(m.find("fields passed together differ"), std::string::npos) << m;
+  } else {
+    EXPECT_NE(m.find("rank " + std::to_string(world.size() - 1) + ": wrong shape"),
+              std::string::npos)
+        << m;
+  }
+  // A field twice in a sum would add its guards twice.
+  m = message([&] { halo.sum({a, a}); });
+  EXPECT_NE(m.find("field 1 is field 0 again"), std::string::npos) << m;
+  halo.fill({a, b});
+  // Rank 0 passes two fields, the others one: an error on every rank, not a hang.
+  if (world.size() > 1) {
+    m = message([&] {
+      if (world.rank() == 0)
+        halo.fill({a, b});
+      else
+        halo.fill(a);
+    });
+    // The neighbours' comparison names the count among what differs; the checked mode's
+    // (CUNUMPY_MPI_CHECK=1) table gives each rank's count.
+    EXPECT_TRUE(m.find("number of fields passed together") != std::string::npos ||
+                m.find("2 field(s)") != std::string::npos)
+        << m;
+  }
+  EXPECT_THROW(halo.fill(std::span<const cn::Array<double>>()), cn::ValueError);
+  halo.fill({a, b});  // good again
 }

@@ -9,6 +9,7 @@
 //   halo.begin_fill(e);  // owners' cells copied into the neighbours' guards (before a gather)
 //   interior_work();     // overlaps the exchange
 //   halo.end();
+//   halo.fill({ex, ey});  // several fields of one shape and type in one round of messages
 //
 // A field array holds a rank's owned cells with `guard` cells on both sides of every axis:
 // shape (n0 + 2g[, n1 + 2g[, n2 + 2g]]), owned cell (i, j) at (i + g, j + g).  Several
@@ -16,10 +17,10 @@
 // type; `sum` needs an arithmetic one.
 //
 // Every neighbour of the 3^ndim - 1 around the rank (diagonals included, so the corners are
-// right) gets one message per exchange, all posted at once: begin_* packs and posts them,
-// end() waits and unpacks, in a fixed order (so the sums come out the same on every run).
-// Packing and unpacking are parallel loops on the array's own side (the device for device
-// arrays).  Device buffers go to MPI as they are when MPI is CUDA-aware; else through
+// right) gets one message per exchange (holding every field passed together), all posted at once:
+// begin_* packs and posts them, end() waits and unpacks, in a fixed order (so the sums come out the
+// same on every run). Packing and unpacking are parallel loops on the array's own side (the device
+// for device arrays).  Device buffers go to MPI as they are when MPI is CUDA-aware; else through
 // persistent pinned staging buffers, one copy each way per exchange, counted as transfers.
 // Messages to this rank itself (a periodic axis with one rank) are copied, without MPI.  Each
 // HaloExchange works on a communicator of its own (a duplicate of the one it is given, made at
@@ -38,8 +39,10 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <source_location>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,9 +62,13 @@ struct HaloOptions {
 enum class HaloMode { fill, sum };
 
 // What an exchange moved: messages and bytes sent to other ranks (self copies excluded),
-// and the staged host <-> device copies.
+// and the staged host <-> device copies.  How well communication hides behind work: the
+// seconds between begin_*() returning and end() being called (work done while the messages
+// travel), and the seconds end() then waited for them; exchanges with other ranks only.
+// overlapped / (overlapped + waited) is the share of the messages' flight that work covered.
 struct HaloStats {
   long long exchanges = 0, messages = 0, bytes_sent = 0, staged_copies = 0;
+  double overlapped_seconds = 0, waited_seconds = 0;
 };
 
 namespace detail {
@@ -110,12 +117,63 @@ class HaloExchange {
   template <Element T>
   void begin_fill(const Array<T>& field,
                   std::source_location where = std::source_location::current()) {
-    begin(HaloMode::fill, erase(field), where);
+    const detail::HaloField f = erase(field);
+    begin(HaloMode::fill, std::span<const detail::HaloField>(&f, 1), where);
   }
   template <Element T>
   void begin_sum(const Array<T>& field,
                  std::source_location where = std::source_location::current()) {
-    begin(HaloMode::sum, erase(field), where);
+    const detail::HaloField f = erase(field);
+    begin(HaloMode::sum, std::span<const detail::HaloField>(&f, 1), where);
+  }
+
+  // Several fields (E_x and E_y, a vector field's components as arrays of their own) in one
+  // round of messages: one message per neighbour carries every field's part.  The fields have
+  // one shape and element type (a ValueError otherwise; a sum also refuses a field passed
+  // twice); every rank passes as many, in the same order.
+  template <Element T>
+  void fill(std::span<const Array<T>> fields,
+            std::source_location where = std::source_location::current()) {
+    begin_fill(fields, where);
+    end();
+  }
+  template <Element T>
+  void sum(std::span<const Array<T>> fields,
+           std::source_location where = std::source_location::current()) {
+    begin_sum(fields, where);
+    end();
+  }
+  template <Element T>
+  void fill(std::initializer_list<Array<T>> fields,
+            std::source_location where = std::source_location::current()) {
+    fill(std::span<const Array<T>>(fields.begin(), fields.size()), where);
+  }
+  template <Element T>
+  void sum(std::initializer_list<Array<T>> fields,
+           std::source_location where = std::source_location::current()) {
+    sum(std::span<const Array<T>>(fields.begin(), fields.size()), where);
+  }
+  template <Element T>
+  void begin_fill(std::span<const Array<T>> fields,
+                  std::source_location where = std::source_location::current()) {
+    const std::vector<detail::HaloField> f = erase(fields);
+    begin(HaloMode::fill, f, where);
+  }
+  template <Element T>
+  void begin_sum(std::span<const Array<T>> fields,
+                 std::source_location where = std::source_location::current()) {
+    const std::vector<detail::HaloField> f = erase(fields);
+    begin(HaloMode::sum, f, where);
+  }
+  template <Element T>
+  void begin_fill(std::initializer_list<Array<T>> fields,
+                  std::source_location where = std::source_location::current()) {
+    begin_fill(std::span<const Array<T>>(fields.begin(), fields.size()), where);
+  }
+  template <Element T>
+  void begin_sum(std::initializer_list<Array<T>> fields,
+                 std::source_location where = std::source_location::current()) {
+    begin_sum(std::span<const Array<T>>(fields.begin(), fields.size()), where);
   }
   // Waits for the messages and unpacks them (the guards filled, or the sums added).
   void end();
@@ -129,7 +187,14 @@ class HaloExchange {
   static detail::HaloField erase(const Array<T>& a) {
     return {a.data(), a.backend(), dtype_of<T>(), static_cast<int>(sizeof(T)), a.shape()};
   }
-  void begin(HaloMode mode, const detail::HaloField& field, std::source_location where);
+  template <Element T>
+  static std::vector<detail::HaloField> erase(std::span<const Array<T>> fields) {
+    std::vector<detail::HaloField> out;
+    out.reserve(fields.size());
+    for (const Array<T>& a : fields) out.push_back(erase(a));
+    return out;
+  }
+  void begin(HaloMode mode, std::span<const detail::HaloField> fields, std::source_location where);
   std::unique_ptr<detail::HaloImpl> impl_;
 };
 
