@@ -25,7 +25,8 @@ class DecomposedLayout final : public FieldLayout {
 
   std::string name() const override { return "decomposed"; }
 
-  void reduce_density() override { halo_->sum(ne); }
+  void begin_reduce_density() override { halo_->begin_sum(ne); }
+  void end_reduce_density() override { halo_->end(); }
 
   void migrate(Particles& p) override {
     cn::ParticleColumns columns;
@@ -53,14 +54,14 @@ class DecomposedLayout final : public FieldLayout {
   // the migration grows the arrays when a rank needs more.
   long long spare_rows(long long particles) const override { return particles / 16 + 1024; }
   double bytes_sent_per_step(int steps) const override {
-    const double sent = static_cast<double>(
-        halo_->stats().bytes_sent + (halo_y_ ? halo_y_->stats().bytes_sent : 0) +
-        migration_.stats().bytes_sent + fft_->stats().bytes_sent - fft_bytes_at_reset_);
+    const double sent = static_cast<double>(halo_->stats().bytes_sent + fill_->stats().bytes_sent +
+                                            migration_.stats().bytes_sent +
+                                            fft_->stats().bytes_sent - fft_bytes_at_reset_);
     return sent / std::max(1, steps);
   }
   void reset_stats() override {
     halo_->reset_stats();
-    if (halo_y_) halo_y_->reset_stats();
+    fill_->reset_stats();
     migration_.reset_stats();
     fft_bytes_at_reset_ = fft_->stats().bytes_sent;  // DistributedFft's stats do not reset
   }

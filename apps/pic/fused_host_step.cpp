@@ -55,6 +55,10 @@ class FusedHostStep final : public ParticleStep {
     pushed_ = false;
   }
 
+  bool deposited_by_push() const override {
+    return pushed_;
+  }
+
   double density_scale(const Particles& p) const override {
     return deterministic_ ? p.charge_density / kQuantum : 1.0;
   }

@@ -102,8 +102,7 @@ FieldLayout::FieldLayout(const Config& config, const cn::Comm& world, const cn::
   g.whole_box = whole_box;
   const int guard = static_cast<int>(g.guard);
   halo_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
-  if (g.two())
-    halo_y_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
+  fill_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
   fft_ = std::make_unique<cn::DistributedFft>(halo_comm, d,
                                               cn::DistributedFftOptions{.guard = guard}, backend);
   const cn::Shape local = halo_->field_shape();
@@ -137,11 +136,15 @@ void FieldLayout::solve(double ne_scale) {
   }
 }
 
-void FieldLayout::fill_fields() {
-  halo_->begin_fill(ex);
-  if (halo_y_) halo_y_->begin_fill(ey);
-  halo_->end();
-  if (halo_y_) halo_y_->end();
+void FieldLayout::begin_fill_fields() {
+  if (grid_.two())
+    fill_->begin_fill({ex, ey});  // one round of messages for both components
+  else
+    fill_->begin_fill(ex);
+}
+
+void FieldLayout::end_fill_fields() {
+  fill_->end();
 }
 
 double FieldLayout::field_energy() {

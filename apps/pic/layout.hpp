@@ -45,11 +45,25 @@ class FieldLayout {
 
   // ne, which holds this rank's particles' deposit (guards included), becomes the density of
   // every owned node: summed over the ranks (replicated) and the guards into their owners.
-  virtual void reduce_density() = 0;
+  // In two halves, so that work between them overlaps the messages (decomposed: the guard sum
+  // posted in begin, completed in end; replicated: begin does it all): ne must not be written
+  // in between.
+  virtual void begin_reduce_density() = 0;
+  virtual void end_reduce_density() = 0;
+  void reduce_density() {
+    begin_reduce_density();
+    end_reduce_density();
+  }
   // rho = 1 - ne * ne_scale on the owned nodes; E from Poisson's equation (FFT).
   void solve(double ne_scale);
-  // E's guards from their owners.
-  void fill_fields();
+  // E's guards from their owners (E_x and E_y in one round of messages), in two halves like
+  // the density's: the owned nodes may be read in between (the field diagnostics).
+  void begin_fill_fields();
+  void end_fill_fields();
+  // The density's guard sum and the field's fill: what they moved, and how long their
+  // messages travelled under other work (cunumpy::HaloStats).
+  const cunumpy::HaloStats& sum_stats() const { return halo_->stats(); }
+  const cunumpy::HaloStats& fill_stats() const { return fill_->stats(); }
   // Particles that left this rank's block go to its owner (replicated: nothing to do).
   virtual void migrate(Particles& particles) = 0;
   // The region of positions whose particles stay on this rank (the migration's stay_region);
@@ -90,7 +104,9 @@ class FieldLayout {
   cunumpy::Backend backend_;
   LocalGrid grid_;
   cunumpy::CartesianDecomposition decomposition_;
-  std::unique_ptr<cunumpy::HaloExchange> halo_, halo_y_;  // halo_y_: E_y's fill, beside E_x's
+  // The density's guard sum and E's fill (E_x, E_y together): one exchange each, so that
+  // their overlap is measured apart.
+  std::unique_ptr<cunumpy::HaloExchange> halo_, fill_;
   std::unique_ptr<cunumpy::DistributedFft> fft_;
   cunumpy::Array<std::complex<double>> rho_k_;  // this rank's modes of rho (the last solve)
   bool sums_over_ranks_;  // the owned nodes differ between ranks: their sums are allreduced

@@ -59,11 +59,25 @@ void print_results(const pic::Config& config, const pic::Results& r) {
       "allreduce: %.0f\n",
       r.decomposed ? "decomposed" : "replicated", r.bytes_sent_per_step, r.max_bytes_sent_per_step,
       r.replicated_bytes_per_step);
-  std::printf("\n  %-12s %10s %8s\n", "phase", "seconds", "share");
+  // Rank 0's seconds and share, and the slowest rank's seconds (an imbalance shows as a gap).
+  std::printf("\n  %-12s %10s %8s %12s\n", "phase", "seconds", "share", "slowest rank");
   double total = 0.0;
   for (const auto& [name, seconds] : r.phase_seconds) total += seconds;
-  for (const auto& [name, seconds] : r.phase_seconds)
-    std::printf("  %-12s %10.3f %7.1f%%\n", name.c_str(), seconds, 100.0 * seconds / total);
+  for (const auto& [name, seconds] : r.phase_seconds) {
+    const auto slowest = r.phase_seconds_max.find(name);
+    std::printf("  %-12s %10.3f %7.1f%% %12.3f\n", name.c_str(), seconds, 100.0 * seconds / total,
+                slowest != r.phase_seconds_max.end() ? slowest->second : seconds);
+  }
+  // How much of the halo exchanges' flight other work covered (summed over the ranks).
+  const auto overlap = [](const char* what, const pic::Results::Overlap& o) {
+    if (o.overlapped + o.waited > 0)
+      std::printf(
+          "  %-12s %5.1f%% of its messages' flight hidden under work (%.3f s overlapped, "
+          "%.3f s waited, all ranks)\n",
+          what, 100.0 * o.hidden(), o.overlapped, o.waited);
+  };
+  overlap("guard sum", r.guard_sum_overlap);
+  overlap("field fill", r.field_fill_overlap);
 }
 
 }  // namespace

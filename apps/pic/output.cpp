@@ -270,7 +270,22 @@ void write_outputs(const std::string& folder, const Config& config, const Result
     json << (first ? "" : ", ") << '"' << name << "\": " << json_number(seconds);
     first = false;
   }
-  json << "}\n}\n";
+  json << "},\n  \"phase_seconds_slowest_rank\": {";
+  first = true;
+  for (const auto& [name, seconds] : r.phase_seconds_max) {
+    json << (first ? "" : ", ") << '"' << name << "\": " << json_number(seconds);
+    first = false;
+  }
+  json << "},\n  \"overlap\": {";
+  const auto overlap = [&](const char* name, const Results::Overlap& o) {
+    json << '"' << name << "\": {\"overlapped_seconds\": " << json_number(o.overlapped)
+         << ", \"waited_seconds\": " << json_number(o.waited)
+         << ", \"hidden\": " << json_number(o.hidden()) << "}";
+  };
+  overlap("guard_sum", r.guard_sum_overlap);
+  json << ", ";
+  overlap("field_fill", r.field_fill_overlap);
+  json << "},\n  \"redeposits\": " << r.redeposits << "\n}\n";
   // energy.csv first, summary.json last: a summary in place describes the energy.csv beside it.
   write_file(dir / "energy.csv", csv.str());
   write_file(dir / "summary.json", json.str());

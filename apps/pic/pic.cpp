@@ -142,13 +142,48 @@ Particles particles_of(const Config& config, const Checkpoint& c, const FieldLay
   return p;
 }
 
-// The fields of the particles where they are now: deposit, reduce, solve, fill.
-void fields_of(Particles& p, FieldLayout& layout, ParticleStep& step, Phases& phases,
-               long long undeposited) {
-  phases.run("deposit", [&] { step.deposit(p, layout, undeposited); });
-  phases.run("reduce", [&] { layout.reduce_density(); });
+// The sums over the box of the fields at t_n (the diagnostics).
+struct FieldSums {
+  double energy = 0, charge = 0, mode = 0;
+  bool redeposited = false;  // a posted density was dropped: a particle had been left out
+};
+
+// After a push that deposited the next density: fold it into ne and start its reduction, so
+// that the migration and the diagnostics overlap the guard sum's messages.  Returns whether
+// the reduction is in flight (fields_of completes it).
+bool post_density(Particles& p, FieldLayout& layout, ParticleStep& step, Phases& phases) {
+  if (!step.deposited_by_push()) return false;
+  // Speculative: no particle left out anywhere (the ranks learn it in the diagnostics);
+  // fields_of deposits again if one was.
+  phases.run("deposit", [&] { step.deposit(p, layout, 0); });
+  phases.run("reduce", [&] { layout.begin_reduce_density(); });
+  return true;
+}
+
+// The fields of the particles where they are now: deposit, reduce (completed when
+// post_density started it), solve, fill; the field diagnostics are summed while E's guards
+// travel.
+FieldSums fields_of(Particles& p, FieldLayout& layout, ParticleStep& step, Phases& phases,
+                    long long undeposited, bool density_posted) {
+  if (density_posted && undeposited == 0) {
+    phases.run("reduce", [&] { layout.end_reduce_density(); });
+  } else {
+    if (density_posted)  // a particle was left out: that density is dropped
+      phases.run("reduce", [&] { layout.end_reduce_density(); });
+    phases.run("deposit", [&] { step.deposit(p, layout, undeposited); });
+    phases.run("reduce", [&] { layout.reduce_density(); });
+  }
+  FieldSums sums;
+  sums.redeposited = density_posted && undeposited != 0;
   phases.run("solve", [&] { layout.solve(step.density_scale(p)); });
-  phases.run("fill", [&] { layout.fill_fields(); });
+  phases.run("fill", [&] { layout.begin_fill_fields(); });
+  phases.run("diagnostics", [&] {
+    sums.energy = layout.field_energy();
+    sums.charge = layout.total_charge();
+    sums.mode = layout.mode_energy();
+  });
+  phases.run("fill", [&] { layout.end_fill_fields(); });
+  return sums;
 }
 
 }  // namespace
@@ -196,7 +231,7 @@ Results run(const Config& config, const cn::Comm& comm) {
     p = make_particles(config, comm, backend, layout->spare_rows(n), &layout->grid());
     layout->migrate(p);  // born on their owners: none moves (checked by the migration)
     if (config.sort_every > 0) resort(p, layout->grid());
-    fields_of(p, *layout, *step, phases, -1);
+    fields_of(p, *layout, *step, phases, -1, false);
     step->push(p, *layout, -0.5, false);
   }
   r.first_step = first_step;
@@ -207,16 +242,20 @@ Results run(const Config& config, const cn::Comm& comm) {
   const int report_every = std::max(1, config.steps / 10);
   const auto start = std::chrono::steady_clock::now();
   auto counter = cn::count_transfers();
-  long long undeposited = -1;  // the first deposit: every particle where it is
+  long long undeposited = -1;   // the first deposit: every particle where it is
+  bool density_posted = false;  // the last push's density is being reduced
+  const cn::HaloStats sum_at_start = layout->sum_stats(), fill_at_start = layout->fill_stats();
   for (int n = first_step; n < config.steps; ++n) {
     if (config.sort_every > 0 && n > 0 && n % config.sort_every == 0)
       phases.run("sort", [&] { resort(p, layout->grid()); });
     // The fields at t_n from x_n.
-    fields_of(p, *layout, *step, phases, undeposited);
+    const FieldSums field = fields_of(p, *layout, *step, phases, undeposited, density_posted);
+    r.redeposits += field.redeposited ? 1 : 0;
     if (snapshots && n % config.output_every == 0)  // E_n and the particles at x_n
       phases.run("output", [&] { snapshots->start(p, *layout, n); });
     StepSums sums;
     phases.run("push", [&] { sums = step->push(p, *layout, 1.0, true); });
+    density_posted = post_density(p, *layout, *step, phases);
     phases.run("migration", [&] { layout->migrate(p); });
     phases.run("diagnostics", [&] {
       double global[3];
@@ -224,11 +263,11 @@ Results run(const Config& config, const cn::Comm& comm) {
       comm.allreduce<double>(local, std::span<double>(global), cn::Op::sum);
       undeposited = static_cast<long long>(global[2]);
       r.time.push_back(n * config.dt);
-      r.field_energy.push_back(layout->field_energy());
-      r.mode_energy.push_back(layout->mode_energy());
+      r.field_energy.push_back(field.energy);
+      r.mode_energy.push_back(field.mode);
       r.kinetic_energy.push_back(global[0]);
       r.momentum.push_back(global[1]);
-      r.total_charge.push_back(layout->total_charge());
+      r.total_charge.push_back(field.charge);
     });
     r.steps_done = n + 1;
     if (snapshots && snapshots->pending())  // the copies started after the fill, written now
@@ -255,6 +294,7 @@ Results run(const Config& config, const cn::Comm& comm) {
       std::fflush(stdout);
     }
   }
+  if (density_posted) layout->end_reduce_density();  // the last push's, not needed
   counter.stop();
   r.mpi_staging_in_loop = counter.mpi_stagings();
   r.transfers_in_loop = counter.total() - r.mpi_staging_in_loop;
@@ -264,6 +304,25 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.particle_steps_per_second = particle_steps / r.seconds;
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
   r.phase_seconds = phases.seconds();
+  {
+    // The slowest rank's time per phase, and the halo exchanges' overlap (summed over ranks).
+    std::vector<double> mine;
+    for (const auto& [name, seconds] : r.phase_seconds) mine.push_back(seconds);
+    std::vector<double> slowest(mine.size());
+    comm.allreduce<double>(mine, std::span<double>(slowest), cn::Op::max);
+    std::size_t k = 0;
+    for (const auto& [name, seconds] : r.phase_seconds) r.phase_seconds_max[name] = slowest[k++];
+    const cn::HaloStats& sum = layout->sum_stats();
+    const cn::HaloStats& fill = layout->fill_stats();
+    const double local[4] = {sum.overlapped_seconds - sum_at_start.overlapped_seconds,
+                             sum.waited_seconds - sum_at_start.waited_seconds,
+                             fill.overlapped_seconds - fill_at_start.overlapped_seconds,
+                             fill.waited_seconds - fill_at_start.waited_seconds};
+    double total[4];
+    comm.allreduce<double>(local, std::span<double>(total), cn::Op::sum);
+    r.guard_sum_overlap = {total[0], total[1]};
+    r.field_fill_overlap = {total[2], total[3]};
+  }
   {
     const LocalGrid& g = layout->grid();
     const double mine = layout->bytes_sent_per_step(config.steps - first_step);

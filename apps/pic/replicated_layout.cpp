@@ -20,10 +20,11 @@ class ReplicatedLayout final : public FieldLayout {
 
   std::string name() const override { return "replicated"; }
 
-  void reduce_density() override {
+  void begin_reduce_density() override {
     cn::allreduce(world_, ne, cn::Op::sum);  // every rank's particles, guards included
     halo_->sum(ne);                          // the guards into their periodic owners
   }
+  void end_reduce_density() override {}
 
   void migrate(Particles&) override {}
 

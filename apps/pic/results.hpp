@@ -17,7 +17,21 @@ struct Results {
   double seconds = 0, ns_per_particle_step = 0, particle_steps_per_second = 0;
   long long transfers_in_loop = 0;    // host/device transfers of the time loop (MPI staging aside)
   long long mpi_staging_in_loop = 0;  // copies through host memory for a non-CUDA-aware MPI
-  std::map<std::string, double> phase_seconds;
+  std::map<std::string, double> phase_seconds;      // this rank's (rank 0's in the reports)
+  std::map<std::string, double> phase_seconds_max;  // the slowest rank's, phase by phase
+  // A halo exchange's messages in flight under other work, and waited for (seconds summed
+  // over the ranks): the density's guard sum (under the migration and the diagnostics) and the
+  // field's fill (under the field diagnostics).  0 with one rank (no messages).
+  struct Overlap {
+    double overlapped = 0, waited = 0;
+    double hidden() const {  // the share of the flight that work covered
+      return overlapped + waited > 0 ? overlapped / (overlapped + waited) : 0.0;
+    }
+  };
+  Overlap guard_sum_overlap, field_fill_overlap;
+  // Steps whose density, deposited by the push and posted for reduction, was dropped and
+  // deposited again after the migration (a particle had moved past the guards somewhere).
+  long long redeposits = 0;
   int ranks = 1;
   int threads_per_rank = 1;  // OpenMP threads (the Runtime's share of the node when unset)
   std::string backend;

@@ -43,6 +43,10 @@ class ParticleStep {
   // sum of StepSums::undeposited) is not 0, or there was no push since the last deposit (-1).
   virtual void deposit(const Particles& particles, FieldLayout& layout,
                        long long undeposited_anywhere) = 0;
+  // Whether the last push deposited the next density already (deposit() with no particle left
+  // out only folds it into layout.ne): the driver then starts the density's reduction before
+  // the migration, whose work overlaps its messages.
+  virtual bool deposited_by_push() const { return false; }
   // The factor of ne in the charge (1; the deterministic deposit sums integers).
   virtual double density_scale(const Particles& particles) const;
   // The field at x_n gathered, v += factor * dt * (q/m) E (q/m = -1), then, if `move`,
