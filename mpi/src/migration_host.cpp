@@ -46,13 +46,14 @@ bool any_outside(const Positions& pos, const double* lo, const double* hi, long 
 // Host memory, D axes: the common case (a particle well inside this rank's cells) found by a
 // branch-free, vectorisable test against the rank's block shrunk by a millionth of a cell on
 // each side (far more than the rounding of the cell computation, so a particle that passes is
-// in an owned cell whatever the rounding); the others (near the block's faces, left, to wrap,
-// or bad) then one by one through destination(), the exact rule, into the chunk's list.  The
+// in an owned cell whatever the rounding); in a chunk where some particle fails it, the same test
+// on its blocks of 64 rows; the rows of the blocks that fail it (near the block's faces, left,
+// to wrap, or bad) go one by one through destination(), the exact rule, into the chunk's list.  The
 // pass writes nothing for the particles that stay.
 template <int D>
 long long host_leavers(const MigrationGeometry& g, const Positions& pos, long long n,
                        std::vector<std::int64_t>& rows, std::vector<std::uint32_t>& keys) {
-  constexpr long long kChunk = 4096;
+  constexpr long long kChunk = 4096, kBlock = 64;
   const long long chunks = (n + kChunk - 1) / kChunk;
   double lo[3], hi[3];
   stay_box(g, lo, hi);
@@ -65,9 +66,15 @@ long long host_leavers(const MigrationGeometry& g, const Positions& pos, long lo
     const long long begin = ch * kChunk, end = std::min(n, begin + kChunk);
     if (!any_outside<D>(pos, lo, hi, begin, end)) continue;
     auto& list = found[static_cast<std::size_t>(ch)];
-    for (long long i = begin; i < end; ++i) {
-      const std::uint32_t key = destination(g, pos, i);  // 0 for a particle inside
-      if (key != 0u) list.emplace_back(i, key);
+    // Blocks of the chunk that the same test passes hold no leaver either: the exact rule runs
+    // on the rows of the others alone.
+    for (long long b = begin; b < end; b += kBlock) {
+      const long long e = std::min(end, b + kBlock);
+      if (!any_outside<D>(pos, lo, hi, b, e)) continue;
+      for (long long i = b; i < e; ++i) {
+        const std::uint32_t key = destination(g, pos, i);  // 0 for a particle inside
+        if (key != 0u) list.emplace_back(i, key);
+      }
     }
   }
   rows.clear();
