@@ -41,6 +41,9 @@ struct Config {
   // sum and fill, particle migration and a distributed FFT every step), instead of replicated
   // on every rank with an allreduce of the whole density.
   bool decompose = false;
+  // The field solver (solver.hpp): fft (spectral, DistributedFft) or petsc (finite differences,
+  // PETSc's conjugate gradients with algebraic multigrid; host backend).
+  std::string solver = "fft";
   std::string backend;    // host | cuda | emulated; empty: CUNUMPY_BACKEND (the Runtime's)
   bool keep_ids = false;  // Results::ids gets this rank's particle ids at the end
   // Output in `output_folder`: openPMD fields and particles every `output_every` steps

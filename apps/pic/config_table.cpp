@@ -187,6 +187,10 @@ std::vector<Option> make_rows() {
     layout.aliases = {{"decompose", "decomposed"}, {"replicate", "replicated"}};
     rows.push_back(std::move(layout));
   }
+  rows.push_back(text("solver", &Config::solver, {"fft", "petsc"}, R::keep,
+                      "field solver: fft (spectral, distributed FFT) | petsc (finite "
+                      "differences: PETSc's conjugate gradients with algebraic multigrid, "
+                      "neighbour messages only; host backend)"));
   rows.push_back(text("output", &Config::output_folder, {}, R::apply,
                       "folder for energy.csv and summary.json (checked before the first step)"));
   rows.push_back(flag("overwrite", &Config::overwrite, R::apply,

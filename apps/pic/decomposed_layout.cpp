@@ -55,15 +55,15 @@ class DecomposedLayout final : public FieldLayout {
   long long spare_rows(long long particles) const override { return particles / 16 + 1024; }
   double bytes_sent_per_step(int steps) const override {
     const double sent = static_cast<double>(halo_->stats().bytes_sent + fill_->stats().bytes_sent +
-                                            migration_.stats().bytes_sent +
-                                            fft_->stats().bytes_sent - fft_bytes_at_reset_);
+                                            migration_.stats().bytes_sent + solver_->bytes_sent() -
+                                            solver_bytes_at_reset_);
     return sent / std::max(1, steps);
   }
   void reset_stats() override {
     halo_->reset_stats();
     fill_->reset_stats();
     migration_.reset_stats();
-    fft_bytes_at_reset_ = fft_->stats().bytes_sent;  // DistributedFft's stats do not reset
+    solver_bytes_at_reset_ = solver_->bytes_sent();  // the solver's counts do not reset
   }
 
   // Each rank writes its block.
@@ -94,7 +94,7 @@ class DecomposedLayout final : public FieldLayout {
 
  private:
   cn::ParticleMigration migration_;
-  long long fft_bytes_at_reset_ = 0;
+  long long solver_bytes_at_reset_ = 0;
 };
 
 }  // namespace

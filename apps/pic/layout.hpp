@@ -22,6 +22,7 @@
 
 #include "blocks.hpp"
 #include "grid.hpp"
+#include "solver.hpp"
 
 namespace pic {
 
@@ -54,7 +55,7 @@ class FieldLayout {
     begin_reduce_density();
     end_reduce_density();
   }
-  // rho = 1 - ne * ne_scale on the owned nodes; E from Poisson's equation (FFT).
+  // rho = 1 - ne * ne_scale on the owned nodes; E from Poisson's equation (the solver's).
   void solve(double ne_scale);
   // E's guards from their owners (E_x and E_y in one round of messages), in two halves like
   // the density's: the owned nodes may be read in between (the field diagnostics).
@@ -77,7 +78,8 @@ class FieldLayout {
   // The diagnostics over the whole box (the same value on every rank).
   double field_energy();
   double total_charge();
-  double mode_energy();  // of the perturbed mode (k, 0), from the last solve's spectrum
+  double mode_energy();  // of the perturbed mode (k, 0), from the last solve's rho
+  std::string solver_name() const { return solver_->name(); }
 
   // Rows to keep free beyond a rank's `particles` (decomposed: particles arrive from the
   // neighbours; the migration grows the arrays when more do).
@@ -107,8 +109,7 @@ class FieldLayout {
   // The density's guard sum and E's fill (E_x, E_y together): one exchange each, so that
   // their overlap is measured apart.
   std::unique_ptr<cunumpy::HaloExchange> halo_, fill_;
-  std::unique_ptr<cunumpy::DistributedFft> fft_;
-  cunumpy::Array<std::complex<double>> rho_k_;  // this rank's modes of rho (the last solve)
+  std::unique_ptr<FieldSolver> solver_;  // rho -> E (solver.hpp)
   bool sums_over_ranks_;  // the owned nodes differ between ranks: their sums are allreduced
 };
 

@@ -44,7 +44,8 @@ void print_results(const pic::Config& config, const pic::Results& r) {
   std::printf("\n%s, %dD, %lld particles, %d steps on %d rank(s), backend %s\n",
               config.case_name.c_str(), config.dim, config.particles, config.steps, r.ranks,
               r.backend.c_str());
-  std::printf("  layout %s, particle step %s\n", r.layout.c_str(), r.step.c_str());
+  std::printf("  layout %s, particle step %s, solver %s\n", r.layout.c_str(), r.step.c_str(),
+              r.solver.c_str());
   std::printf("  gamma: fit %+.4f, theory %+.4f (%+.1f%%)\n", r.gamma_fit, r.gamma_theory,
               100.0 * (r.gamma_fit / r.gamma_theory - 1.0));
   if (r.omega_theory > 1e-9)
@@ -106,6 +107,10 @@ int main(int argc, char** argv) {
     if (!was_given(pic::option("cells-y"))) config.cells_y = config.dim == 2 ? config.cells_x : 1;
     cn::RuntimeOptions options;
     if (!config.backend.empty()) options.backend = cn::parse_backend(config.backend);
+      // PETSc runs on MPI: started here for a run without a launcher (one rank).
+#if CUNUMPY_HAS_MPI()
+    if (config.solver == "petsc") options.mpi = true;
+#endif
     cn::Runtime runtime(argc, argv, options);
     const cn::Comm& world = runtime.world();
     if (world.rank() == 0) std::printf("%s\n", runtime.summary().c_str());

@@ -240,6 +240,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"kernels\": \"" << config.kernels << "\",\n"
        << "  \"layout\": \"" << r.layout << "\",\n"
        << "  \"step\": \"" << r.step << "\",\n"
+       << "  \"solver\": \"" << r.solver << "\",\n"
        << "  \"quiet_start\": " << (config.quiet ? "true" : "false") << ",\n"
        << "  \"gamma_fit\": " << json_number(r.gamma_fit) << ",\n"
        << "  \"omega_fit\": " << json_number(r.omega_fit) << ",\n"

@@ -205,6 +205,7 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.backend = std::string(cn::to_string(backend));
   r.layout = layout->name();
   r.step = step->name();
+  r.solver = layout->solver_name();
   r.decomposed = r.layout == "decomposed";
   const std::complex<double> theory = solve_dispersion(config.k, species_of(config));
   r.omega_theory = theory.real();

@@ -36,6 +36,7 @@ struct Results {
   int threads_per_rank = 1;  // OpenMP threads (the Runtime's share of the node when unset)
   std::string backend;
   std::string layout, step;  // the field layout and the particle step that ran (their names)
+  std::string solver;        // the field solver that ran
   int steps_done = 0;        // steps in the histories (all of them once the run completes)
   bool decomposed = false;
   // Bytes sent to other ranks per step (the mean and the largest over the ranks): measured
