@@ -34,7 +34,9 @@
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __grid_constant__
-#define __constant__ static
+// Module-scope data is a variable of the kernel's library (not static: a value set from the
+// host, CudaKernel::set_global, must not be folded into the code as a constant).
+#define __constant__
 // One copy per block: the threads of a block run on one host thread, one block at a time.
 #define __shared__ static thread_local
 #define __align__(n) alignas(n)

@@ -33,6 +33,11 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& request)
 // Whether the kernel was loaded from the kernel cache.
 bool from_cache(const EmulatedKernel& kernel) noexcept;
 
+// The address and size of a module-scope variable (a __constant__ or __device__ variable at
+// global namespace scope) of the kernel's library, found in its symbol table; nullptr when it
+// has none of that name.
+void* emulated_global(EmulatedKernel& kernel, std::string_view name, std::size_t* bytes);
+
 // Runs the kernel over the grid with the packed arguments; synchronous.
 void emulate_launch(EmulatedKernel& kernel, const Dim3& grid, const Dim3& block, void** args,
                     std::size_t shared_mem);

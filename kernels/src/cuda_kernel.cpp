@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/backend.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/ledger.hpp>
 #include <cunumpy/memory.hpp>
 
 #include "cuda_compiler.hpp"
@@ -544,6 +546,92 @@ void CudaKernel::compile_for(Backend backend) {
   r.headers = included_headers();
   r.options = options_for(r.headers, architecture());
   s.emulated = detail::emulate_compile(r);
+}
+
+void* CudaKernel::global_address(std::string_view name, Backend backend, std::size_t* bytes) {
+  State& s = *state_;
+  if (backend == Backend::host)
+    throw BackendError("CudaKernel '" + s.expression + "': module data ('" + std::string(name) +
+                       "') lives in a device image; pass Backend::cuda or Backend::emulated (the "
+                       "host backend runs no CUDA kernel)");
+  compile_for(backend);
+  void* address = nullptr;
+  if (backend == Backend::cuda) {
+    if (s.library == nullptr)
+      throw BackendError("CudaKernel '" + s.expression + "': module data on cuda needs a device (" +
+                         cuda_unavailable_reason() + "); use Backend::emulated");
+    address = detail::cuda_api::library_global(s.library, std::string(name).c_str(), bytes);
+  } else {
+    address = detail::emulated_global(*s.emulated, name, bytes);
+  }
+  if (address == nullptr)
+    throw ValueError("CudaKernel '" + s.expression +
+                     "': its source defines no module-scope "
+                     "variable named '" +
+                     std::string(name) +
+                     "'; give a __constant__ or __device__ variable at global namespace scope, "
+                     "by its name as declared");
+  return address;
+}
+
+std::size_t CudaKernel::global_bytes(std::string_view name, Backend backend) {
+  std::size_t bytes = 0;
+  (void)global_address(name, backend, &bytes);
+  return bytes;
+}
+
+namespace {
+void check_global_size(const std::string& kernel, std::string_view name, std::size_t holds,
+                       std::size_t given) {
+  if (holds != given)
+    throw ValueError("CudaKernel '" + kernel + "': module variable '" + std::string(name) +
+                     "' holds " + std::to_string(holds) + " bytes, " + std::to_string(given) +
+                     " were given; pass a value (or array) of exactly its type");
+}
+}  // namespace
+
+void CudaKernel::set_global_bytes(std::string_view name, std::span<const std::byte> bytes,
+                                  Backend backend, std::source_location where) {
+  std::size_t holds = 0;
+  void* address = global_address(name, backend, &holds);
+  check_global_size(state_->expression, name, holds, bytes.size());
+  detail::record_transfer(
+      TransferKind::to_device,
+      [&] {
+        return "set_global('" + std::string(name) + "', " + std::to_string(bytes.size()) +
+               " bytes) of CudaKernel '" + state_->expression + "'";
+      },
+      where);
+  if (backend == Backend::cuda) {
+    detail::cuda_api::copy(address, bytes.data(), bytes.size(),
+                           detail::cuda_api::Direction::host_to_device,
+                           current_stream(Backend::cuda).native_handle());
+  } else {
+    detail::emulated_order(Backend::emulated);  // after the kernels queued on the stream
+    std::memcpy(address, bytes.data(), bytes.size());
+  }
+}
+
+void CudaKernel::get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
+                                  std::source_location where) {
+  std::size_t holds = 0;
+  const void* address = global_address(name, backend, &holds);
+  check_global_size(state_->expression, name, holds, out.size());
+  detail::record_transfer(
+      TransferKind::to_host,
+      [&] {
+        return "get_global('" + std::string(name) + "', " + std::to_string(out.size()) +
+               " bytes) of CudaKernel '" + state_->expression + "'";
+      },
+      where);
+  if (backend == Backend::cuda) {
+    detail::cuda_api::copy(out.data(), address, out.size(),
+                           detail::cuda_api::Direction::device_to_host,
+                           current_stream(Backend::cuda).native_handle());
+  } else {
+    detail::emulated_order(Backend::emulated);
+    std::memcpy(out.data(), address, out.size());
+  }
 }
 
 bool CudaKernel::is_compiled() const noexcept {

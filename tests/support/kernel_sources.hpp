@@ -85,6 +85,20 @@ inline std::string message_of(const std::function<void()>& f) {
   return "(no exception)";
 }
 
+// Module-scope data: coefficients in constant memory, a call counter and a table in global
+// memory (CudaKernel::set_global / get_global).
+inline const char* kModuleData = R"(
+    __constant__ double coef[3];
+    __device__ int calls;
+    __device__ double table[4] = {1.0, 2.0, 3.0, 4.0};
+    extern "C" __global__ void poly(const double* x, double* y, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) {
+        y[i] = coef[0] + coef[1] * x[i] + coef[2] * x[i] * x[i] + table[i % 4];
+        atomicAdd(&calls, 1);
+      }
+    })";
+
 // Runs kBlockSum over 0, 1, ..., n-1 (on the active backend) and returns the sum of the
 // per-block partial sums and block 0's partial.
 inline std::pair<double, double> run_block_sum(cunumpy::CudaKernel& block_sum, long long n) {

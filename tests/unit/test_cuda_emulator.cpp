@@ -468,3 +468,46 @@ TEST(EmulateCudaKernel, RunsOnHostArraysWithTheHostBackendActive) {
   EXPECT_THROW(axpy(cn::threads(n), 2.0, x, y, n), cn::TypeError);
   cn::set_backend(cn::Backend::host);
 }
+
+// Module-scope data: __constant__ and __device__ variables set and read from the host, each a
+// counted transfer; a value set later is the one the next launch reads (never folded into the
+// code); the sizes, names and backend checked.
+TEST_F(Emulator, ModuleScopeConstantAndDeviceDataAreSetAndReadFromTheHost) {
+  cn::CudaKernel poly(kModuleData, "poly", {.block_size = 32});
+  const int n = 100;
+  auto x = cn::arange<double>(0.0, n, 1.0);
+  auto y = cn::zeros<double>({n});
+  EXPECT_EQ(poly.global_bytes("coef", cn::Backend::emulated), 3 * sizeof(double));
+  EXPECT_EQ((poly.get_global<std::array<double, 4>>("table")),
+            (std::array<double, 4>{1.0, 2.0, 3.0, 4.0}));  // initialised as the source says
+  for (const std::array<double, 3>& c :
+       {std::array<double, 3>{1.0, 2.0, 3.0}, std::array<double, 3>{-1.0, 0.5, 0.0}}) {
+    auto counter = cn::count_transfers();
+    poly.set_global("coef", c);
+    poly.set_global("calls", 0);
+    poly(cn::threads(n), x, y, n);
+    EXPECT_EQ(poly.get_global<int>("calls"), n);
+    counter.stop();
+    EXPECT_EQ(counter.to_device(), 2) << counter.report();
+    EXPECT_EQ(counter.to_host(), 1) << counter.report();
+    const auto h = cn::to_host(y);
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(h(i), c[0] + c[1] * i + c[2] * i * static_cast<double>(i) + (i % 4 + 1.0)) << i;
+  }
+  try {
+    poly.set_global("coef", 1.0);
+    ADD_FAILURE() << "no error";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 24 bytes, 8 were given"), std::string::npos)
+        << e.what();
+  }
+  try {
+    (void)poly.get_global<int>("missing");
+    ADD_FAILURE() << "no error";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("no module-scope variable named 'missing'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(poly.set_global("calls", 0, cn::Backend::host), cn::BackendError);
+}

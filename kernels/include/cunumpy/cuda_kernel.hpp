@@ -42,6 +42,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -413,6 +414,39 @@ class CudaKernel {
   std::string program_name() const;
   const std::string& cubin() const;  // after compile()
 
+  // Module-scope data: a __constant__ or __device__ variable of the kernel's source at global
+  // namespace scope, by its name as declared, in the image `backend` runs (cuda: the NVRTC
+  // module's, through cudaLibraryGetGlobal; emulated: a variable of the emulator's library),
+  // compiled first when needed: the C++ form of CuPy's RawModule.get_global and of
+  // cudaMemcpyToSymbol / cudaMemcpyFromSymbol.  Each image holds its own copy, initialised as
+  // the source says.  The bytes must be the variable's size (ValueError giving both sizes);
+  // a name the source does not define is a ValueError naming the kernel; the host backend is a
+  // BackendError (it runs no CUDA kernel).  In order on the backend's current stream; each call
+  // is one counted transfer (to_device for set, to_host for get).
+  //
+  //   kernel.set_global("coef", std::array<double, 3>{1.0, 2.0, 3.0});
+  //   const int hits = kernel.get_global<int>("counter");
+  void set_global_bytes(std::string_view name, std::span<const std::byte> bytes, Backend backend,
+                        std::source_location where = std::source_location::current());
+  void get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
+                        std::source_location where = std::source_location::current());
+  // The variable's size in bytes (no transfer).
+  std::size_t global_bytes(std::string_view name, Backend backend);
+  template <typename T>
+  requires std::is_trivially_copyable_v<T>
+  void set_global(std::string_view name, const T& value, Backend backend = get_backend(),
+                  std::source_location where = std::source_location::current()) {
+    set_global_bytes(name, std::as_bytes(std::span<const T>(&value, 1)), backend, where);
+  }
+  template <typename T>
+  requires std::is_trivially_copyable_v<T> T
+  get_global(std::string_view name, Backend backend = get_backend(),
+             std::source_location where = std::source_location::current()) {
+    T value{};
+    get_global_bytes(name, std::as_writable_bytes(std::span<T>(&value, 1)), backend, where);
+    return value;
+  }
+
   // The (grid, block) a call would use.  ValueError for a block of more than 1024 threads or
   // negative extents, or a launch with neither n_threads nor grid and no n_threads_from.
   std::pair<Dim3, Dim3> launch_shape(std::optional<Dim3> n_threads,
@@ -482,6 +516,8 @@ class CudaKernel {
   explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::vector<std::string> options_for(std::span<const std::filesystem::path> headers,
                                        const std::string& arch) const;
+  // The device address of module-scope variable `name` in the image `backend` runs, and its size.
+  void* global_address(std::string_view name, Backend backend, std::size_t* bytes);
   std::shared_ptr<State> state_;
 };
 

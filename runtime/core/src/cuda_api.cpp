@@ -226,6 +226,20 @@ void* library_kernel(void* library, const char* name) {
   return kernel;
 }
 
+void* library_global(void* library, const char* name, std::size_t* bytes) {
+  void* address = nullptr;
+  std::size_t size = 0;
+  const cudaError_t e =
+      cudaLibraryGetGlobal(&address, &size, static_cast<cudaLibrary_t>(library), name);
+  if (e == cudaErrorSymbolNotFound || e == cudaErrorInvalidSymbol) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  CUNUMPY_CUDA_CHECK(e);
+  *bytes = size;
+  return address;
+}
+
 void launch_kernel(void* kernel, const LaunchDims& d, void** args, std::size_t shared_mem,
                    void* stream) {
   const dim3 grid(d.grid[0], d.grid[1], d.grid[2]), block(d.block[0], d.block[1], d.block[2]);

@@ -83,6 +83,9 @@ void library_unload(void*) noexcept {}
 void* library_kernel(void*, const char*) {
   no_cuda("loading a compiled kernel");
 }
+void* library_global(void*, const char*, std::size_t*) {
+  no_cuda("a kernel's module data");
+}
 void launch_kernel(void*, const LaunchDims&, void**, std::size_t, void*) {
   no_cuda("a kernel launch");
 }

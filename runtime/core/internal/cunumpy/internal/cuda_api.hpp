@@ -57,6 +57,9 @@ void stream_synchronize(void* stream);
 void* library_load(const void* image);
 void library_unload(void* library) noexcept;
 void* library_kernel(void* library, const char* name);
+// A module-scope variable (__constant__ or __device__) of a library: its device address, and
+// its size in `bytes`; nullptr when the library has no variable of that name.
+void* library_global(void* library, const char* name, std::size_t* bytes);
 struct LaunchDims {
   unsigned int grid[3];
   unsigned int block[3];
