@@ -581,12 +581,33 @@ std::size_t CudaKernel::global_bytes(std::string_view name, Backend backend) {
 }
 
 namespace {
-void check_global_size(const std::string& kernel, std::string_view name, std::size_t holds,
-                       std::size_t given) {
-  if (holds != given)
+// One copy between host bytes and a module variable of `size` bytes (to the device when
+// `to_device`), after the size check, counted, in order on the backend's current stream.
+void copy_global(const std::string& kernel, std::string_view name, Backend backend, void* device,
+                 std::size_t holds, void* host, std::size_t bytes, bool to_device,
+                 const std::source_location& where) {
+  if (holds != bytes)
     throw ValueError("CudaKernel '" + kernel + "': module variable '" + std::string(name) +
-                     "' holds " + std::to_string(holds) + " bytes, " + std::to_string(given) +
+                     "' holds " + std::to_string(holds) + " bytes, " + std::to_string(bytes) +
                      " were given; pass a value (or array) of exactly its type");
+  detail::record_transfer(
+      to_device ? TransferKind::to_device : TransferKind::to_host,
+      [&] {
+        return std::string(to_device ? "set_global('" : "get_global('") + std::string(name) +
+               "', " + std::to_string(bytes) + " bytes) of CudaKernel '" + kernel + "'";
+      },
+      where);
+  void* dst = to_device ? device : host;
+  const void* src = to_device ? host : device;
+  if (backend == Backend::cuda) {
+    detail::cuda_api::copy(dst, src, bytes,
+                           to_device ? detail::cuda_api::Direction::host_to_device
+                                     : detail::cuda_api::Direction::device_to_host,
+                           current_stream(Backend::cuda).native_handle());
+  } else {
+    detail::emulated_order(Backend::emulated);  // after the kernels queued on the stream
+    std::memcpy(dst, src, bytes);
+  }
 }
 }  // namespace
 
@@ -594,44 +615,16 @@ void CudaKernel::set_global_bytes(std::string_view name, std::span<const std::by
                                   Backend backend, std::source_location where) {
   std::size_t holds = 0;
   void* address = global_address(name, backend, &holds);
-  check_global_size(state_->expression, name, holds, bytes.size());
-  detail::record_transfer(
-      TransferKind::to_device,
-      [&] {
-        return "set_global('" + std::string(name) + "', " + std::to_string(bytes.size()) +
-               " bytes) of CudaKernel '" + state_->expression + "'";
-      },
-      where);
-  if (backend == Backend::cuda) {
-    detail::cuda_api::copy(address, bytes.data(), bytes.size(),
-                           detail::cuda_api::Direction::host_to_device,
-                           current_stream(Backend::cuda).native_handle());
-  } else {
-    detail::emulated_order(Backend::emulated);  // after the kernels queued on the stream
-    std::memcpy(address, bytes.data(), bytes.size());
-  }
+  copy_global(state_->expression, name, backend, address, holds,
+              const_cast<std::byte*>(bytes.data()), bytes.size(), true, where);
 }
 
 void CudaKernel::get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
                                   std::source_location where) {
   std::size_t holds = 0;
-  const void* address = global_address(name, backend, &holds);
-  check_global_size(state_->expression, name, holds, out.size());
-  detail::record_transfer(
-      TransferKind::to_host,
-      [&] {
-        return "get_global('" + std::string(name) + "', " + std::to_string(out.size()) +
-               " bytes) of CudaKernel '" + state_->expression + "'";
-      },
-      where);
-  if (backend == Backend::cuda) {
-    detail::cuda_api::copy(out.data(), address, out.size(),
-                           detail::cuda_api::Direction::device_to_host,
-                           current_stream(Backend::cuda).native_handle());
-  } else {
-    detail::emulated_order(Backend::emulated);
-    std::memcpy(out.data(), address, out.size());
-  }
+  void* address = global_address(name, backend, &holds);
+  copy_global(state_->expression, name, backend, address, holds, out.data(), out.size(), false,
+              where);
 }
 
 bool CudaKernel::is_compiled() const noexcept {

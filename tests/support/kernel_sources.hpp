@@ -2,6 +2,7 @@
 // of the kernel tests, shared by the host-compiled and the nvcc-compiled tests.
 #pragma once
 
+#include <array>
 #include <exception>
 #include <functional>
 #include <span>
@@ -98,6 +99,28 @@ inline const char* kModuleData = R"(
         atomicAdd(&calls, 1);
       }
     })";
+
+// Sets kModuleData's coefficients and counter, launches it over 100 points on the active
+// backend, and returns what differs from the host's values (empty: right), the counter read back
+// included.
+inline std::vector<std::string> module_data_mismatches(cunumpy::CudaKernel& poly,
+                                                       const std::array<double, 3>& c) {
+  namespace cn = cunumpy;
+  std::vector<std::string> bad;
+  const int n = 100;
+  auto x = cn::arange<double>(0.0, n, 1.0);
+  auto y = cn::zeros<double>({n});
+  poly.set_global("coef", c);
+  poly.set_global("calls", 0);
+  poly(cn::threads(n), x, y, n);
+  if (const int calls = poly.get_global<int>("calls"); calls != n)
+    bad.push_back("calls " + std::to_string(calls));
+  const auto h = cn::to_host(y);
+  for (int i = 0; i < n; ++i)
+    if (h(i) != c[0] + c[1] * i + c[2] * i * static_cast<double>(i) + (i % 4 + 1.0))
+      bad.push_back("y[" + std::to_string(i) + "] " + std::to_string(h(i)));
+  return bad;
+}
 
 // Runs kBlockSum over 0, 1, ..., n-1 (on the active backend) and returns the sum of the
 // per-block partial sums and block 0's partial.

@@ -474,25 +474,18 @@ TEST(EmulateCudaKernel, RunsOnHostArraysWithTheHostBackendActive) {
 // code); the sizes, names and backend checked.
 TEST_F(Emulator, ModuleScopeConstantAndDeviceDataAreSetAndReadFromTheHost) {
   cn::CudaKernel poly(kModuleData, "poly", {.block_size = 32});
-  const int n = 100;
-  auto x = cn::arange<double>(0.0, n, 1.0);
-  auto y = cn::zeros<double>({n});
   EXPECT_EQ(poly.global_bytes("coef", cn::Backend::emulated), 3 * sizeof(double));
   EXPECT_EQ((poly.get_global<std::array<double, 4>>("table")),
             (std::array<double, 4>{1.0, 2.0, 3.0, 4.0}));  // initialised as the source says
   for (const std::array<double, 3>& c :
        {std::array<double, 3>{1.0, 2.0, 3.0}, std::array<double, 3>{-1.0, 0.5, 0.0}}) {
     auto counter = cn::count_transfers();
-    poly.set_global("coef", c);
-    poly.set_global("calls", 0);
-    poly(cn::threads(n), x, y, n);
-    EXPECT_EQ(poly.get_global<int>("calls"), n);
+    const std::vector<std::string> bad = module_data_mismatches(poly, c);
     counter.stop();
+    EXPECT_TRUE(bad.empty()) << bad.front();
+    // Two sets; two reads: the counter (get_global) and the output (to_host).
     EXPECT_EQ(counter.to_device(), 2) << counter.report();
-    EXPECT_EQ(counter.to_host(), 1) << counter.report();
-    const auto h = cn::to_host(y);
-    for (int i = 0; i < n; ++i)
-      ASSERT_EQ(h(i), c[0] + c[1] * i + c[2] * i * static_cast<double>(i) + (i % 4 + 1.0)) << i;
+    EXPECT_EQ(counter.to_host(), 2) << counter.report();
   }
   try {
     poly.set_global("coef", 1.0);
