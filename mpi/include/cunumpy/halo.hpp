@@ -35,7 +35,10 @@
 // field (shape fitting its part, element type, component count, fill or sum); every later one
 // compares with the neighbours in one round of 16-byte messages before the data.  A mismatch
 // or a field of the wrong shape is a ValueError (on every rank at the first exchange; later,
-// on the rank and its neighbours), never a rank left waiting for messages.
+// on the rank and its neighbours), never a rank left waiting for messages.  Those checks wait
+// for the neighbours inside begin_*(): with several exchanges in flight, every rank begins them
+// in the same order (a rank beginning A then B while its neighbour begins B then A waits
+// forever); end() may come in any order.
 #pragma once
 
 #include <array>
