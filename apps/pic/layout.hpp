@@ -61,8 +61,8 @@ class FieldLayout {
   // the density's: the owned nodes may be read in between (the field diagnostics).
   void begin_fill_fields();
   void end_fill_fields();
-  // The density's guard sum and the field's fill: what they moved, and how long their
-  // messages travelled under other work (cunumpy::HaloStats).
+  // The density's guard sum and the field's fill since reset_stats(): what they moved, and how
+  // long their messages travelled under other work (cunumpy::HaloStats).
   const cunumpy::HaloStats& sum_stats() const { return halo_->stats(); }
   const cunumpy::HaloStats& fill_stats() const { return fill_->stats(); }
   // Particles that left this rank's block go to its owner (replicated: nothing to do).

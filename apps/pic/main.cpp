@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
     if (!was_given(pic::option("cells-y"))) config.cells_y = config.dim == 2 ? config.cells_x : 1;
     cn::RuntimeOptions options;
     if (!config.backend.empty()) options.backend = cn::parse_backend(config.backend);
-      // PETSc runs on MPI: started here for a run without a launcher (one rank).
 #if CUNUMPY_HAS_MPI()
+    // PETSc runs on MPI: started here for a run without a launcher (one rank).
     if (config.solver == "petsc") options.mpi = true;
 #endif
     cn::Runtime runtime(argc, argv, options);

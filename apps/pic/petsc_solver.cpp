@@ -186,9 +186,6 @@ class PetscSolver final : public FieldSolver {
       throw cn::Error(std::string("--solver petsc: the Poisson solve did not converge (") +
                       KSPConvergedReasons[reason] +
                       "); check rho for NaN, or choose other PETSC_OPTIONS (-ksp_type, -pc_type)");
-    PetscInt its = 0;
-    check(KSPGetIterationNumber(ksp_, &its), "KSPGetIterationNumber");
-    iterations_ += its;
     // phi with its ghosts (PETSc's own neighbour exchange), then E = -grad phi, centred.
     check(DMGlobalToLocalBegin(da_, x_, INSERT_VALUES, local_), "DMGlobalToLocalBegin");
     check(DMGlobalToLocalEnd(da_, x_, INSERT_VALUES, local_), "DMGlobalToLocalEnd");
@@ -286,7 +283,6 @@ class PetscSolver final : public FieldSolver {
   Vec b_ = nullptr, x_ = nullptr, local_ = nullptr;
   KSP ksp_ = nullptr;
   double mode_[2] = {0.0, 0.0};
-  long long iterations_ = 0;
 };
 
 }  // namespace

@@ -165,16 +165,13 @@ bool post_density(Particles& p, FieldLayout& layout, ParticleStep& step, Phases&
 // travel.
 FieldSums fields_of(Particles& p, FieldLayout& layout, ParticleStep& step, Phases& phases,
                     long long undeposited, bool density_posted) {
-  if (density_posted && undeposited == 0) {
-    phases.run("reduce", [&] { layout.end_reduce_density(); });
-  } else {
-    if (density_posted)  // a particle was left out: that density is dropped
-      phases.run("reduce", [&] { layout.end_reduce_density(); });
+  if (density_posted) phases.run("reduce", [&] { layout.end_reduce_density(); });
+  FieldSums sums;
+  sums.redeposited = density_posted && undeposited != 0;  // then that density is dropped
+  if (!density_posted || sums.redeposited) {
     phases.run("deposit", [&] { step.deposit(p, layout, undeposited); });
     phases.run("reduce", [&] { layout.reduce_density(); });
   }
-  FieldSums sums;
-  sums.redeposited = density_posted && undeposited != 0;
   phases.run("solve", [&] { layout.solve(step.density_scale(p)); });
   phases.run("fill", [&] { layout.begin_fill_fields(); });
   phases.run("diagnostics", [&] {
@@ -245,7 +242,6 @@ Results run(const Config& config, const cn::Comm& comm) {
   auto counter = cn::count_transfers();
   long long undeposited = -1;   // the first deposit: every particle where it is
   bool density_posted = false;  // the last push's density is being reduced
-  const cn::HaloStats sum_at_start = layout->sum_stats(), fill_at_start = layout->fill_stats();
   for (int n = first_step; n < config.steps; ++n) {
     if (config.sort_every > 0 && n > 0 && n % config.sort_every == 0)
       phases.run("sort", [&] { resort(p, layout->grid()); });
@@ -306,7 +302,8 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
   r.phase_seconds = phases.seconds();
   {
-    // The slowest rank's time per phase, and the halo exchanges' overlap (summed over ranks).
+    // The slowest rank's time per phase, and the halo exchanges' overlap since reset_stats()
+    // (summed over the ranks).
     std::vector<double> mine;
     for (const auto& [name, seconds] : r.phase_seconds) mine.push_back(seconds);
     std::vector<double> slowest(mine.size());
@@ -315,10 +312,8 @@ Results run(const Config& config, const cn::Comm& comm) {
     for (const auto& [name, seconds] : r.phase_seconds) r.phase_seconds_max[name] = slowest[k++];
     const cn::HaloStats& sum = layout->sum_stats();
     const cn::HaloStats& fill = layout->fill_stats();
-    const double local[4] = {sum.overlapped_seconds - sum_at_start.overlapped_seconds,
-                             sum.waited_seconds - sum_at_start.waited_seconds,
-                             fill.overlapped_seconds - fill_at_start.overlapped_seconds,
-                             fill.waited_seconds - fill_at_start.waited_seconds};
+    const double local[4] = {sum.overlapped_seconds, sum.waited_seconds, fill.overlapped_seconds,
+                             fill.waited_seconds};
     double total[4];
     comm.allreduce<double>(local, std::span<double>(total), cn::Op::sum);
     r.guard_sum_overlap = {total[0], total[1]};
