@@ -26,9 +26,12 @@ int main() {
     const std::string kernels = CONSUMER_KERNELS_DIR;
     auto shift = cn::CudaKernel::from_file(kernels + "/shift_cuda.cu", std::nullopt,
                                            {.include_dirs = {kernels + "/include"}});
+    shift.set_global("shifted", 0);
     shift(cn::threads(x.size()), x);
+    const int shifted = shift.get_global<int>("shifted");
     const auto s = cn::to_host(x);
-    ok = ok && s(3) == 9.0 + 1.5 && s(9) == 81.0 + 4.5;
+    ok = ok && s(3) == 9.0 + 1.5 && s(9) == 81.0 + 4.5 && shifted == x.size();
+    std::printf("module data: shifted %d\n", shifted);
     std::printf("kernel shift: s(3) %.1f, s(9) %.1f\ninclude dir: %s\n", s(3), s(9),
                 cn::cuda_include_dir().c_str());
   }
