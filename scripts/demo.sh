@@ -2,8 +2,9 @@
 # Sets up a fresh machine, builds cunumpy and runs its main job: the electrostatic PIC
 # mini-app on Landau damping, on 2 MPI ranks.  Prints the fitted and theoretical rates and the
 # time per phase, writes out/landau/{energy.csv,summary.json} and the plot out/landau/energy.png.
-# Then the two-stream instability on a decomposed grid with openPMD output, and its phase-space
-# picture read back through openPMD-api: out/two_stream/phase_space.png.
+# Then the two-stream instability on a decomposed grid with openPMD output, Landau damping in 3D
+# on a 3D-decomposed grid, and the two-stream run's phase-space picture read back through
+# openPMD-api: out/two_stream/phase_space.png.
 #   bash scripts/demo.sh                    # host backend
 #   CUNUMPY_BACKEND=cuda bash scripts/demo.sh
 set -euo pipefail
@@ -18,6 +19,9 @@ mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --output "$OUT" --overwrite
 OUT2="${OUT2:-$CUNUMPY_ROOT/out/two_stream}"
 mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case two_stream --steps 400 --decompose --no-progress \
   --output "$OUT2" --output-every 40 --overwrite | grep -E "gamma|wrote"
+# Landau damping in 3D on a 3D-decomposed grid (a few seconds).
+mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --dim 3 --cells 32 --cells-y 4 --cells-z 4 \
+  --particles 262144 --steps 250 --decompose --no-progress | grep -E "^landau|gamma|omega"
 if python="$(bash "$CUNUMPY_ROOT/scripts/openpmd_venv.sh")"; then
   "$python" "$CUNUMPY_ROOT/scripts/plot_phase_space.py" "$OUT2"
 else

@@ -15,42 +15,55 @@ namespace builtin {
 
 void gather(Particles& p, const FieldLayout& layout) {
   const kernels::Grid grid = layout.grid().kernel_grid();
-  const bool two = grid.two;
+  const bool has_y = grid.two, has_z = grid.three;
   const double* x = p.x.data();
-  const double* y = two ? p.y.data() : x;  // y unused in 1D
+  const double* y = has_y ? p.y.data() : x;  // unused past the dimension
+  const double* z = has_z ? p.z.data() : x;
   const double* ex = layout.ex.data();
-  const double* ey = two ? layout.ey.data() : nullptr;
+  const double* ey = has_y ? layout.ey.data() : nullptr;
+  const double* ez = has_z ? layout.ez.data() : nullptr;
   double* exp_ = p.ex.data();
-  double* eyp = two ? p.ey.data() : nullptr;
-  CUNUMPY_FOR_ON(cn::on(p.x), "gather", p.n, i, double e0 = 0.0, e1 = 0.0;
-                 kernels::for_each_node(grid, x[i], y[i],
+  double* eyp = has_y ? p.ey.data() : nullptr;
+  double* ezp = has_z ? p.ez.data() : nullptr;
+  CUNUMPY_FOR_ON(cn::on(p.x), "gather", p.n, i, double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+                 kernels::for_each_node(grid, x[i], y[i], z[i],
                                         [&](long long c, double w, int) {
                                           e0 += w * ex[c];
-                                          if (two) e1 += w * ey[c];
+                                          if (has_y) e1 += w * ey[c];
+                                          if (has_z) e2 += w * ez[c];
                                         });
-                 exp_[i] = e0; if (two) eyp[i] = e1;);
+                 exp_[i] = e0; if (has_y) eyp[i] = e1; if (has_z) ezp[i] = e2;);
 }
 
 StepSums push(Particles& p, const FieldLayout& layout, double dv, double dt, bool move) {
   const LocalGrid& g = layout.grid();
-  const bool two = g.two();
-  const double lx = g.lx, ly = g.ly, mass = p.mass;
+  const bool has_y = g.has_y(), has_z = g.has_z();
+  const double lx = g.lx, ly = g.ly, lz = g.lz, mass = p.mass;
   double* x = p.x.data();
-  double* y = two ? p.y.data() : nullptr;
+  double* y = has_y ? p.y.data() : nullptr;
+  double* z = has_z ? p.z.data() : nullptr;
   double* vx = p.vx.data();
-  double* vy = two ? p.vy.data() : nullptr;
+  double* vy = has_y ? p.vy.data() : nullptr;
+  double* vz = has_z ? p.vz.data() : nullptr;
   const double* exp_ = p.ex.data();
-  const double* eyp = two ? p.ey.data() : nullptr;
+  const double* eyp = has_y ? p.ey.data() : nullptr;
+  const double* ezp = has_z ? p.ez.data() : nullptr;
   StepSums sums;
   sums.kinetic = CUNUMPY_REDUCE_ON(
       cn::on(p.x), "push", p.n, cn::ReduceOp::sum, i, const double old_x = vx[i];
       const double new_x = old_x + dv * exp_[i]; vx[i] = new_x; double energy = old_x * new_x;
-      if (move) x[i] = kernels::periodic(x[i] + dt * new_x, lx); if (two) {
+      if (move) x[i] = kernels::periodic(x[i] + dt * new_x, lx); if (has_y) {
         const double old_y = vy[i];
         const double new_y = old_y + dv * eyp[i];
         vy[i] = new_y;
         energy += old_y * new_y;
         if (move) y[i] = kernels::periodic(y[i] + dt * new_y, ly);
+      } if (has_z) {
+        const double old_z = vz[i];
+        const double new_z = old_z + dv * ezp[i];
+        vz[i] = new_z;
+        energy += old_z * new_z;
+        if (move) z[i] = kernels::periodic(z[i] + dt * new_z, lz);
       } return 0.5 * mass * energy;);
   sums.momentum =
       CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * vx[i];);
@@ -61,19 +74,21 @@ void deposit_atomics(const Particles& p, FieldLayout& layout) {
   const kernels::Grid grid = layout.grid().kernel_grid();
   const double q = p.charge_density;
   const double* x = p.x.data();
-  const double* y = grid.two ? p.y.data() : x;  // y unused in 1D
+  const double* y = grid.two ? p.y.data() : x;  // unused past the dimension
+  const double* z = grid.three ? p.z.data() : x;
   double* ne = layout.ne.data();
   layout.ne.fill(0.0);
   CUNUMPY_FOR_ON(cn::on(p.x), "deposit", p.n, i,
-                 kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
+                 kernels::for_each_node(grid, x[i], y[i], z[i], [&](long long c, double w, int) {
                    cunumpy_atomic_add(&ne[c], q * w);
                  }););
 }
 
 void deposit_private_grids(const Particles& p, FieldLayout& layout) {
   const LocalGrid& g = layout.grid();
-  deposit_host(p.x, g.two() ? p.y : p.x, layout.ne, g.x0, g.y0, g.guard, g.row, g.order, g.two(),
-               1.0 / g.dx, 1.0 / g.dy, p.charge_density, p.n);
+  deposit_into_thread_grids(g.kernel_grid(), p.x.data(), g.has_y() ? p.y.data() : p.x.data(),
+                            g.has_z() ? p.z.data() : p.x.data(), layout.ne.data(), g.nodes(),
+                            p.charge_density, p.n);
 }
 
 }  // namespace builtin

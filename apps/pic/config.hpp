@@ -12,10 +12,11 @@ struct Results;
 
 struct Config {
   std::string case_name = "landau";  // landau | two_stream | custom
-  int dim = 1;                       // 1 or 2
+  int dim = 1;                       // 1, 2 or 3
   long long particles = 200000;      // over all ranks
   int cells_x = 64;
-  int cells_y = 1;  // 2D only
+  int cells_y = 1;  // 2D and 3D
+  int cells_z = 1;  // 3D only
   int steps = 300;
   double dt = 0.1;
   double k = 0.5;           // wave number of the perturbation along x; box 2 pi / k
@@ -64,18 +65,20 @@ struct Config {
 // +-2.4, amplitude 0.001); `custom` keeps what was given.
 void apply_case(Config& config);
 
-// The box's lengths (2 pi / k along x; y in proportion to the cells in 2D, 1 in 1D) and the
-// physical electrons per macro-particle (the box's volume over the particle count, in units of
-// the mean density: the particles' mass and openPMD weighting).
+// The box's lengths (2 pi / k along x; y and z in proportion to their cells, 1 past the
+// dimension) and the physical electrons per macro-particle (the box's volume over the particle
+// count, in units of the mean density: the particles' mass and openPMD weighting).
 struct BoxLengths {
-  double lx, ly;
+  double lx, ly, lz;
 };
+// The grid's cells over the box (cells_x * cells_y * cells_z of the dimension).
+long long total_cells(const Config& config);
 BoxLengths box_of(const Config& config);
 double particle_weight(const Config& config);
 
 // Every option within what config_table.hpp's rows accept, and the rules between options
-// (particles at least the ranks, 2D cells, output folder for output); ValueError saying what
-// is allowed.
+// (particles at least the ranks, 2D and 3D cells, what 3D runs so far, output folder for
+// output); ValueError saying what is allowed.
 void validate(const Config& config, int ranks);
 
 }  // namespace pic

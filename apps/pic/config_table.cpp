@@ -137,13 +137,15 @@ std::vector<Option> make_rows() {
   rows.push_back(text("case", &Config::case_name, {"landau", "two_stream", "custom"}, R::keep,
                       "landau | two_stream | custom (custom: --k, --amplitude, --vth, "
                       "--beam-velocity as given)"));
-  rows.push_back(integer("dim", &Config::dim, 1, 2, R::keep, "1 or 2"));
+  rows.push_back(integer("dim", &Config::dim, 1, 3, R::keep, "1, 2 or 3"));
   rows.push_back(
       integer("particles", &Config::particles, 1, kBig, R::keep, "particles over all ranks"));
   rows.push_back(integer("cells", &Config::cells_x, 4, 1 << 24, R::keep,
-                         "cells along x (and y in 2D unless --cells-y)"));
+                         "cells along x (and y, z unless --cells-y, --cells-z)"));
+  rows.push_back(integer("cells-y", &Config::cells_y, 1, 1 << 24, R::keep,
+                         "cells along y (2D and 3D; at least 4)"));
   rows.push_back(
-      integer("cells-y", &Config::cells_y, 1, 1 << 24, R::keep, "cells along y (2D; at least 4)"));
+      integer("cells-z", &Config::cells_z, 1, 1 << 24, R::keep, "cells along z (3D; at least 4)"));
   rows.push_back(integer("steps", &Config::steps, 1, 1e9, R::apply,
                          "time steps (a restart may extend the run)"));
   rows.push_back(real("dt", &Config::dt, 1e-12, 1e3, R::keep,

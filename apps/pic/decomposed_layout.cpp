@@ -21,7 +21,7 @@ class DecomposedLayout final : public FieldLayout {
   DecomposedLayout(const Config& config, const cn::Comm& world, cn::Backend backend)
       : FieldLayout(config, world, world, backend, /*whole_box=*/false),
         migration_(world, decomposition_, std::array<double, 3>{0.0, 0.0, 0.0},
-                   std::array<double, 3>{grid_.lx, grid_.ly, 1.0}) {}
+                   std::array<double, 3>{grid_.lx, grid_.ly, grid_.lz}) {}
 
   std::string name() const override { return "decomposed"; }
 
@@ -31,9 +31,11 @@ class DecomposedLayout final : public FieldLayout {
   void migrate(Particles& p) override {
     cn::ParticleColumns columns;
     columns.position(p.x);
-    if (p.dim == 2) columns.position(p.y);
+    if (p.dim >= 2) columns.position(p.y);
+    if (p.dim == 3) columns.position(p.z);
     columns.column(p.vx);
-    if (p.dim == 2) columns.column(p.vy);
+    if (p.dim >= 2) columns.column(p.vy);
+    if (p.dim == 3) columns.column(p.vz);
     columns.column(p.id);
     p.n = p.leavers_known ? migration_.migrate(columns, p.n, p.leavers)
                           : migration_.migrate(columns, p.n);
@@ -70,10 +72,10 @@ class DecomposedLayout final : public FieldLayout {
   MeshBlock mesh_block(const std::vector<cn::Array<double>>& fields) const override {
     const LocalGrid& g = grid_;
     MeshBlock m;
-    m.global = g.two() ? std::vector<long long>{g.nx, g.ny} : std::vector<long long>{g.nx};
-    m.spacing = g.two() ? std::vector<double>{g.dx, g.dy} : std::vector<double>{g.dx};
-    m.offset = g.two() ? std::vector<long long>{g.x0, g.y0} : std::vector<long long>{g.x0};
-    m.count = g.two() ? std::vector<long long>{g.lnx, g.lny} : std::vector<long long>{g.lnx};
+    m.global = g.global_nodes();
+    m.spacing = g.spacing();
+    m.offset = g.block_origin();
+    m.count = g.block_nodes();
     std::vector<cn::Array<double>> out;
     for (const auto& h : fields) out.push_back(owned_block(h));
     m.rho = out[0];
@@ -84,11 +86,13 @@ class DecomposedLayout final : public FieldLayout {
   // The rank's block of the box.
   void particle_region(std::vector<double>& offset, std::vector<double>& extent) const override {
     const LocalGrid& g = grid_;
-    offset = {static_cast<double>(g.x0) * g.dx};
-    extent = {static_cast<double>(g.lnx) * g.dx};
-    if (g.two()) {
-      offset.push_back(static_cast<double>(g.y0) * g.dy);
-      extent.push_back(static_cast<double>(g.lny) * g.dy);
+    const std::vector<long long> origin = g.block_origin(), count = g.block_nodes();
+    const std::vector<double> spacing = g.spacing();
+    offset.clear();
+    extent.clear();
+    for (std::size_t a = 0; a < spacing.size(); ++a) {
+      offset.push_back(static_cast<double>(origin[a]) * spacing[a]);
+      extent.push_back(static_cast<double>(count[a]) * spacing[a]);
     }
   }
 

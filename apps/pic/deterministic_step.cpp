@@ -24,38 +24,50 @@ void deposit(const Particles& p, FieldLayout& layout) {
   const kernels::Grid grid = g.kernel_grid();
   const long long n = p.n;
   const int order = g.order;
-  const bool two = g.two();
-  const int points = two ? (order + 1) * (order + 1) : order + 1;
+  const int dim = g.dim, width = order + 1;
+  const int points = dim == 3 ? width * width * width : dim == 2 ? width * width : width;
   const double* x = p.x.data();
-  const double* y = two ? p.y.data() : x;  // y unused in 1D
+  const double* y = dim >= 2 ? p.y.data() : x;  // unused past the dimension
+  const double* z = dim == 3 ? p.z.data() : x;
   const cn::Backend b = p.x.backend();
   auto keys = cn::empty<std::int64_t>({n}, b);
   auto values = cn::empty<std::int64_t>({n, points}, b);
   std::int64_t* key = keys.data();
   std::int64_t* value = values.data();
   const double quantum = kQuantum;
-  CUNUMPY_FOR_ON(cn::on(b), "deposit weights", n, i,
-                 kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int point) {
-                   if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
-                   value[i * points + point] = llround(w * quantum);
-                 }););
+  CUNUMPY_FOR_ON(
+      cn::on(b), "deposit weights", n, i,
+      kernels::for_each_node(grid, x[i], y[i], z[i], [&](long long c, double w, int point) {
+        if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
+        value[i * points + point] = llround(w * quantum);
+      }););
   const long long nodes = g.nodes();
   const cn::Array<double> sums = cn::segment_sum(keys, values, nodes);
   const double* sum = sums.data();
   double* ne = layout.ne.data();
-  const long long row = g.row;
-  // Node c gets, from the base node of each stencil point that lands on it, that point's sum.
+  const long long row = g.row, col = g.col;
+  // Node c gets, from the base node of each stencil point that lands on it, that point's sum
+  // (node (ci, cj, cl) at ci row + cj col + cl in 3D, ci row + cj in 2D).
   CUNUMPY_FOR_ON(
-      cn::on(b), "deposit spread", nodes, c, const long long ci = c / row, cj = c % row;
+      cn::on(b), "deposit spread", nodes, c, const long long ci = c / row, rest = c % row;
+      const long long cj = dim == 3 ? rest / col : rest, cl = dim == 3 ? rest % col : 0;
       double acc = 0.0; for (int a = 0; a <= order; ++a) {
         if (ci - a < 0) continue;
-        if (!two) {
+        if (dim == 1) {
           acc += sum[(ci - a) * points + a];
           continue;
         }
-        for (int bb = 0; bb <= order; ++bb)
-          if (cj - bb >= 0)
-            acc += sum[((ci - a) * row + (cj - bb)) * points + a * (order + 1) + bb];
+        for (int bb = 0; bb <= order; ++bb) {
+          if (cj - bb < 0) continue;
+          if (dim == 2) {
+            acc += sum[((ci - a) * row + (cj - bb)) * points + a * width + bb];
+            continue;
+          }
+          for (int cc = 0; cc <= order; ++cc)
+            if (cl - cc >= 0)
+              acc += sum[((ci - a) * row + (cj - bb) * col + (cl - cc)) * points +
+                         (a * width + bb) * width + cc];
+        }
       } ne[c] = acc;);
 }
 

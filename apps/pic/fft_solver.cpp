@@ -1,5 +1,5 @@
-// The spectral field solver (solver.hpp): rho's transform, E_k = -i k rho_k / |k|^2, E_x's and
-// E_y's inverse transforms, through cunumpy::DistributedFft.  Compiled as CUDA when the CUDA
+// The spectral field solver (solver.hpp): rho's transform, E_k = -i k rho_k / |k|^2, each
+// component's inverse transform, through cunumpy::DistributedFft.  Compiled as CUDA when the CUDA
 // backend is built: the loops then run on the device for device arrays.
 #include <cmath>
 #include <complex>
@@ -12,24 +12,33 @@ namespace cn = cunumpy;
 
 namespace {
 
-// E_k = -i k rho_k / |k|^2 (times `norm`, the inverse transform's 1 / cells) for the modes
-// in `rk` (interleaved complex): mode m is global (i0 + m / cols, m % cols); axis 0's index
-// maps to its signed frequency, axis 1 holds the non-negative ones (2D).
-void poisson(cn::Backend b, const double* rk, double* exk, double* eyk, long long modes,
-             long long i0, long long cols, long long nx, double kx0, double ky0, double norm,
-             bool two) {
-  CUNUMPY_FOR_ON(
-      cn::on(b), "poisson", modes, m, const long long i = i0 + m / cols, j = m % cols;
-      const double kx = kx0 * static_cast<double>(i <= nx / 2 ? i : i - nx);
-      const double ky = two ? ky0 * static_cast<double>(j) : 0.0;
-      const double k2 = kx * kx + ky * ky; const double f = k2 > 0.0 ? norm / k2 : 0.0;
-      const double re = rk[2 * m], im = rk[2 * m + 1]; if (exk != nullptr) {
-        exk[2 * m] = kx * im * f;
-        exk[2 * m + 1] = -kx * re * f;
-      } if (eyk != nullptr) {
-        eyk[2 * m] = ky * im * f;
-        eyk[2 * m + 1] = -ky * re * f;
-      });
+// E_k's component `axis` = -i k_axis rho_k / |k|^2 (times `norm`, the inverse transform's
+// 1 / cells) for the modes in `rk` (interleaved complex): mode m is global (i0 + m / (c1 c2),
+// (m / c2) % c1, m % c2) with c1, c2 the spectrum's extents along axes 1 and 2 (1 past the
+// dimension); the last axis holds the non-negative frequencies, the others map an index to its
+// signed frequency.
+struct Modes {
+  long long count, i0, c1, c2, nx, ny;
+  double k0[3];  // 2 pi / L per axis
+  double norm;
+  int dim;
+};
+
+void poisson(cn::Backend b, const double* rk, double* out, int axis, const Modes& md) {
+  CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m, const long long plane = md.c1 * md.c2;
+                 const long long i = md.i0 + m / plane, r = m % plane, j = r / md.c2, l = r % md.c2;
+                 const double kx = md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx);
+                 const double ky =
+                     md.dim == 2   ? md.k0[1] * static_cast<double>(j)
+                     : md.dim == 3 ? md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny)
+                                   : 0.0;
+                 const double kz = md.dim == 3 ? md.k0[2] * static_cast<double>(l) : 0.0;
+                 const double k2 = kx * kx + ky * ky + kz * kz;
+                 const double f = k2 > 0.0 ? md.norm / k2 : 0.0; const double kc = axis == 0   ? kx
+                                                                                   : axis == 1 ? ky
+                                                                                               : kz;
+                 const double re = rk[2 * m], im = rk[2 * m + 1]; out[2 * m] = kc * im * f;
+                 out[2 * m + 1] = -kc * re * f;);
 }
 
 // |rho_k[m]|^2 * scale, read back like a reduction's result.
@@ -53,25 +62,27 @@ class FftSolver final : public FieldSolver {
 
   std::string name() const override { return "fft"; }
 
-  void solve(const cn::Array<double>& rho, cn::Array<double>& ex, cn::Array<double>& ey) override {
+  void solve(const cn::Array<double>& rho, cn::Array<double>& ex, cn::Array<double>& ey,
+             cn::Array<double>& ez) override {
     const LocalGrid& g = grid_;
-    const bool two = g.two();
-    const double kx0 = 2.0 * M_PI / g.lx, ky0 = 2.0 * M_PI / g.ly,
-                 norm = 1.0 / static_cast<double>(g.nx * g.ny);
-    // The transform of rho; this rank's modes are kept for E_y and the mode energy while the
-    // plan's spectrum takes E_x's, then E_y's modes.
+    // The transform of rho; this rank's modes are kept for the other components and the mode
+    // energy while the plan's spectrum takes each component's modes in turn.
     fft_.forward(rho);
     const cn::Array<std::complex<double>>& k = fft_.spectrum();
     cn::copy(rho_k_, k);
-    const long long modes = k.size();
-    const long long cols = two ? k.shape(1) : 1;
-    poisson(backend_, interleaved(rho_k_), interleaved(k), nullptr, modes, fft_.spectrum_begin(),
-            cols, g.nx, kx0, ky0, norm, two);
-    fft_.inverse(ex);
-    if (two) {
-      poisson(backend_, interleaved(rho_k_), nullptr, interleaved(k), modes, fft_.spectrum_begin(),
-              cols, g.nx, kx0, ky0, norm, two);
-      fft_.inverse(ey);
+    const Modes md{k.size(),
+                   fft_.spectrum_begin(),
+                   g.dim >= 2 ? k.shape(1) : 1,
+                   g.dim == 3 ? k.shape(2) : 1,
+                   g.nx,
+                   g.ny,
+                   {2.0 * M_PI / g.lx, 2.0 * M_PI / g.ly, 2.0 * M_PI / g.lz},
+                   1.0 / static_cast<double>(g.nx * g.ny * g.nz),
+                   g.dim};
+    cn::Array<double>* e[] = {&ex, &ey, &ez};
+    for (int axis = 0; axis < g.dim; ++axis) {
+      poisson(backend_, interleaved(rho_k_), interleaved(k), axis, md);
+      fft_.inverse(*e[axis]);
     }
   }
 
@@ -79,7 +90,8 @@ class FftSolver final : public FieldSolver {
   double mode_power(double scale) override {
     const long long begin = fft_.spectrum_begin(), rows = rho_k_.size() == 0 ? 0 : rho_k_.shape(0);
     if (!(begin <= 1 && 1 < begin + rows)) return 0.0;
-    const long long m = (1 - begin) * (grid_.two() ? rho_k_.shape(1) : 1);
+    long long m = 1 - begin;
+    for (int axis = 1; axis < grid_.dim; ++axis) m *= rho_k_.shape(axis);
     return power(backend_, interleaved(rho_k_), m, scale);
   }
 

@@ -18,10 +18,11 @@ namespace pic {
 namespace cn = cunumpy;
 
 bool fused_host_step_applies(const Config& config, cn::Backend backend, const FieldLayout& layout) {
-  // The loops index nodes (and E_x, E_y pairs) with 32-bit integers.
+  // The loops index nodes (and E_x, E_y pairs) with 32-bit integers; 1D and 2D (3D runs the
+  // separate passes).
   const bool int_nodes = 2 * layout.grid().nodes() < (1LL << 31);
   return backend == cn::Backend::host && config.kernels == "builtin" &&
-         config.host_step == "fused" && int_nodes;
+         config.host_step == "fused" && int_nodes && config.dim <= 2;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include "layout.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "pic.hpp"
 
@@ -21,16 +22,18 @@ void charge(cn::Backend b, const double* ne, double* rho, long long nodes, doubl
   CUNUMPY_FOR_ON(cn::on(b), "charge", nodes, c, rho[c] = 1.0 - ne[c] * ne_scale;);
 }
 
-double field_energy(cn::Backend b, const LocalGrid& g, const double* ex, const double* ey) {
-  const double cell = g.dx * g.dy;
+double field_energy(cn::Backend b, const LocalGrid& g, const double* ex, const double* ey,
+                    const double* ez) {
+  const double cell = g.cell_volume();
   return CUNUMPY_REDUCE_ON(cn::on(b), "field energy", g.owned(), cn::ReduceOp::sum, k,
                            const long long c = g.owned_index(k);
-                           const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0);
+                           const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0) +
+                                             (ez != nullptr ? ez[c] * ez[c] : 0.0);
                            return 0.5 * e2 * cell;);
 }
 
 double total_charge(cn::Backend b, const LocalGrid& g, const double* rho) {
-  const double cell = g.dx * g.dy;
+  const double cell = g.cell_volume();
   return CUNUMPY_REDUCE_ON(cn::on(b), "total charge", g.owned(), cn::ReduceOp::sum, k,
                            return rho[g.owned_index(k)] * cell;);
 }
@@ -40,9 +43,10 @@ double total_charge(cn::Backend b, const LocalGrid& g, const double* rho) {
 namespace {
 cn::CartesianDecomposition decomposition_of(const Config& c, const cn::Comm& comm) {
   const cn::DecompositionOptions periodic{.periodic = {true, true, true}};
-  const long long nx = c.cells_x, ny = c.dim == 2 ? c.cells_y : 1;
-  return c.dim == 2 ? cn::CartesianDecomposition(comm, {nx, ny}, periodic)
-                    : cn::CartesianDecomposition(comm, {nx}, periodic);
+  const long long nx = c.cells_x, ny = c.cells_y, nz = c.cells_z;
+  if (c.dim == 3) return cn::CartesianDecomposition(comm, {nx, ny, nz}, periodic);
+  if (c.dim == 2) return cn::CartesianDecomposition(comm, {nx, ny}, periodic);
+  return cn::CartesianDecomposition(comm, {nx}, periodic);
 }
 }  // namespace
 
@@ -57,38 +61,54 @@ FieldLayout::FieldLayout(const Config& config, const cn::Comm& world, const cn::
   LocalGrid& g = grid_;
   g.dim = config.dim;
   g.order = config.order;
+  const int dim = config.dim;
   g.nx = config.cells_x;
-  g.ny = config.dim == 2 ? config.cells_y : 1;
+  g.ny = dim >= 2 ? config.cells_y : 1;
+  g.nz = dim == 3 ? config.cells_z : 1;
   g.lnx = d.local_cells(0);
-  g.lny = config.dim == 2 ? d.local_cells(1) : 1;
+  g.lny = dim >= 2 ? d.local_cells(1) : 1;
+  g.lnz = dim == 3 ? d.local_cells(2) : 1;
   g.x0 = d.owned(0).begin;
-  g.y0 = config.dim == 2 ? d.owned(1).begin : 0;
+  g.y0 = dim >= 2 ? d.owned(1).begin : 0;
+  g.z0 = dim == 3 ? d.owned(2).begin : 0;
   g.guard = guard_width(config.order);
-  g.row = config.dim == 2 ? g.lny + 2 * g.guard : 1;
+  g.col = dim == 3 ? g.lnz + 2 * g.guard : 1;
+  g.row = dim >= 2 ? (g.lny + 2 * g.guard) * g.col : 1;
   g.lx = box.lx;
   g.ly = box.ly;
+  g.lz = box.lz;
   g.dx = box.lx / static_cast<double>(g.nx);
-  g.dy = config.dim == 2 ? box.ly / static_cast<double>(g.ny) : 1.0;
+  g.dy = dim >= 2 ? box.ly / static_cast<double>(g.ny) : 1.0;
+  g.dz = dim == 3 ? box.lz / static_cast<double>(g.nz) : 1.0;
   g.whole_box = whole_box;
   const int guard = static_cast<int>(g.guard);
   halo_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
   fill_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
   solver_ = make_solver(config, SolverSetup{g, d, halo_comm, backend});
   const cn::Shape local = halo_->field_shape();
-  for (cn::Array<double>* a : {&ne, &rho, &ex, &ey}) *a = cn::zeros<double>(local, backend);
+  for (cn::Array<double>* a : {&ne, &rho, &ex}) *a = cn::zeros<double>(local, backend);
+  if (dim >= 2) ey = cn::zeros<double>(local, backend);
+  if (dim == 3) ez = cn::zeros<double>(local, backend);
+}
+
+std::vector<cn::Array<double>> FieldLayout::fields() const {
+  std::vector<cn::Array<double>> e{ex, ey, ez};
+  e.resize(static_cast<std::size_t>(grid_.dim));
+  return e;
 }
 
 FieldLayout::~FieldLayout() = default;
 
 void FieldLayout::solve(double ne_scale) {
   layout_loops::charge(backend_, ne.data(), rho.data(), grid_.nodes(), ne_scale);
-  solver_->solve(rho, ex, ey);
+  solver_->solve(rho, ex, ey, ez);
 }
 
 void FieldLayout::begin_fill_fields() {
-  if (grid_.two())
-    fill_->begin_fill({ex, ey});  // one round of messages for both components
-  else
+  if (grid_.has_y()) {
+    const std::vector<cn::Array<double>> e = fields();
+    fill_->begin_fill(std::span<const cn::Array<double>>(e));  // one round for every component
+  } else
     fill_->begin_fill(ex);
 }
 
@@ -98,7 +118,8 @@ void FieldLayout::end_fill_fields() {
 
 double FieldLayout::field_energy() {
   const double mine =
-      layout_loops::field_energy(backend_, grid_, ex.data(), grid_.two() ? ey.data() : nullptr);
+      layout_loops::field_energy(backend_, grid_, ex.data(), grid_.has_y() ? ey.data() : nullptr,
+                                 grid_.has_z() ? ez.data() : nullptr);
   return sums_over_ranks_ ? world_.allreduce(mine, cn::Op::sum) : mine;
 }
 
@@ -112,8 +133,8 @@ double FieldLayout::total_charge() {
 double FieldLayout::mode_energy() {
   const LocalGrid& g = grid_;
   const double k = 2.0 * M_PI / g.lx;
-  const double cells = static_cast<double>(g.nx * g.ny);
-  const double scale = g.lx * g.ly / (cells * cells * k * k);
+  const double cells = static_cast<double>(g.nx * g.ny * g.nz);
+  const double scale = g.lx * g.ly * g.lz / (cells * cells * k * k);
   const double mine = solver_->mode_power(scale);
   return sums_over_ranks_ ? world_.allreduce(mine, cn::Op::sum) : mine;
 }

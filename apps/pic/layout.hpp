@@ -41,8 +41,11 @@ class FieldLayout {
   const cunumpy::Comm& comm() const noexcept { return world_; }
   cunumpy::Backend backend() const noexcept { return backend_; }
 
-  // The guarded local arrays: the density the steps deposit into, rho and E.
-  cunumpy::Array<double> ne, rho, ex, ey;
+  // The guarded local arrays: the density the steps deposit into, rho and E (E_y from 2D,
+  // E_z in 3D; empty otherwise).
+  cunumpy::Array<double> ne, rho, ex, ey, ez;
+  // E's components of the dimension.
+  std::vector<cunumpy::Array<double>> fields() const;
 
   // ne, which holds this rank's particles' deposit (guards included), becomes the density of
   // every owned node: summed over the ranks (replicated) and the guards into their owners.
@@ -57,7 +60,7 @@ class FieldLayout {
   }
   // rho = 1 - ne * ne_scale on the owned nodes; E from Poisson's equation (the solver's).
   void solve(double ne_scale);
-  // E's guards from their owners (E_x and E_y in one round of messages), in two halves like
+  // E's guards from their owners (every component in one round of messages), in two halves like
   // the density's: the owned nodes may be read in between (the field diagnostics).
   void begin_fill_fields();
   void end_fill_fields();

@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
     // The named cases' physics (custom keeps the options given); the defaults that follow from
     // other options.
     pic::apply_case(config);
-    if (!was_given(pic::option("cells-y"))) config.cells_y = config.dim == 2 ? config.cells_x : 1;
+    if (!was_given(pic::option("cells-y"))) config.cells_y = config.dim >= 2 ? config.cells_x : 1;
+    if (!was_given(pic::option("cells-z"))) config.cells_z = config.dim == 3 ? config.cells_x : 1;
     cn::RuntimeOptions options;
     if (!config.backend.empty()) options.backend = cn::parse_backend(config.backend);
 #if CUNUMPY_HAS_MPI()

@@ -224,10 +224,7 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"threads_per_rank\": " << r.threads_per_rank << ",\n"
        << "  \"dim\": " << config.dim << ",\n"
        << "  \"particles\": " << config.particles << ",\n"
-       << "  \"cells\": "
-       << (config.dim == 2 ? static_cast<long long>(config.cells_x) * config.cells_y
-                           : config.cells_x)
-       << ",\n"
+       << "  \"cells\": " << total_cells(config) << ",\n"
        << "  \"steps\": " << config.steps << ",\n"
        << "  \"dt\": " << json_number(config.dt) << ",\n"
        << "  \"k\": " << json_number(config.k) << ",\n"

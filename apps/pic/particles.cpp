@@ -17,7 +17,8 @@ void Particles::follow() {
   const long long rows = capacity();
   const cn::Backend b = x.backend();
   std::vector<cn::Array<double>*> work_arrays{&ex, &work};
-  if (dim == 2) work_arrays.push_back(&ey);
+  if (dim >= 2) work_arrays.push_back(&ey);
+  if (dim == 3) work_arrays.push_back(&ez);
   for (cn::Array<double>* a : work_arrays)
     if (a->ndim() == 0 || a->shape(0) != rows) *a = cn::empty<double>({rows}, b);
 }
@@ -28,48 +29,73 @@ void allocate(Particles& p, long long rows, cn::Backend backend) {
   p.x = cn::empty<double>({rows}, backend);
   p.vx = cn::empty<double>({rows}, backend);
   p.id = cn::empty<std::int64_t>({rows}, backend);
-  if (p.dim == 2) {
+  if (p.dim >= 2) {
     p.y = cn::empty<double>({rows}, backend);
     p.vy = cn::empty<double>({rows}, backend);
+  }
+  if (p.dim == 3) {
+    p.z = cn::empty<double>({rows}, backend);
+    p.vz = cn::empty<double>({rows}, backend);
   }
 }
 
 // Rows [0, p.n): the particles of ids first + i, or (given_ids) of the ids already in p.id.
 void initialise(Particles& p, const Config& c, long long first, bool given_ids) {
   const long long n_global = p.global;
-  const bool quiet = c.quiet, two = c.dim == 2, beams = c.beam_velocity > 0.0;
+  const bool quiet = c.quiet, two = c.dim == 2, three = c.dim == 3, beams = c.beam_velocity > 0.0;
   const BoxLengths box = box_of(c);
-  const double lx = box.lx, ly = box.ly, amp = c.amplitude, k = c.k, vth = c.vth,
+  const double lx = box.lx, ly = box.ly, lz = box.lz, amp = c.amplitude, k = c.k, vth = c.vth,
                v0 = c.beam_velocity;
   const std::uint64_t seed = c.seed;
   double* x = p.x.data();
   double* vx = p.vx.data();
-  double* y = two ? p.y.data() : nullptr;
-  double* vy = two ? p.vy.data() : nullptr;
+  double* y = c.dim >= 2 ? p.y.data() : nullptr;
+  double* vy = c.dim >= 2 ? p.vy.data() : nullptr;
+  double* z = three ? p.z.data() : nullptr;
+  double* vz = three ? p.vz.data() : nullptr;
   std::int64_t* ids = p.id.data();
   const cn::Target t = cn::on(p.x);
   if (!given_ids) CUNUMPY_FOR_ON(t, "particle ids", p.n, i, ids[i] = first + i;);
   // Every particle is a function of its global id only: the same particles for any number of
-  // ranks.  Two beams alternate by id; each beam takes the velocity samples of id / 2.
+  // ranks.  Two beams alternate by id; each beam takes the velocity samples of id / 2.  Quiet:
+  // x regular in the id, y and z and the velocities' probabilities van der Corput sequences of
+  // distinct primes (a Hammersley set; 1D and 2D keep the bases they always had).
   CUNUMPY_FOR_ON(
       t, "initialise", p.n, i, const long long id = ids[i];
       const unsigned long long vid =
           beams ? static_cast<unsigned long long>(id / 2) : static_cast<unsigned long long>(id);
-      double ux, uy, gx, gy; if (quiet) {
+      const unsigned long long uid = static_cast<unsigned long long>(id);
+      double ux, uy, uz = 0.0, gx, gy, gz = 0.0; if (quiet) {
         ux = (static_cast<double>(beams ? id / 2 : id) + 0.5) /
              static_cast<double>(beams ? (n_global + 1) / 2 : n_global);
-        uy = kernels::van_der_corput(static_cast<unsigned long long>(id), 2);
-        gx = vth * kernels::inverse_normal(kernels::van_der_corput(vid, two ? 3 : 2));
-        gy = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 5));
+        uy = kernels::van_der_corput(uid, 2);
+        if (three) {
+          uz = kernels::van_der_corput(uid, 3);
+          gx = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 5));
+          gy = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 7));
+          gz = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 11));
+        } else {
+          gx = vth * kernels::inverse_normal(kernels::van_der_corput(vid, two ? 3 : 2));
+          gy = vth * kernels::inverse_normal(kernels::van_der_corput(vid, 5));
+        }
       } else {
-        cunumpy_uniform2(seed, static_cast<unsigned long long>(id), 0, &ux, &uy);
+        cunumpy_uniform2(seed, uid, 0, &ux, &uy);
         cunumpy_normal2(seed, vid, 1, &gx, &gy);
+        if (three) {
+          double unused;
+          cunumpy_uniform2(seed, uid, 2, &uz, &unused);
+          cunumpy_normal2(seed, vid, 3, &gz, &unused);
+        }
         gx *= vth;
         gy *= vth;
+        gz *= vth;
       } x[i] = kernels::periodic(kernels::perturbed_position(ux, lx, amp, k), lx);
-      vx[i] = gx + (beams ? (id % 2 == 0 ? v0 : -v0) : 0.0); if (two) {
+      vx[i] = gx + (beams ? (id % 2 == 0 ? v0 : -v0) : 0.0); if (y != nullptr) {
         y[i] = kernels::periodic(uy * ly, ly);
         vy[i] = gy;
+      } if (three) {
+        z[i] = kernels::periodic(uz * lz, lz);
+        vz[i] = gz;
       });
 }
 }  // namespace
@@ -88,25 +114,32 @@ cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::
   allocate(t, chunk, backend);
   auto owned = cn::empty<std::uint8_t>({chunk}, backend);
   const cn::Target on = cn::on(t.x);
-  const double sx = static_cast<double>(g.nx) / g.lx, sy = static_cast<double>(g.ny) / g.ly;
-  const long long nx = g.nx, ny = g.ny, x0 = g.x0, x1 = g.x0 + g.lnx, y0 = g.y0, y1 = g.y0 + g.lny;
-  const bool two = g.two();
-  const double lx = g.lx, ly = g.ly;
+  const double sx = static_cast<double>(g.nx) / g.lx, sy = static_cast<double>(g.ny) / g.ly,
+               sz = static_cast<double>(g.nz) / g.lz;
+  const long long nx = g.nx, ny = g.ny, nz = g.nz, x0 = g.x0, x1 = g.x0 + g.lnx, y0 = g.y0,
+                  y1 = g.y0 + g.lny, z0 = g.z0, z1 = g.z0 + g.lnz;
+  const bool has_y = g.has_y(), has_z = g.has_z();
+  const double lx = g.lx, ly = g.ly, lz = g.lz;
   std::vector<cn::Array<std::int64_t>> parts;
   long long total = 0;
   for (long long first = 0; first < global; first += chunk) {
     t.n = std::min(chunk, global - first);
     initialise(t, config, first, false);
     const double* x = t.x.data();
-    const double* y = two ? t.y.data() : nullptr;
+    const double* y = has_y ? t.y.data() : nullptr;
+    const double* z = has_z ? t.z.data() : nullptr;
     std::uint8_t* own = owned.data();
     CUNUMPY_FOR_ON(
         on, "owned at birth", t.n, i, long long cx = static_cast<long long>(x[i] * sx);
         cx = cx < nx ? cx : nx - 1; bool mine = x[i] >= 0.0 && x[i] < lx && cx >= x0 && cx < x1;
-        if (two) {
+        if (has_y) {
           long long cy = static_cast<long long>(y[i] * sy);
           cy = cy < ny ? cy : ny - 1;
           mine = mine && y[i] >= 0.0 && y[i] < ly && cy >= y0 && cy < y1;
+        } if (has_z) {
+          long long cz = static_cast<long long>(z[i] * sz);
+          cz = cz < nz ? cz : nz - 1;
+          mine = mine && z[i] >= 0.0 && z[i] < lz && cz >= z0 && cz < z1;
         } own[i] = mine ? 1 : 0;);
     cn::Array<std::int64_t> rows = cn::flatnonzero(owned.leading(t.n));
     std::int64_t* r = rows.data();
@@ -144,9 +177,7 @@ Particles make_particles(const Config& config, const cn::Comm& comm, cn::Backend
     first = p.global * r / ranks;
     p.n = p.global * (r + 1) / ranks - first;
   }
-  const long long cells = static_cast<long long>(config.cells_x) *
-                          (config.dim == 2 ? static_cast<long long>(config.cells_y) : 1LL);
-  p.charge_density = static_cast<double>(cells) / static_cast<double>(p.global);
+  p.charge_density = static_cast<double>(total_cells(config)) / static_cast<double>(p.global);
   p.mass = particle_weight(config);
   const long long rows = p.n + spare;
   allocate(p, rows, backend);

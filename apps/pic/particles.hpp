@@ -14,11 +14,12 @@ struct LocalGrid;
 
 struct Particles {
   int dim = 1;
-  cunumpy::Array<double> x, y, vx, vy;  // positions and velocities (y, vy empty in 1D)
-  cunumpy::Array<std::int64_t> id;      // global ids: the particles are functions of them
+  // Positions and velocities (y, vy empty in 1D; z, vz but in 3D).
+  cunumpy::Array<double> x, y, z, vx, vy, vz;
+  cunumpy::Array<std::int64_t> id;  // global ids: the particles are functions of them
   // Per-particle work of the separate steps (the field at the particles, energies), as many
   // rows as the particle arrays: follow() keeps them so after the arrays grew.
-  cunumpy::Array<double> ex, ey, work;
+  cunumpy::Array<double> ex, ey, ez, work;
   long long n = 0;            // rows [0, n) are the particles
   double mass = 0;            // a macro-particle's mass and weight: the box volume over N
   double charge_density = 0;  // its density in a cell: cells over N

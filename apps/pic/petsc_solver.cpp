@@ -144,7 +144,9 @@ class PetscSolver final : public FieldSolver {
 
   std::string name() const override { return "petsc"; }
 
-  void solve(const cn::Array<double>& rho, cn::Array<double>& ex, cn::Array<double>& ey) override {
+  // 1D and 2D (validate() refuses --dim 3 with this solver): ez stays empty.
+  void solve(const cn::Array<double>& rho, cn::Array<double>& ex, cn::Array<double>& ey,
+             cn::Array<double>&) override {
     const LocalGrid& g = grid_;
     const double* r = rho.data();
     const double kx = 2.0 * M_PI / static_cast<double>(g.nx);

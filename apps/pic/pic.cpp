@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -51,39 +52,44 @@ class Phases {
 
 }  // namespace
 
+namespace {
+// Rows [0, n) of every column reordered by the keys (stable).
+template <typename... A>
+void sort_rows(const cn::Array<std::uint64_t>& keys, long long n, A&... columns) {
+  auto sorted = cn::sort_by_key(keys, columns.leading(n)...);
+  std::apply([&](auto&, auto&, auto&... s) { (cn::copy(columns.leading(n), s), ...); }, sorted);
+}
+}  // namespace
+
 // The particles re-sorted along a Morton curve of their cells (the grid accesses of the next
 // steps stay local).  Only rows [0, n) move; spare rows stay where they are.
 void resort(Particles& p, const LocalGrid& grid) {
-  const bool two = p.dim == 2;
-  const long long nx = grid.nx, ny = grid.ny, n = p.n;
-  const double inv_dx = 1.0 / grid.dx, inv_dy = 1.0 / grid.dy;
+  const int dim = p.dim;
+  const long long nx = grid.nx, ny = grid.ny, nz = grid.nz, n = p.n;
+  const double inv_dx = 1.0 / grid.dx, inv_dy = 1.0 / grid.dy, inv_dz = 1.0 / grid.dz;
   const double* x = p.x.data();
-  const double* y = two ? p.y.data() : nullptr;
+  const double* y = dim >= 2 ? p.y.data() : nullptr;
+  const double* z = dim == 3 ? p.z.data() : nullptr;
   auto keys = cn::empty<std::uint64_t>({n}, p.x.backend());
   std::uint64_t* k = keys.data();
   CUNUMPY_FOR_ON(
       cn::on(p.x), "morton keys", n, i,
       const unsigned long long cx =
           static_cast<unsigned long long>(kernels::wrap(kernels::node_of(x[i] * inv_dx), nx));
-      const unsigned long long cy =
-          two ? static_cast<unsigned long long>(kernels::wrap(kernels::node_of(y[i] * inv_dy), ny))
-              : 0ull;
-      k[i] = cunumpy_morton_encode2(cx, cy););
-  if (two) {
-    auto [sk, order, x2, y2, vx2, vy2, id2] = cn::sort_by_key(
-        keys, p.x.leading(n), p.y.leading(n), p.vx.leading(n), p.vy.leading(n), p.id.leading(n));
-    cn::copy(p.x.leading(n), x2);
-    cn::copy(p.y.leading(n), y2);
-    cn::copy(p.vx.leading(n), vx2);
-    cn::copy(p.vy.leading(n), vy2);
-    cn::copy(p.id.leading(n), id2);
-  } else {
-    auto [sk, order, x2, vx2, id2] =
-        cn::sort_by_key(keys, p.x.leading(n), p.vx.leading(n), p.id.leading(n));
-    cn::copy(p.x.leading(n), x2);
-    cn::copy(p.vx.leading(n), vx2);
-    cn::copy(p.id.leading(n), id2);
-  }
+      const unsigned long long cy = dim >= 2 ? static_cast<unsigned long long>(kernels::wrap(
+                                                   kernels::node_of(y[i] * inv_dy), ny))
+                                             : 0ull;
+      if (dim == 3) {
+        const unsigned long long cz =
+            static_cast<unsigned long long>(kernels::wrap(kernels::node_of(z[i] * inv_dz), nz));
+        k[i] = cunumpy_morton_encode3(cx, cy, cz);
+      } else k[i] = cunumpy_morton_encode2(cx, cy););
+  if (dim == 3)
+    sort_rows(keys, n, p.x, p.y, p.z, p.vx, p.vy, p.vz, p.id);
+  else if (dim == 2)
+    sort_rows(keys, n, p.x, p.y, p.vx, p.vy, p.id);
+  else
+    sort_rows(keys, n, p.x, p.vx, p.id);
 }
 
 namespace {
@@ -119,9 +125,7 @@ Particles particles_of(const Config& config, const Checkpoint& c, const FieldLay
   p.dim = config.dim;
   p.global = c.total;
   p.n = static_cast<long long>(c.id.size());
-  const long long cells = static_cast<long long>(config.cells_x) *
-                          (config.dim == 2 ? static_cast<long long>(config.cells_y) : 1LL);
-  p.charge_density = static_cast<double>(cells) / static_cast<double>(p.global);
+  p.charge_density = static_cast<double>(total_cells(config)) / static_cast<double>(p.global);
   p.mass = particle_weight(config);
   const long long rows = p.n + layout.spare_rows(p.n);
   auto put = [&](auto& a, const auto& v) {
@@ -366,27 +370,31 @@ cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   std::vector<double> block(static_cast<std::size_t>(g.owned()));
   for (long long k = 0; k < g.owned(); ++k)
     block[static_cast<std::size_t>(k)] = ne.host_span()[g.owned_index(k)] * scale;
-  auto out =
-      cn::empty<double>(g.two() ? cn::Shape{g.nx, g.ny} : cn::Shape{g.nx}, cn::Backend::host);
+  const std::vector<long long> global = g.global_nodes();
+  auto out = cn::empty<double>(cn::Shape(std::span<const long long>(global)), cn::Backend::host);
   if (g.whole_box) {  // every rank holds every node
     std::copy(block.begin(), block.end(), out.host_span().begin());
     return out;
   }
-  const long long mine[4] = {g.x0, g.lnx, g.y0, g.lny};
-  std::vector<long long> shapes(4 * static_cast<std::size_t>(comm.size()));
-  comm.allgather<long long>(std::span<const long long>(mine, 4), std::span<long long>(shapes));
+  // Each rank's block (first node and extent per axis, 1 past the dimension).
+  const long long mine[6] = {g.x0, g.lnx, g.y0, g.lny, g.z0, g.lnz};
+  std::vector<long long> blocks(6 * static_cast<std::size_t>(comm.size()));
+  comm.allgather<long long>(std::span<const long long>(mine, 6), std::span<long long>(blocks));
   std::vector<long long> counts(comm.size()), displs(comm.size());
   for (int rank = 0; rank < comm.size(); ++rank) {
-    counts[rank] = shapes[4 * rank + 1] * shapes[4 * rank + 3];
+    const long long* b = &blocks[6 * static_cast<std::size_t>(rank)];
+    counts[rank] = b[1] * b[3] * b[5];
     displs[rank] = rank == 0 ? 0 : displs[rank - 1] + counts[rank - 1];
   }
-  std::vector<double> all(static_cast<std::size_t>(g.nx * g.ny));
+  std::vector<double> all(static_cast<std::size_t>(g.nx * g.ny * g.nz));
   comm.allgatherv<double>(block, std::span<double>(all), counts, displs);
-  for (int rank = 0; rank < comm.size(); ++rank)
-    for (long long i = 0; i < shapes[4 * rank + 1]; ++i)
-      for (long long j = 0; j < shapes[4 * rank + 3]; ++j)
-        out.host_span()[(shapes[4 * rank] + i) * g.ny + shapes[4 * rank + 2] + j] =
-            all[displs[rank] + i * shapes[4 * rank + 3] + j];
+  for (int rank = 0; rank < comm.size(); ++rank) {
+    const long long* b = &blocks[6 * static_cast<std::size_t>(rank)];
+    for (long long k = 0; k < counts[rank]; ++k) {
+      const long long l = k % b[5], j = (k / b[5]) % b[3], i = k / (b[5] * b[3]);
+      out.host_span()[((b[0] + i) * g.ny + b[2] + j) * g.nz + b[4] + l] = all[displs[rank] + k];
+    }
+  }
   return out;
 }
 
@@ -395,7 +403,7 @@ cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) 
   const Particles p = make_particles(config, comm, cn::get_backend(), 0);
   const int cols = 2 * config.dim;
   auto out = cn::zeros<double>({p.n, cols}, cn::Backend::host);
-  const cn::Array<double>* columns[] = {&p.x, &p.vx, &p.y, &p.vy};
+  const cn::Array<double>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
   for (int c = 0; c < cols; ++c) {
     auto h = cn::to_host(*columns[c]);
     for (long long i = 0; i < p.n; ++i) out(i, c) = h(i);

@@ -1,4 +1,4 @@
-// apps/pic/pic.hpp: an electrostatic particle-in-cell simulation on cunumpy, 1D and 2D,
+// apps/pic/pic.hpp: an electrostatic particle-in-cell simulation on cunumpy, 1D to 3D,
 // periodic, in normalised units (omega_p = 1, lambda_D = 1, electrons of charge -1 and mass 1
 // on a fixed neutralising ion background).
 //

@@ -14,14 +14,9 @@ namespace pic {
 
 namespace cn = cunumpy;
 
-void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long long y0,
-                  long long guard, long long row, int order, bool two, double inv_dx, double inv_dy,
-                  double q, long long n) {
-  const kernels::Grid grid = kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row);
-  const long long cells = ne.size();
-  const double* px = x.data();
-  const double* py = y.data();
-  double* out = ne.data();
+void deposit_into_thread_grids(const kernels::Grid& grid, const double* px, const double* py,
+                               const double* pz, double* out, long long cells, double q,
+                               long long n) {
   int threads = 1;
 #if defined(_OPENMP)
   threads = omp_get_max_threads();
@@ -40,7 +35,7 @@ void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long 
     double* g = grids[static_cast<std::size_t>(t)].data();
     const auto [begin, end] = cn::split_range(n, t, team);
     for (long long i = begin; i < end; ++i)
-      kernels::for_each_node(grid, px[i], py[i],
+      kernels::for_each_node(grid, px[i], py[i], pz[i],
                              [&](long long c, double w, int) { g[c] += q * w; });
 #pragma omp barrier
 #pragma omp for schedule(static)
@@ -51,6 +46,13 @@ void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long 
       out[c] = acc;
     }
   }
+}
+
+void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long long y0,
+                  long long guard, long long row, int order, bool two, double inv_dx, double inv_dy,
+                  double q, long long n) {
+  deposit_into_thread_grids(kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row),
+                            x.data(), y.data(), x.data(), ne.data(), ne.size(), q, n);
 }
 
 void gather_host(const Vec& x, const Vec& y, const Vec& ex, const Vec& ey, const Vec& ex_p,

@@ -57,15 +57,21 @@ CUNUMPY_HD_INLINE long long wrap(long long j, long long n) {
 
 // What a particle's stencil needs of the grid.  Replicated (local = false): nodes are global
 // and wrap.  Decomposed (local = true): nodes index the rank's field array with its guards,
-// unwrapped (node x maps to x - x0 + guard; rows of `row` nodes in 2D); the halo sum and fill
-// take care of the periodic images.
+// unwrapped (node x maps to x - x0 + guard; rows of `row` nodes in 2D, planes of `row` nodes
+// made of rows of `col` nodes in 3D); the halo sum and fill take care of the periodic images.
 struct Grid {
   long long nx, ny;  // ny = 1 in 1D
   int order;
-  bool two;  // 2D
+  bool two;  // 2D or 3D (axis 1 is there)
   double inv_dx, inv_dy;
   bool local = false;
   long long x0 = 0, y0 = 0, guard = 0, row = 1;
+  // 3D: axis 2 (nodes, 1 / cell, first node of the block) and the stride of axis 1 (`col`;
+  // axis 0's is `row`).
+  bool three = false;
+  long long nz = 1;
+  double inv_dz = 1.0;
+  long long z0 = 0, col = 1;
 };
 
 // A guarded local grid (local = true): node (i, j) of the whole grid at
@@ -81,12 +87,23 @@ CUNUMPY_HD_INLINE Grid local_grid(int order, bool two, double inv_dx, double inv
   return g;
 }
 
-// Calls f(cell, weight, point) for every grid node of the stencil of the particle at (x, y)
-// (y unused in 1D): cell is the linear node index (i * ny + j), weight the shape-function
-// weight (product of the axes' weights), point the stencil point (a * (order + 1) + b).
-// One walk for the deposit, the deterministic deposit's weights and the gather.
+// The same grid with a third axis: node (i, j, l) at (i - x0 + guard) * row + (j - y0 + guard)
+// * col + (l - z0 + guard).
+CUNUMPY_HD_INLINE Grid with_axis_z(Grid g, double inv_dz, long long z0, long long col) {
+  g.three = true;
+  g.inv_dz = inv_dz;
+  g.z0 = z0;
+  g.col = col;
+  return g;
+}
+
+// Calls f(cell, weight, point) for every grid node of the stencil of the particle at (x, y, z)
+// (y unused in 1D, z but in 3D): cell is the linear node index (global: (i * ny + j) * nz + l),
+// weight the shape-function weight (product of the axes' weights), point the stencil point
+// (a * (order + 1) + b in 2D, (a * (order + 1) + b) * (order + 1) + c in 3D).  One walk for
+// the deposit, the deterministic deposit's weights and the gather.
 template <typename F>
-CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
+CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, double z, F&& f) {
   const Stencil sx = stencil(x * g.inv_dx, g.order);
   if (!g.two) {
     for (int a = 0; a <= g.order; ++a)
@@ -94,13 +111,36 @@ CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
     return;
   }
   const Stencil sy = stencil(y * g.inv_dy, g.order);
-  for (int a = 0; a <= g.order; ++a) {
-    const long long row =
-        g.local ? (sx.first + a - g.x0 + g.guard) * g.row : wrap(sx.first + a, g.nx) * g.ny;
-    for (int b = 0; b <= g.order; ++b)
-      f(row + (g.local ? sy.first + b - g.y0 + g.guard : wrap(sy.first + b, g.ny)),
-        sx.w[a] * sy.w[b], a * (g.order + 1) + b);
+  const int width = g.order + 1;
+  if (!g.three) {
+    for (int a = 0; a <= g.order; ++a) {
+      const long long row =
+          g.local ? (sx.first + a - g.x0 + g.guard) * g.row : wrap(sx.first + a, g.nx) * g.ny;
+      for (int b = 0; b <= g.order; ++b)
+        f(row + (g.local ? sy.first + b - g.y0 + g.guard : wrap(sy.first + b, g.ny)),
+          sx.w[a] * sy.w[b], a * width + b);
+    }
+    return;
   }
+  const Stencil sz = stencil(z * g.inv_dz, g.order);
+  for (int a = 0; a <= g.order; ++a) {
+    const long long plane =
+        g.local ? (sx.first + a - g.x0 + g.guard) * g.row : wrap(sx.first + a, g.nx) * g.ny * g.nz;
+    for (int b = 0; b <= g.order; ++b) {
+      const long long line = plane + (g.local ? (sy.first + b - g.y0 + g.guard) * g.col
+                                              : wrap(sy.first + b, g.ny) * g.nz);
+      const double wab = sx.w[a] * sy.w[b];
+      for (int c = 0; c <= g.order; ++c)
+        f(line + (g.local ? sz.first + c - g.z0 + g.guard : wrap(sz.first + c, g.nz)),
+          wab * sz.w[c], (a * width + b) * width + c);
+    }
+  }
+}
+
+// 1D and 2D (no z).
+template <typename F>
+CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
+  for_each_node(g, x, y, 0.0, static_cast<F&&>(f));
 }
 
 // x mapped into [0, length), for every x: near the box by x - length floor(x / length); far

@@ -42,8 +42,8 @@ class ReplicatedLayout final : public FieldLayout {
   MeshBlock mesh_block(const std::vector<cn::Array<double>>& fields) const override {
     const LocalGrid& g = grid_;
     MeshBlock m;
-    m.global = g.two() ? std::vector<long long>{g.nx, g.ny} : std::vector<long long>{g.nx};
-    m.spacing = g.two() ? std::vector<double>{g.dx, g.dy} : std::vector<double>{g.dx};
+    m.global = g.global_nodes();
+    m.spacing = g.spacing();
     const bool mine = world_.rank() == 0;
     m.offset = std::vector<long long>(m.global.size(), 0);
     m.count = mine ? m.global : std::vector<long long>(m.global.size(), 0);
@@ -58,7 +58,7 @@ class ReplicatedLayout final : public FieldLayout {
   // Any rank's particles lie anywhere in the box.
   void particle_region(std::vector<double>& offset, std::vector<double>& extent) const override {
     offset.assign(static_cast<std::size_t>(grid_.dim), 0.0);
-    extent = grid_.two() ? std::vector<double>{grid_.lx, grid_.ly} : std::vector<double>{grid_.lx};
+    extent = grid_.lengths();
   }
 };
 

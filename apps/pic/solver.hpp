@@ -40,10 +40,10 @@ class FieldSolver {
   virtual ~FieldSolver() = default;
   // The --solver value it answers to.
   virtual std::string name() const = 0;
-  // E_x (and E_y in 2D) on the owned nodes from rho on the owned nodes (guarded arrays of
-  // the layout's grid).
+  // E_x (and E_y from 2D, E_z in 3D) on the owned nodes from rho on the owned nodes (guarded
+  // arrays of the layout's grid; the components past the dimension are empty).
   virtual void solve(const cunumpy::Array<double>& rho, cunumpy::Array<double>& ex,
-                     cunumpy::Array<double>& ey) = 0;
+                     cunumpy::Array<double>& ey, cunumpy::Array<double>& ez) = 0;
   // |rho_k|^2 of mode (k, 0) of the last solve's rho, times `scale`: this rank's share, so that
   // the sum over the ranks of `comm` is the whole.
   virtual double mode_power(double scale) = 0;

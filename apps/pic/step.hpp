@@ -5,9 +5,10 @@
 //     x_n, push, move and the deposit at x_{n+1}, 1D and 2D, CIC and TSC, plain or
 //     deterministic (integer grids).
 //   builtin (builtin_step.cpp): separate parallel_for passes compiled with the program (nvcc
-//     on cuda): the deposit by atomics on the device, into private per-thread grids on the host.
+//     on cuda): the deposit by atomics on the device, into private per-thread grids on the host;
+//     1D to 3D (the 3D step on every backend).
 //   deterministic (deterministic_step.cpp): builtin, with the deposit's weights quantised to
-//     2^-24 and summed exactly by segment_sum (the device's deterministic mode).
+//     2^-24 and summed exactly by segment_sum (the device's deterministic mode); 1D to 3D.
 //   rtc (rtc_step.cpp): the kernel catalog's kernels (pic_catalog.hpp): their host versions on
 //     host, their CUDA sources compiled at run time on cuda, the kernel emulator on emulated.
 //

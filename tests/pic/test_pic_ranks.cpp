@@ -24,8 +24,9 @@ pic::Config config(bool deterministic, int dim) {
   pic::apply_case(c);
   c.particles = 40001;  // not a multiple of the rank count
   c.dim = dim;
-  c.cells_x = 32;
+  c.cells_x = dim == 3 ? 16 : 32;
   c.cells_y = 8;
+  c.cells_z = 8;
   c.deterministic = deterministic;
   c.quiet = false;
   c.progress = false;
@@ -35,7 +36,7 @@ pic::Config config(bool deterministic, int dim) {
 
 TEST(PicRanks, InitialParticlesDoNotDependOnTheRankCount) {
   const cn::Comm world = cn::Comm::world();
-  for (int dim : {1, 2}) {
+  for (int dim : {1, 2, 3}) {
     const auto mine = pic::initial_particles(config(false, dim), world);
     const auto all = pic::initial_particles(config(false, dim), cn::Comm::serial());
     const long long first = 40001LL * world.rank() / world.size();
@@ -47,7 +48,7 @@ TEST(PicRanks, InitialParticlesDoNotDependOnTheRankCount) {
 
 TEST(PicRanks, DensityIsBitIdenticalInTheDeterministicMode) {
   const cn::Comm world = cn::Comm::world();
-  for (int dim : {1, 2}) {
+  for (int dim : {1, 2, 3}) {
     const auto summed = pic::initial_density(config(true, dim), world);
     const auto serial = pic::initial_density(config(true, dim), cn::Comm::serial());
     EXPECT_EQ(std::memcmp(summed.data(), serial.data(), summed.nbytes()), 0) << dim << "D";
@@ -72,10 +73,10 @@ pic::Config decomposed(pic::Config c) {
 
 // On a decomposed grid each rank creates the particles born in its block: the same particles
 // (the same ids, positions and velocities) as the even split, and the first migration sends
-// nothing.  1D and 2D, the quiet and the random start.
+// nothing.  1D to 3D, the quiet and the random start.
 TEST(PicDecomposed, ParticlesAreBornOnTheirOwners) {
   const cn::Comm world = cn::Comm::world();
-  for (int dim : {1, 2})
+  for (int dim : {1, 2, 3})
     for (bool quiet : {true, false}) {
       pic::Config c = decomposed(config(false, dim));
       c.quiet = quiet;
@@ -87,8 +88,13 @@ TEST(PicDecomposed, ParticlesAreBornOnTheirOwners) {
         const long long id = p.id(i);
         ASSERT_EQ(p.x(i), all(id, 0)) << id;
         ASSERT_EQ(p.vx(i), all(id, 1)) << id;
-        if (dim == 2) {
+        if (dim >= 2) {
           ASSERT_EQ(p.y(i), all(id, 2)) << id;
+          ASSERT_EQ(p.vy(i), all(id, 3)) << id;
+        }
+        if (dim == 3) {
+          ASSERT_EQ(p.z(i), all(id, 4)) << id;
+          ASSERT_EQ(p.vz(i), all(id, 5)) << id;
         }
       }
       EXPECT_EQ(world.allreduce(p.n, cn::Op::sum), c.particles);
@@ -102,7 +108,7 @@ TEST(PicDecomposed, ParticlesAreBornOnTheirOwners) {
 
 TEST(PicDecomposed, DensityIsBitIdenticalToTheReplicatedOneAtAnyRankCount) {
   const cn::Comm world = cn::Comm::world();
-  for (int dim : {1, 2})
+  for (int dim : {1, 2, 3})
     for (int order : {1, 2}) {
       pic::Config c = config(true, dim);
       c.order = order;
@@ -155,6 +161,39 @@ TEST(PicDecomposed, LandauAndTwoStreamRatesAtThisRankCount) {
   t.progress = false;
   const pic::Results g = pic::run(decomposed(t), world);
   EXPECT_NEAR(g.gamma_fit / g.gamma_theory, 1.0, 0.05) << g.gamma_fit << " vs " << g.gamma_theory;
+}
+
+// 3D on a 3D-decomposed grid (the rank grid MPI_Dims_create's): the Landau rates of the
+// replicated run, the charge zero to rounding, every particle id on exactly one rank at the end.
+TEST(PicDecomposed, ThreeDimensionsGiveTheLandauRatesAndKeepEveryParticle) {
+  const cn::Comm world = cn::Comm::world();
+  pic::Config c;
+  c.case_name = "landau";
+  pic::apply_case(c);
+  c.dim = 3;
+  c.cells_x = 32;
+  c.cells_y = 8;
+  c.cells_z = 4;
+  c.particles = 131072;
+  c.steps = 250;
+  c.progress = false;
+  c.keep_ids = true;
+  const pic::Results r = pic::run(decomposed(c), world);
+  EXPECT_TRUE(r.decomposed);
+  EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.05) << r.gamma_fit << " vs " << r.gamma_theory;
+  EXPECT_NEAR(r.omega_fit / r.omega_theory, 1.0, 0.02) << r.omega_fit << " vs " << r.omega_theory;
+  for (double q : r.total_charge) ASSERT_LT(std::abs(q), 1e-9);
+  EXPECT_EQ(r.particles_final, c.particles);
+  const auto counts = world.allgather(static_cast<long long>(r.ids.size()));
+  std::vector<long long> displs(counts.size(), 0);
+  for (std::size_t k = 1; k < counts.size(); ++k) displs[k] = displs[k - 1] + counts[k - 1];
+  std::vector<long long> all(static_cast<std::size_t>(c.particles));
+  world.allgatherv<long long>(r.ids, std::span<long long>(all), counts, displs);
+  std::sort(all.begin(), all.end());
+  for (long long k = 0; k < c.particles; ++k) ASSERT_EQ(all[k], k);
+  if (world.size() > 1) {
+    EXPECT_GT(r.bytes_sent_per_step, 0.0);
+  }
 }
 
 // --solver petsc: finite differences through PETSc (geometric multigrid where the blocks halve,
