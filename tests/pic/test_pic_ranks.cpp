@@ -127,6 +127,19 @@ TEST(PicDecomposed, DensityIsBitIdenticalToTheReplicatedOneAtAnyRankCount) {
     }
 }
 
+namespace {
+// Every particle id of [0, particles) at the end of the run, each on exactly one rank.
+void expect_every_id_once(const cn::Comm& world, const pic::Results& r, long long particles) {
+  const auto counts = world.allgather(static_cast<long long>(r.ids.size()));
+  std::vector<long long> displs(counts.size(), 0);
+  for (std::size_t k = 1; k < counts.size(); ++k) displs[k] = displs[k - 1] + counts[k - 1];
+  std::vector<long long> all(static_cast<std::size_t>(particles));
+  world.allgatherv<long long>(r.ids, std::span<long long>(all), counts, displs);
+  std::sort(all.begin(), all.end());
+  for (long long k = 0; k < particles; ++k) ASSERT_EQ(all[k], k);
+}
+}  // namespace
+
 TEST(PicDecomposed, LandauAndTwoStreamRatesAtThisRankCount) {
   const cn::Comm world = cn::Comm::world();
   pic::Config c;
@@ -143,13 +156,7 @@ TEST(PicDecomposed, LandauAndTwoStreamRatesAtThisRankCount) {
   EXPECT_EQ(r.transfers_in_loop, 0);
   // Every particle once, whichever rank it ended on.
   EXPECT_EQ(r.particles_final, c.particles);
-  const auto counts = world.allgather(static_cast<long long>(r.ids.size()));
-  std::vector<long long> displs(counts.size(), 0);
-  for (std::size_t k = 1; k < counts.size(); ++k) displs[k] = displs[k - 1] + counts[k - 1];
-  std::vector<long long> all(static_cast<std::size_t>(c.particles));
-  world.allgatherv<long long>(r.ids, std::span<long long>(all), counts, displs);
-  std::sort(all.begin(), all.end());
-  for (long long k = 0; k < c.particles; ++k) ASSERT_EQ(all[k], k);
+  expect_every_id_once(world, r, c.particles);
   if (world.size() > 1) {
     EXPECT_GT(r.bytes_sent_per_step, 0.0);
   }
@@ -184,13 +191,7 @@ TEST(PicDecomposed, ThreeDimensionsGiveTheLandauRatesAndKeepEveryParticle) {
   EXPECT_NEAR(r.omega_fit / r.omega_theory, 1.0, 0.02) << r.omega_fit << " vs " << r.omega_theory;
   for (double q : r.total_charge) ASSERT_LT(std::abs(q), 1e-9);
   EXPECT_EQ(r.particles_final, c.particles);
-  const auto counts = world.allgather(static_cast<long long>(r.ids.size()));
-  std::vector<long long> displs(counts.size(), 0);
-  for (std::size_t k = 1; k < counts.size(); ++k) displs[k] = displs[k - 1] + counts[k - 1];
-  std::vector<long long> all(static_cast<std::size_t>(c.particles));
-  world.allgatherv<long long>(r.ids, std::span<long long>(all), counts, displs);
-  std::sort(all.begin(), all.end());
-  for (long long k = 0; k < c.particles; ++k) ASSERT_EQ(all[k], k);
+  expect_every_id_once(world, r, c.particles);
   if (world.size() > 1) {
     EXPECT_GT(r.bytes_sent_per_step, 0.0);
   }
