@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Draws the x-v phase space of a PIC run at several times, and the field E(x) (1D) or the
-charge density rho(x, y) (2D), from the run's openPMD files, read with openPMD-api.
+"""Draws the x-v phase space of a PIC run at several times, and the field E(x) (1D), the
+charge density rho(x, y) (2D) or its slice through the middle of the z axis (3D), from the
+run's openPMD files, read with openPMD-api.
 
     python scripts/plot_phase_space.py out/two_stream     # writes out/two_stream/phase_space.png
 
@@ -58,10 +59,15 @@ def main(argv):
             ax.set_xlabel("x")
             ax.set_ylabel("E_x")
         else:
+            title = "rho(x, y)"
+            if rho_data.ndim == 3:  # the slice z = middle
+                mid = rho_data.shape[2] // 2
+                rho_data = rho_data[:, :, mid]
+                title = f"rho(x, y, z = {mid * spacing[2]:.2f})"
             ax.imshow(rho_data.T, origin="lower", aspect="auto", cmap="RdBu_r")
             ax.set_xlabel("x")
             ax.set_ylabel("y")
-            ax.set_title("rho(x, y)")
+            ax.set_title(title)
     series.close()
     fig.tight_layout()
     out = folder / "phase_space.png"

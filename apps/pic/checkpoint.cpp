@@ -19,6 +19,13 @@ namespace {
 
 constexpr const char* kFormat = "cunumpy-pic-checkpoint-2";  // -2: every option, as text
 
+// The openPMD axis labels of a dimension: x, y, z (C order).
+std::vector<std::string> axis_names(int dim) {
+  std::vector<std::string> axes{"x", "y", "z"};
+  axes.resize(static_cast<std::size_t>(dim));
+  return axes;
+}
+
 // An order-independent checksum of the particles (a wrapping sum over the ranks): any change
 // of a position, a velocity or an id changes it.
 std::uint64_t checksum(const Checkpoint& c, const cn::Comm& comm) {
@@ -29,6 +36,8 @@ std::uint64_t checksum(const Checkpoint& c, const cn::Comm& comm) {
     h ^= std::bit_cast<std::uint64_t>(c.vx[i]) * 0xD6E8FEB86659FD93ull;
     if (!c.y.empty()) h += std::bit_cast<std::uint64_t>(c.y[i]) * 0xA0761D6478BD642Full;
     if (!c.vy.empty()) h += std::bit_cast<std::uint64_t>(c.vy[i]) * 0xE7037ED1A0B428DBull;
+    if (!c.z.empty()) h += std::bit_cast<std::uint64_t>(c.z[i]) * 0x8EBC6AF09C88C6E3ull;
+    if (!c.vz.empty()) h += std::bit_cast<std::uint64_t>(c.vz[i]) * 0x589965CC75374CC3ull;
     sum += h;
   }
   return comm.allreduce(sum, cn::Op::sum);
@@ -78,30 +87,36 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
   cn::OpenPmdSeries series(dir, comm, {.name = "checkpoint", .overwrite = true});
   auto it = series.iteration(c.step, c.step * c.config.dt, c.config.dt);
   const long long n = static_cast<long long>(c.id.size());
-  const bool two = c.config.dim == 2;
+  const std::size_t dim = static_cast<std::size_t>(c.config.dim);
   auto host = [&](const std::vector<double>& v) {
     return cn::from_host<double>(std::span<const double>(v), {static_cast<long long>(v.size())},
                                  cn::Backend::host);
   };
-  const cn::Array<double> x = host(c.x), vx = host(c.vx);
-  const cn::Array<double> y = two ? host(c.y) : x, vy = two ? host(c.vy) : vx;
+  const std::vector<double>* positions[] = {&c.x, &c.y, &c.z};
+  const std::vector<double>* velocities[] = {&c.vx, &c.vy, &c.vz};
+  std::vector<cn::Array<double>> pos, vel;
+  for (std::size_t a = 0; a < dim; ++a) {
+    pos.push_back(host(*positions[a]));
+    vel.push_back(host(*velocities[a]));
+  }
   const cn::Array<std::int64_t> id =
       cn::from_host<std::int64_t>(std::span<const std::int64_t>(c.id), {n}, cn::Backend::host);
   cn::ParticleRecords p;
-  p.axes = two ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
-  p.position = two ? std::vector<const cn::Array<double>*>{&x, &y}
-                   : std::vector<const cn::Array<double>*>{&x};
+  p.axes = axis_names(c.config.dim);
   // Velocities as they are (the momentum record's unit is mass times velocity; the mass per
   // macro-particle is the mass record).
-  p.momentum = two ? std::vector<const cn::Array<double>*>{&vx, &vy}
-                   : std::vector<const cn::Array<double>*>{&vx};
+  for (std::size_t a = 0; a < dim; ++a) {
+    p.position.push_back(&pos[a]);
+    p.momentum.push_back(&vel[a]);
+  }
   p.id = &id;
   p.count = n;
   p.weight = particle_weight(c.config);
   // One patch per rank, each the whole box (a checkpoint does not record the rank's region).
   const BoxLengths box = box_of(c.config);
   p.patch_offset = std::vector<double>(p.axes.size(), 0.0);
-  p.patch_extent = two ? std::vector<double>{box.lx, box.ly} : std::vector<double>{box.lx};
+  p.patch_extent = {box.lx, box.ly, box.lz};
+  p.patch_extent.resize(dim);
   it.particles("electrons", p);
   const std::uint64_t sum = checksum(c, comm);
   const std::vector<long long> counts = comm.allgather(n);
@@ -158,7 +173,6 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
     first = c.total * comm.rank() / comm.size();
     n = c.total * (comm.rank() + 1) / comm.size() - first;
   }
-  const bool two = c.config.dim == 2;
   const std::string species = "data/" + std::to_string(c.step) + "/particles/electrons/";
   auto column = [&]<typename T>(const std::string& record, std::vector<T>& out) {
     const h5::Object d = f.open_dataset(species + record);
@@ -170,11 +184,12 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
     out.resize(static_cast<std::size_t>(n));
     h5::read_dataset(f, d, std::vector<long long>{first}, std::vector<long long>{n}, out.data());
   };
-  column("position/x", c.x);
-  column("momentum/x", c.vx);
-  if (two) {
-    column("position/y", c.y);
-    column("momentum/y", c.vy);
+  std::vector<double>* positions[] = {&c.x, &c.y, &c.z};
+  std::vector<double>* velocities[] = {&c.vx, &c.vy, &c.vz};
+  const std::vector<std::string> axes = axis_names(c.config.dim);
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    column("position/" + axes[a], *positions[a]);
+    column("momentum/" + axes[a], *velocities[a]);
   }
   std::vector<std::uint64_t> ids;
   column("id", ids);
@@ -204,8 +219,7 @@ SnapshotWriter::~SnapshotWriter() = default;
 std::string SnapshotWriter::write(int step, double time, double dt, const MeshBlock& m,
                                   const ParticleBlock& p) {
   const std::size_t nd = m.global.size();
-  const std::vector<std::string> axes =
-      nd == 2 ? std::vector<std::string>{"x", "y"} : std::vector<std::string>{"x"};
+  const std::vector<std::string> axes = axis_names(static_cast<int>(nd));
   cn::MeshLayout layout{.global = m.global,
                         .offset = m.offset,
                         .count = m.count,

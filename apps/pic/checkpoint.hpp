@@ -32,8 +32,8 @@ struct Checkpoint {
   Config config;
   int step = 0;  // the steps done: the run continues at this step
   Results history;
-  // This rank's particles (rows in order): x[, y], vx[, vy], id.
-  std::vector<double> x, y, vx, vy;
+  // This rank's particles (rows in order): x[, y[, z]], vx[, vy[, vz]], id.
+  std::vector<double> x, y, z, vx, vy, vz;
   std::vector<std::int64_t> id;
   long long total = 0;
 };

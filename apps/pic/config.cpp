@@ -64,10 +64,6 @@ void validate(const Config& c, int ranks) {
       fail("--dim 3 runs the builtin kernels; the kernel catalog's (--kernels rtc) are 1D and 2D");
     if (c.solver == "petsc")
       fail("--dim 3 runs the spectral solver (--solver fft); the PETSc one is 1D and 2D");
-    if (c.output_every > 0 || c.checkpoint_every > 0 || !c.restart.empty())
-      fail(
-          "--dim 3 writes energy.csv and summary.json; openPMD output, checkpoints and "
-          "restarts are 1D and 2D (drop --output-every, --checkpoint-every, --restart)");
   }
   if (c.beam_velocity != 0.0 && c.beam_velocity < 1e-12)
     fail("--beam-velocity must be 0 (one Maxwellian) or at least 1e-12");

@@ -37,15 +37,12 @@ void StagedOutput::start(const Particles& p, const FieldLayout& layout, int step
   out.step = step;
   out.n = p.n;
   dim_ = p.dim;
-  std::vector<const cn::Array<double>*> arrays{&layout.rho, &layout.ex};
-  if (p.dim == 2) arrays.push_back(&layout.ey);
+  // rho and E's components, then each axis's position and velocity.
+  std::vector<const cn::Array<double>*> arrays{&layout.rho, &layout.ex, &layout.ey, &layout.ez};
+  arrays.resize(1 + static_cast<std::size_t>(p.dim));
   const std::size_t n_fields = arrays.size();
-  arrays.push_back(&p.x);
-  arrays.push_back(&p.vx);
-  if (p.dim == 2) {
-    arrays.push_back(&p.y);
-    arrays.push_back(&p.vy);
-  }
+  const cn::Array<double>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
+  arrays.insert(arrays.end(), columns, columns + 2 * p.dim);
   doubles_.resize(std::max(doubles_.size(), arrays.size()));
   for (std::size_t k = 0; k < arrays.size(); ++k)
     (k < n_fields ? out.fields : out.columns).push_back(stage(doubles_[k], *arrays[k]));
@@ -62,11 +59,9 @@ std::string StagedOutput::write(const FieldLayout& layout, double dt, double wei
   auto head = [&](const cn::Array<double>& a) {
     return cn::from_host<double>(std::span<const double>(a.data(), p.n), {p.n}, cn::Backend::host);
   };
-  b.position.push_back(head(p.columns[0].result()));
-  b.velocity.push_back(head(p.columns[1].result()));
-  if (dim_ == 2) {
-    b.position.push_back(head(p.columns[2].result()));
-    b.velocity.push_back(head(p.columns[3].result()));
+  for (int a = 0; a < dim_; ++a) {
+    b.position.push_back(head(p.columns[2 * a].result()));
+    b.velocity.push_back(head(p.columns[2 * a + 1].result()));
   }
   const cn::Array<std::int64_t> ids = p.id->result();
   b.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(ids.data(), p.n), {p.n},

@@ -110,9 +110,13 @@ Checkpoint checkpoint_of(const Config& config, const Particles& p, const Results
   c.total = p.global;
   c.x = rows_of(p.x, p.n);
   c.vx = rows_of(p.vx, p.n);
-  if (p.dim == 2) {
+  if (p.dim >= 2) {
     c.y = rows_of(p.y, p.n);
     c.vy = rows_of(p.vy, p.n);
+  }
+  if (p.dim == 3) {
+    c.z = rows_of(p.z, p.n);
+    c.vz = rows_of(p.vz, p.n);
   }
   c.id = rows_of(p.id, p.n);
   return c;
@@ -137,9 +141,13 @@ Particles particles_of(const Config& config, const Checkpoint& c, const FieldLay
   };
   put(p.x, c.x);
   put(p.vx, c.vx);
-  if (p.dim == 2) {
+  if (p.dim >= 2) {
     put(p.y, c.y);
     put(p.vy, c.vy);
+  }
+  if (p.dim == 3) {
+    put(p.z, c.z);
+    put(p.vz, c.vz);
   }
   put(p.id, c.id);
   p.follow();

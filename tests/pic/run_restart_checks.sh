@@ -9,10 +9,13 @@
 #  5. output problems are errors before the time loop (an earlier series without
 #     --overwrite; a disk that fills up at the first write);
 #  6. a restart refuses a changed physics option (--host-step) by name, and a checkpoint of the
-#     separate step restarts with it (summary.json says so), saying what the restart changed.
+#     separate step restarts with it (summary.json says so), saying what the restart changed;
+#  7. 3D, decomposed: checkpoints and openPMD output pass the validator, openPMD-api reads the
+#     3D meshes and particles, the restart continues bit for bit, the picture draws a slice.
 # Usage: run_restart_checks.sh <pic> <work dir> <venv> <mpiexec, or "" without MPI>
 set -uo pipefail
 pic="$1" work="$2" venv="$3" mpiexec="$4"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 check_h5="$venv/bin/openPMD_check_h5"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
@@ -122,4 +125,34 @@ grep -E "earlier run|--overwrite" o.log || { cat o.log; fail "no clear message f
 grep -E "HDF5|openPMD" full.log || { cat full.log; fail "no clear message for a full disk"; }
 grep -q "step 1/" full.log && fail "the run went on after the failed write"
 ls full/openpmd | grep -v '^\.' | grep -q . && fail "a partial file under a final name"
+echo "== 3D: checkpoints and openPMD output of a decomposed run, a restart bit for bit"
+three=(--dim 3 --cells 16 --cells-y 4 --cells-z 4 --particles 32768 --deterministic --no-progress
+       --steps 40 --checkpoint-every 20 --output-every 20)
+launch=()
+[ -n "$mpiexec" ] && launch=("$mpiexec" -n 2 --oversubscribe)
+"${launch[@]}" "$pic" "${three[@]}" --decompose --output d3 >d3.log 2>&1 || { cat d3.log; fail "3D run"; }
+for f in d3/checkpoints/checkpoint_20.h5 d3/openpmd/data_20.h5; do
+  "$check_h5" -i "$f" >/dev/null || fail "$f does not pass the validator"
+done
+"$venv/bin/python" - d3/openpmd/data_20.h5 <<'PY' || fail "3D output: not what openPMD-api reads"
+import sys
+import openpmd_api as io
+s = io.Series(sys.argv[1], io.Access.read_only)
+it = s.iterations[20]
+rho = it.meshes["rho"][io.Mesh_Record_Component.SCALAR]
+e = it.particles["electrons"]
+assert list(rho.shape) == [16, 4, 4], rho.shape
+assert list(it.meshes["E"]) == ["x", "y", "z"] or sorted(it.meshes["E"]) == ["x", "y", "z"]
+assert sorted(e["position"]) == ["x", "y", "z"], list(e["position"])
+assert e["position"]["z"].shape == [32768], e["position"]["z"].shape
+print("3D output read by openPMD-api: rho", rho.shape, ", E x/y/z, 32768 particles in x/y/z")
+PY
+"${launch[@]}" "$pic" --no-progress --restart d3/checkpoints/checkpoint_20.h5 --output d3r \
+  >d3r.log 2>&1 || { cat d3r.log; fail "3D restart"; }
+cmp d3/energy.csv d3r/energy.csv || fail "the 3D restart's energy history differs"
+echo "3D restart: energy.csv identical to the uninterrupted run's"
+if "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
+  "$venv/bin/python" "$root/scripts/plot_phase_space.py" d3 || fail "3D picture"
+  test -s d3/phase_space.png || fail "no 3D picture"
+fi
 echo "all restart checks passed"
