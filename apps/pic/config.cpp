@@ -12,11 +12,22 @@ namespace pic {
 namespace cn = cunumpy;
 
 BoxLengths box_of(const Config& c) {
-  const double lx = 2.0 * M_PI / c.k;
+  // One wavelength of the wave vector's component along each axis it has one on: 2 pi / (k /
+  // sqrt m) for m such axes; the others in proportion to their cells.
+  const std::array<int, 3> mode = mode_of(c);
+  const double m = mode[0] + mode[1] + mode[2];
+  const double lx = 2.0 * M_PI * std::sqrt(m) / c.k;
   auto along = [&](int axis, int cells) {
-    return c.dim > axis ? lx * static_cast<double>(cells) / static_cast<double>(c.cells_x) : 1.0;
+    if (c.dim <= axis) return 1.0;
+    return mode[axis] == 1 ? lx : lx * static_cast<double>(cells) / static_cast<double>(c.cells_x);
   };
   return {lx, along(1, c.cells_y), along(2, c.cells_z)};
+}
+
+std::array<int, 3> mode_of(const Config& c) {
+  if (c.direction == "xyz") return {1, 1, 1};
+  if (c.direction == "xy") return {1, 1, 0};
+  return {1, 0, 0};
 }
 
 long long total_cells(const Config& c) {
@@ -57,6 +68,13 @@ void validate(const Config& c, int ranks) {
     fail("--cells-y must be at least 4 in 2D and 3D, got " + std::to_string(c.cells_y));
   if (c.dim == 3 && c.cells_z < 4)
     fail("--cells-z must be at least 4 in 3D, got " + std::to_string(c.cells_z));
+  if ((c.direction == "xy" && c.dim < 2) || (c.direction == "xyz" && c.dim < 3))
+    fail("--direction " + c.direction + " needs --dim " + (c.direction == "xy" ? "2 or 3" : "3") +
+         ", got --dim " + std::to_string(c.dim));
+  if (c.direction != "x" && c.solver == "petsc")
+    fail("--direction " + c.direction +
+         " runs the spectral solver (--solver fft); the PETSc "
+         "one measures the mode along x");
   if (c.dim == 3) {
     // What runs in 3D so far: the builtin kernels (separate passes on the host), both layouts,
     // the spectral solver.

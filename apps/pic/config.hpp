@@ -2,6 +2,7 @@
 // them (the box, a particle's weight).  config_table.hpp defines each option once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,7 +20,11 @@ struct Config {
   int cells_z = 1;  // 3D only
   int steps = 300;
   double dt = 0.1;
-  double k = 0.5;           // wave number of the perturbation along x; box 2 pi / k
+  double k = 0.5;  // wave number of the perturbation; box 2 pi / k along it
+  // The perturbation's wave vector: along x, the xy diagonal (k (1, 1, 0) / sqrt 2: 2D and 3D)
+  // or the xyz diagonal (k (1, 1, 1) / sqrt 3: 3D); the box spans one wavelength along each
+  // axis the vector has a component on.
+  std::string direction = "x";
   double amplitude = 0.01;  // density perturbation
   double vth = 1.0;
   double beam_velocity = 0.0;  // two streams at +-beam_velocity when > 0
@@ -73,6 +78,8 @@ struct BoxLengths {
 };
 // The grid's cells over the box (cells_x * cells_y * cells_z of the dimension).
 long long total_cells(const Config& config);
+// The perturbed mode's index per axis (1 on the axes of --direction, 0 elsewhere).
+std::array<int, 3> mode_of(const Config& config);
 BoxLengths box_of(const Config& config);
 double particle_weight(const Config& config);
 

@@ -170,6 +170,9 @@ std::vector<Option> make_rows() {
   rows.push_back(integer("sort-every", &Config::sort_every, 0, 1e9, R::keep,
                          "Morton re-sort period in steps (0: never)"));
   rows.push_back(real("k", &Config::k, 1e-8, 1e8, R::keep, "custom case: wave number"));
+  rows.push_back(text("direction", &Config::direction, {"x", "xy", "xyz"}, R::keep,
+                      "the wave vector: along x | the xy diagonal (2D, 3D) | the xyz diagonal "
+                      "(3D); the box spans one wavelength along each of those axes"));
   rows.push_back(real("amplitude", &Config::amplitude, -0.999999, 0.999999, R::keep,
                       "custom case: density perturbation"));
   rows.push_back(real("vth", &Config::vth, 1e-12, 1e8, R::keep, "custom case: thermal velocity"));

@@ -1,6 +1,7 @@
 // The spectral field solver (solver.hpp): rho's transform, E_k = -i k rho_k / |k|^2, each
 // component's inverse transform, through cunumpy::DistributedFft.  Compiled as CUDA when the CUDA
 // backend is built: the loops then run on the device for device arrays.
+#include <array>
 #include <cmath>
 #include <complex>
 
@@ -56,6 +57,7 @@ class FftSolver final : public FieldSolver {
   explicit FftSolver(const SolverSetup& s)
       : grid_(s.grid),
         backend_(s.backend),
+        mode_(s.mode),
         fft_(s.comm, s.decomposition,
              cn::DistributedFftOptions{.guard = static_cast<int>(s.grid.guard)}, s.backend),
         rho_k_(cn::zeros<std::complex<double>>(fft_.spectrum().shape(), s.backend)) {}
@@ -86,12 +88,13 @@ class FftSolver final : public FieldSolver {
     }
   }
 
-  // Mode (1, 0) lies on the rank whose modes hold row 1 of axis 0.
+  // The mode (1, m_y, m_z) lies on the rank whose modes hold row 1 of axis 0; m_y and m_z are
+  // 0 or 1, non-negative frequencies at those indices on every axis.
   double mode_power(double scale) override {
     const long long begin = fft_.spectrum_begin(), rows = rho_k_.size() == 0 ? 0 : rho_k_.shape(0);
     if (!(begin <= 1 && 1 < begin + rows)) return 0.0;
     long long m = 1 - begin;
-    for (int axis = 1; axis < grid_.dim; ++axis) m *= rho_k_.shape(axis);
+    for (int axis = 1; axis < grid_.dim; ++axis) m = m * rho_k_.shape(axis) + mode_[axis];
     return power(backend_, interleaved(rho_k_), m, scale);
   }
 
@@ -100,6 +103,7 @@ class FftSolver final : public FieldSolver {
  private:
   LocalGrid grid_;
   cn::Backend backend_;
+  std::array<int, 3> mode_;
   cn::DistributedFft fft_;
   cn::Array<std::complex<double>> rho_k_;  // this rank's modes of rho (the last solve)
 };

@@ -84,7 +84,8 @@ FieldLayout::FieldLayout(const Config& config, const cn::Comm& world, const cn::
   const int guard = static_cast<int>(g.guard);
   halo_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
   fill_ = std::make_unique<cn::HaloExchange>(halo_comm, d, cn::HaloOptions{.guard = guard});
-  solver_ = make_solver(config, SolverSetup{g, d, halo_comm, backend});
+  mode_ = mode_of(config);
+  solver_ = make_solver(config, SolverSetup{g, d, halo_comm, backend, mode_});
   const cn::Shape local = halo_->field_shape();
   for (cn::Array<double>* a : {&ne, &rho, &ex}) *a = cn::zeros<double>(local, backend);
   if (dim >= 2) ey = cn::zeros<double>(local, backend);
@@ -128,13 +129,18 @@ double FieldLayout::total_charge() {
   return sums_over_ranks_ ? world_.allreduce(mine, cn::Op::sum) : mine;
 }
 
-// The field energy of mode (k, 0): |E_k|^2 / cells^2 * volume, from rho_k (E_k = -i k rho_k /
-// k^2), from the solver's last rho.
+// The field energy of the perturbed mode: |E_k|^2 / cells^2 * volume, from rho_k (E_k = -i k
+// rho_k / |k|^2), from the solver's last rho.
 double FieldLayout::mode_energy() {
   const LocalGrid& g = grid_;
-  const double k = 2.0 * M_PI / g.lx;
+  const double lengths[] = {g.lx, g.ly, g.lz};
+  double k2 = 0.0;
+  for (int a = 0; a < 3; ++a) {
+    const double ka = 2.0 * M_PI * mode_[a] / lengths[a];
+    k2 += ka * ka;
+  }
   const double cells = static_cast<double>(g.nx * g.ny * g.nz);
-  const double scale = g.lx * g.ly * g.lz / (cells * cells * k * k);
+  const double scale = g.lx * g.ly * g.lz / (cells * cells * k2);
   const double mine = solver_->mode_power(scale);
   return sums_over_ranks_ ? world_.allreduce(mine, cn::Op::sum) : mine;
 }

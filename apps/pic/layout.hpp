@@ -13,6 +13,7 @@
 // reduction, the Poisson solve, the field's guards and the diagnostics' sums over the box.
 #pragma once
 
+#include <array>
 #include <complex>
 #include <memory>
 #include <string>
@@ -81,7 +82,7 @@ class FieldLayout {
   // The diagnostics over the whole box (the same value on every rank).
   double field_energy();
   double total_charge();
-  double mode_energy();  // of the perturbed mode (k, 0), from the last solve's rho
+  double mode_energy();  // of the perturbed mode (--direction's), from the last solve's rho
   std::string solver_name() const { return solver_->name(); }
 
   // Rows to keep free beyond a rank's `particles` (decomposed: particles arrive from the
@@ -114,6 +115,7 @@ class FieldLayout {
   std::unique_ptr<cunumpy::HaloExchange> halo_, fill_;
   std::unique_ptr<FieldSolver> solver_;  // rho -> E (solver.hpp)
   bool sums_over_ranks_;  // the owned nodes differ between ranks: their sums are allreduced
+  std::array<int, 3> mode_{1, 0, 0};  // the perturbed mode's index per axis
 };
 
 // The layouts, by name: "replicated" or "decomposed" (Config::decompose).

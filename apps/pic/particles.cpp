@@ -3,6 +3,8 @@
 #include "particles.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <vector>
 
 #include "grid.hpp"
@@ -47,6 +49,12 @@ void initialise(Particles& p, const Config& c, long long first, bool given_ids) 
   const double lx = box.lx, ly = box.ly, lz = box.lz, amp = c.amplitude, k = c.k, vth = c.vth,
                v0 = c.beam_velocity;
   const std::uint64_t seed = c.seed;
+  // The wave vector's direction (x: the positions' perturbation along x alone, as always).
+  const std::array<int, 3> mode = mode_of(c);
+  const bool along_x = c.direction == "x";
+  const double norm = std::sqrt(static_cast<double>(mode[0] + mode[1] + mode[2]));
+  const double kx_hat = mode[0] / norm, ky_hat = mode[1] / norm, kz_hat = mode[2] / norm;
+  const double wavelength = 2.0 * M_PI / k;
   double* x = p.x.data();
   double* vx = p.vx.data();
   double* y = c.dim >= 2 ? p.y.data() : nullptr;
@@ -89,14 +97,24 @@ void initialise(Particles& p, const Config& c, long long first, bool given_ids) 
         gx *= vth;
         gy *= vth;
         gz *= vth;
-      } x[i] = kernels::periodic(kernels::perturbed_position(ux, lx, amp, k), lx);
-      vx[i] = gx + (beams ? (id % 2 == 0 ? v0 : -v0) : 0.0); if (y != nullptr) {
-        y[i] = kernels::periodic(uy * ly, ly);
-        vy[i] = gy;
-      } if (three) {
-        z[i] = kernels::periodic(uz * lz, lz);
-        vz[i] = gz;
-      });
+      } const double beam = beams ? (id % 2 == 0 ? v0 : -v0) : 0.0;
+      if (along_x) {
+        x[i] = kernels::periodic(kernels::perturbed_position(ux, lx, amp, k), lx);
+        if (y != nullptr) y[i] = kernels::periodic(uy * ly, ly);
+        if (three) z[i] = kernels::periodic(uz * lz, lz);
+      } else {
+        // Uniform positions displaced along the wave vector: s = k_hat . r solves s + (a / k)
+        // sin(k s) = s0, so the density is 1 + a cos(k . r) (the box holds whole wavelengths
+        // along k's axes, so the map is periodic in it).
+        const double rx = ux * lx, ry = uy * ly, rz = three ? uz * lz : 0.0;
+        const double s0 = kx_hat * rx + ky_hat * ry + kz_hat * rz;
+        const double d = kernels::perturbed_position(s0 / wavelength, wavelength, amp, k) - s0;
+        x[i] = kernels::periodic(rx + kx_hat * d, lx);
+        y[i] = kernels::periodic(ry + ky_hat * d, ly);
+        if (three) z[i] = kernels::periodic(rz + kz_hat * d, lz);
+      } vx[i] = gx + beam * kx_hat;
+      if (y != nullptr) vy[i] = ky_hat != 0.0 ? gy + beam * ky_hat : gy;
+      if (three) vz[i] = kz_hat != 0.0 ? gz + beam * kz_hat : gz;);
 }
 }  // namespace
 

@@ -15,6 +15,7 @@
 // guards afterwards), and give the field energy of the perturbed mode (k, 0) for the fits.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,7 @@ struct SolverSetup {
   const cunumpy::CartesianDecomposition& decomposition;
   const cunumpy::Comm& comm;
   cunumpy::Backend backend;
+  std::array<int, 3> mode{1, 0, 0};  // the perturbed mode (mode_power's), per axis
 };
 
 class FieldSolver {
@@ -44,8 +46,8 @@ class FieldSolver {
   // arrays of the layout's grid; the components past the dimension are empty).
   virtual void solve(const cunumpy::Array<double>& rho, cunumpy::Array<double>& ex,
                      cunumpy::Array<double>& ey, cunumpy::Array<double>& ez) = 0;
-  // |rho_k|^2 of mode (k, 0) of the last solve's rho, times `scale`: this rank's share, so that
-  // the sum over the ranks of `comm` is the whole.
+  // |rho_k|^2 of the perturbed mode (SolverSetup::mode) of the last solve's rho, times
+  // `scale`: this rank's share, so that the sum over the ranks of `comm` is the whole.
   virtual double mode_power(double scale) = 0;
   // Bytes this rank has sent to others in its solves (what the solver can count).
   virtual long long bytes_sent() const = 0;
