@@ -76,7 +76,7 @@ void validate(const Config& c, int ranks) {
          " runs the spectral solver (--solver fft); the PETSc "
          "one measures the mode along x");
   if (c.dim == 3) {
-    // What runs in 3D so far: the builtin kernels (separate passes on the host), both layouts,
+    // What runs in 3D so far: the builtin kernels (fused or separate on the host), both layouts,
     // the spectral solver.
     if (c.kernels == "rtc")
       fail("--dim 3 runs the builtin kernels; the kernel catalog's (--kernels rtc) are 1D and 2D");

@@ -39,7 +39,7 @@ struct Config {
   // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
   // run time on cuda, the kernel emulator on emulated).  The deterministic deposit is builtin.
   std::string kernels = "builtin";
-  // The host backend's particle step with the builtin kernels (1D and 2D, CIC and TSC, on either
+  // The host backend's particle step with the builtin kernels (1D to 3D, CIC and TSC, on either
   // layout, deterministic included): fused (host_step.hpp: gather, push and the next deposit in
   // one pass over the particles) or separate (three passes, as on every other path).
   std::string host_step = "fused";

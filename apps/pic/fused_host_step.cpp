@@ -18,11 +18,11 @@ namespace pic {
 namespace cn = cunumpy;
 
 bool fused_host_step_applies(const Config& config, cn::Backend backend, const FieldLayout& layout) {
-  // The loops index nodes (and E_x, E_y pairs) with 32-bit integers; 1D and 2D (3D runs the
-  // separate passes).
-  const bool int_nodes = 2 * layout.grid().nodes() < (1LL << 31);
+  // The loops index nodes (and E's interleaved components) with 32-bit integers.
+  const long long components = std::max(2, layout.grid().dim);
+  const bool int_nodes = components * layout.grid().nodes() < (1LL << 31);
   return backend == cn::Backend::host && config.kernels == "builtin" &&
-         config.host_step == "fused" && int_nodes && config.dim <= 2;
+         config.host_step == "fused" && int_nodes;
 }
 
 namespace {
@@ -70,8 +70,9 @@ class FusedHostStep final : public ParticleStep {
       return builtin::push(p, layout, -factor * dt_, dt_, false);
     }
     const LocalGrid& g = layout.grid();
-    host_step::interleave_fields(g.nodes(), layout.ex.data(), g.two() ? layout.ey.data() : nullptr,
-                                 exy_);
+    host_step::interleave_fields(g.nodes(), layout.ex.data(),
+                                 g.has_y() ? layout.ey.data() : nullptr,
+                                 g.has_z() ? layout.ez.data() : nullptr, exy_);
     const bool vectors = g.two() && g.order == 1;
     if (vectors)
       host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
@@ -110,30 +111,40 @@ class FusedHostStep final : public ParticleStep {
     const LocalGrid& g = layout.grid();
     host_step::Step s{};
     s.x = p.x.data();
-    s.y = g.two() ? p.y.data() : nullptr;
+    s.y = g.has_y() ? p.y.data() : nullptr;
+    s.z = g.has_z() ? p.z.data() : nullptr;
     s.vx = p.vx.data();
-    s.vy = g.two() ? p.vy.data() : nullptr;
+    s.vy = g.has_y() ? p.vy.data() : nullptr;
+    s.vz = g.has_z() ? p.vz.data() : nullptr;
     s.n = p.n;
     s.dim = g.dim;
     s.order = g.order;
     s.inv_dx = 1.0 / g.dx;
     s.inv_dy = 1.0 / g.dy;
+    s.inv_dz = 1.0 / g.dz;
     s.lx = g.lx;
     s.ly = g.ly;
+    s.lz = g.lz;
     s.dv = dv;
     s.dt = dt_;
     s.charge = p.charge_density;
-    // Node (i, j) at (i - x0 + guard) * row + (j - y0 + guard).
+    // Node (i, j, l) at (i - x0 + guard) * row + (j - y0 + guard) * col + (l - z0 + guard)
+    // (col 1 in 2D; no l in 2D, no j in 1D).
     s.row = g.row;
-    s.base = (g.guard - g.x0) * g.row + (g.two() ? g.guard - g.y0 : 0);
+    s.col = g.col;
+    s.base = (g.guard - g.x0) * g.row + (g.has_y() ? (g.guard - g.y0) * g.col : 0) +
+             (g.has_z() ? g.guard - g.z0 : 0);
     s.nx = g.nx;
     s.ny = g.ny;
+    s.nz = g.nz;
     s.i_lo = g.x0 - g.guard;
     s.i_hi = g.x0 + g.lnx + g.guard - 1;
-    s.j_lo = g.two() ? g.y0 - g.guard : 0;
-    s.j_hi = g.two() ? g.y0 + g.lny + g.guard - 1 : 0;
+    s.j_lo = g.has_y() ? g.y0 - g.guard : 0;
+    s.j_hi = g.has_y() ? g.y0 + g.lny + g.guard - 1 : 0;
+    s.k_lo = g.has_z() ? g.z0 - g.guard : 0;
+    s.k_hi = g.has_z() ? g.z0 + g.lnz + g.guard - 1 : 0;
     // A block that spans the box (the replicated layout, or one rank) holds every image.
-    s.whole_box = g.whole_box || (g.lnx == g.nx && (!g.two() || g.lny == g.ny));
+    s.whole_box = g.whole_box || (g.lnx == g.nx && g.lny == g.ny && g.lnz == g.nz);
     s.integer = deterministic_;
     return s;
   }

@@ -89,28 +89,59 @@ PIC_ALWAYS_INLINE double wrapped(double p, double l) {
 }
 
 // Whether a new position lies outside the step's stay region (NaN included).
-PIC_ALWAYS_INLINE bool leaves(const Step& s, double x, double y, int dim) {
+PIC_ALWAYS_INLINE bool leaves(const Step& s, double x, double y, double z, int dim) {
   const bool in_x = x >= s.stay_lo[0] && x <= s.stay_hi[0];
   const bool in_y = dim == 1 || (y >= s.stay_lo[1] && y <= s.stay_hi[1]);
-  return !(in_x && in_y);
+  const bool in_z = dim < 3 || (z >= s.stay_lo[2] && z <= s.stay_hi[2]);
+  return !(in_x && in_y && in_z);
 }
 
-// The deposit of the particle at (px, py) into `ne` (a double or int64 grid): false when its
-// image lies beyond the guards.
+// The first node of the stencil of a particle's cell (node (fx, fy[, fz]) of the whole grid) in
+// the guarded grid: j's stride is 1 in 2D, `col` in 3D.
+template <int Dim>
+PIC_ALWAYS_INLINE long long node_index(const Step& s, long long fx, long long fy, long long fz) {
+  if constexpr (Dim == 3)
+    return s.base + fx * s.row + fy * s.col + fz;
+  else
+    return s.base + fx * s.row + fy;
+}
+
+// The deposit of the particle at (px, py, pz) into `ne` (a double or int64 grid): false when
+// its image lies beyond the guards.
 template <int Dim, int Order, typename G>
-PIC_ALWAYS_INLINE bool deposit_one(const Step& s, double px, double py, G* __restrict ne) {
+PIC_ALWAYS_INLINE bool deposit_one(const Step& s, double px, double py, double pz,
+                                   G* __restrict ne) {
   constexpr int P = Order + 1;
-  long long fx = 0, fy = 0;
-  double ax[P], ay[P] = {};
+  long long fx = 0, fy = 0, fz = 0;
+  double ax[P], ay[P] = {}, az[P] = {};
   axis<Order>(px * s.inv_dx, fx, ax);
-  if constexpr (Dim == 2) axis<Order>(py * s.inv_dy, fy, ay);
+  if constexpr (Dim >= 2) axis<Order>(py * s.inv_dy, fy, ay);
+  if constexpr (Dim == 3) axis<Order>(pz * s.inv_dz, fz, az);
   if (!s.whole_box) {
     if (!image(fx, Order, s.i_lo, s.i_hi, s.nx)) return false;
-    if constexpr (Dim == 2)
+    if constexpr (Dim >= 2)
       if (!image(fy, Order, s.j_lo, s.j_hi, s.ny)) return false;
+    if constexpr (Dim == 3)
+      if (!image(fz, Order, s.k_lo, s.k_hi, s.nz)) return false;
   }
-  const long long d0 = s.base + fx * s.row + fy;
-  if constexpr (Dim == 1) {
+  const long long d0 = node_index<Dim>(s, fx, fy, fz);
+  if constexpr (Dim == 3) {
+    // The weights in kernels::for_each_node's order: (w_x w_y) w_z.
+#pragma GCC unroll 3
+    for (int a = 0; a < P; ++a)
+#pragma GCC unroll 3
+      for (int b = 0; b < P; ++b) {
+        const double wab = ax[a] * ay[b];
+        G* __restrict line = ne + d0 + a * s.row + b * s.col;
+#pragma GCC unroll 3
+        for (int c = 0; c < P; ++c) {
+          if constexpr (std::is_same_v<G, double>)
+            line[c] += s.charge * (wab * az[c]);
+          else
+            line[c] += std::llround(wab * az[c] * kQuantum);
+        }
+      }
+  } else if constexpr (Dim == 1) {
 #pragma GCC unroll 3
     for (int a = 0; a < P; ++a) {
       if constexpr (std::is_same_v<G, double>)
@@ -147,23 +178,41 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
   constexpr int P = Order + 1;
   double* __restrict x = s.x;
   double* __restrict y = s.y;
+  double* __restrict z = s.z;
   double* __restrict vx = s.vx;
   double* __restrict vy = s.vy;
+  double* __restrict vz = s.vz;
   const double* __restrict exy = s.exy;
-  const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, dv = s.dv, dt = s.dt;
-  const long long row = s.row, base = s.base;
+  const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, inv_dz = s.inv_dz, dv = s.dv, dt = s.dt;
+  const long long row = s.row, col = s.col;
   Sums sums;
   for (long long c0 = begin; c0 < end; c0 += kChunk) {
     const long long c1 = std::min(end, c0 + kChunk);
     for (long long i = c0; i < c1; ++i) {
       // The field at x_n, summed in kernels::for_each_node's order.
-      long long fx = 0, fy = 0;
-      double ax[P], ay[P] = {};
+      long long fx = 0, fy = 0, fz = 0;
+      double ax[P], ay[P] = {}, az[P] = {};
       axis<Order>(x[i] * inv_dx, fx, ax);
-      if constexpr (Dim == 2) axis<Order>(y[i] * inv_dy, fy, ay);
-      const long long b0 = base + fx * row + fy;
-      double e0 = 0.0, e1 = 0.0;
-      if constexpr (Dim == 1) {
+      if constexpr (Dim >= 2) axis<Order>(y[i] * inv_dy, fy, ay);
+      if constexpr (Dim == 3) axis<Order>(z[i] * inv_dz, fz, az);
+      const long long b0 = node_index<Dim>(s, fx, fy, fz);
+      double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+      if constexpr (Dim == 3) {
+#pragma GCC unroll 3
+        for (int a = 0; a < P; ++a)
+#pragma GCC unroll 3
+          for (int b = 0; b < P; ++b) {
+            const double wab = ax[a] * ay[b];
+            const double* __restrict line = exy + 3 * (b0 + a * row + b * col);
+#pragma GCC unroll 3
+            for (int c = 0; c < P; ++c) {
+              const double w = wab * az[c];
+              e0 += w * line[3 * c];
+              e1 += w * line[3 * c + 1];
+              e2 += w * line[3 * c + 2];
+            }
+          }
+      } else if constexpr (Dim == 1) {
 #pragma GCC unroll 3
         for (int a = 0; a < P; ++a) e0 += ax[a] * exy[b0 + a];
       } else {
@@ -183,12 +232,19 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
       vx[i] = nx;
       double energy = ox * nx;
       x[i] = wrapped(x[i] + dt * nx, s.lx);
-      if constexpr (Dim == 2) {
+      if constexpr (Dim >= 2) {
         const double oy = vy[i];
         const double ny = oy + dv * e1;
         vy[i] = ny;
         energy += oy * ny;
         y[i] = wrapped(y[i] + dt * ny, s.ly);
+      }
+      if constexpr (Dim == 3) {
+        const double oz = vz[i];
+        const double nz = oz + dv * e2;
+        vz[i] = nz;
+        energy += oz * nz;
+        z[i] = wrapped(z[i] + dt * nz, s.lz);
       }
       if (s.energies != nullptr)
         s.energies[i] = s.half_mass * energy;
@@ -196,11 +252,13 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
         sums.energy += energy;
       sums.momentum += nx;
       if (s.leavers != nullptr) [[unlikely]]
-        if (leaves(s, x[i], Dim == 2 ? y[i] : 0.0, Dim)) s.leavers->push_back(i);
+        if (leaves(s, x[i], Dim >= 2 ? y[i] : 0.0, Dim == 3 ? z[i] : 0.0, Dim))
+          s.leavers->push_back(i);
     }
     // The charge at x_{n+1}.
     for (long long i = c0; i < c1; ++i)
-      if (!deposit_one<Dim, Order>(s, x[i], Dim == 2 ? y[i] : 0.0, ne)) [[unlikely]]
+      if (!deposit_one<Dim, Order>(s, x[i], Dim >= 2 ? y[i] : 0.0, Dim == 3 ? z[i] : 0.0, ne))
+          [[unlikely]]
         ++sums.undeposited;
   }
   return sums;
@@ -224,7 +282,18 @@ PIC_HOST_CLONES Sums range_2d_tsc(const Step& s, long long b, long long e, G* ne
 }
 
 template <typename G>
+PIC_HOST_CLONES Sums range_3d_cic(const Step& s, long long b, long long e, G* ne) {
+  return range<3, 1>(s, b, e, ne);
+}
+template <typename G>
+PIC_HOST_CLONES Sums range_3d_tsc(const Step& s, long long b, long long e, G* ne) {
+  return range<3, 2>(s, b, e, ne);
+}
+
+template <typename G>
 Sums range_of(const Step& s, long long begin, long long end, G* ne) {
+  if (s.dim == 3)
+    return s.order == 1 ? range_3d_cic(s, begin, end, ne) : range_3d_tsc(s, begin, end, ne);
   if (s.dim == 1)
     return s.order == 1 ? range_1d_cic(s, begin, end, ne) : range_1d_tsc(s, begin, end, ne);
   if (s.order == 2) return range_2d_tsc(s, begin, end, ne);
@@ -239,12 +308,16 @@ template <int Dim, int Order, typename G>
 long long deposit_range(const Step& s, long long begin, long long end, G* ne) {
   long long missed = 0;
   for (long long i = begin; i < end; ++i)
-    if (!deposit_one<Dim, Order>(s, s.x[i], Dim == 2 ? s.y[i] : 0.0, ne)) ++missed;
+    if (!deposit_one<Dim, Order>(s, s.x[i], Dim >= 2 ? s.y[i] : 0.0, Dim == 3 ? s.z[i] : 0.0, ne))
+      ++missed;
   return missed;
 }
 
 template <typename G>
 long long deposit_of(const Step& s, long long begin, long long end, G* ne) {
+  if (s.dim == 3)
+    return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
+                        : deposit_range<3, 2>(s, begin, end, ne);
   if (s.dim == 1)
     return s.order == 1 ? deposit_range<1, 1>(s, begin, end, ne)
                         : deposit_range<1, 2>(s, begin, end, ne);
@@ -332,15 +405,16 @@ void fold(ThreadGrids& grids, long long nodes, double* ne) {
   }
 }
 
-void interleave_fields(long long nodes, const double* ex, const double* ey,
+void interleave_fields(long long nodes, const double* ex, const double* ey, const double* ez,
                        std::vector<double>& exy) {
-  const int per = ey != nullptr ? 2 : 1;
+  const int per = 1 + (ey != nullptr ? 1 : 0) + (ez != nullptr ? 1 : 0);
   exy.resize(static_cast<std::size_t>(per * nodes));
   double* out = exy.data();
 #pragma omp parallel for schedule(static)
   for (long long c = 0; c < nodes; ++c) {
     out[per * c] = ex[c];
-    if (per == 2) out[2 * c + 1] = ey[c];
+    if (per >= 2) out[per * c + 1] = ey[c];
+    if (per == 3) out[3 * c + 2] = ez[c];
   }
 }
 

@@ -1,4 +1,4 @@
-// apps/pic/host_step.hpp: the host backend's particle step in one pass (1D and 2D, CIC and
+// apps/pic/host_step.hpp: the host backend's particle step in one pass (1D to 3D, CIC and
 // TSC): each particle's field is gathered, its velocity and position advanced, and its charge
 // at the new position deposited into the calling thread's grid, while its numbers are in
 // registers.  Separate passes (gather, push, deposit) sweep the particle arrays three times and
@@ -27,23 +27,26 @@ namespace pic::host_step {
 
 struct Step {
   double* x;
-  double* y;  // 2D
+  double* y;  // 2D and 3D
+  double* z;  // 3D
   double* vx;
-  double* vy;  // 2D
+  double* vy;  // 2D and 3D
+  double* vz;  // 3D
   long long n;
-  int dim;                // 1 or 2
-  int order;              // 1: CIC, 2: TSC
-  double inv_dx, inv_dy;  // 1 / cell size
-  double lx, ly;          // box
-  double dv, dt;          // v += dv * E; x += dt * v
-  double charge;          // a particle's density per unit weight (unused with integer grids)
-  // The guarded local grid: node (i, j) of the whole grid at base + i * row + j; nodes of the
-  // block and its guards i in [i_lo, i_hi], j in [j_lo, j_hi] (global node numbers); nx, ny:
-  // the whole grid's nodes (the periodic images lie nx, ny apart).
-  long long base, row, nx, ny;
-  long long i_lo, i_hi, j_lo, j_hi;
+  int dim;                        // 1, 2 or 3
+  int order;                      // 1: CIC, 2: TSC
+  double inv_dx, inv_dy, inv_dz;  // 1 / cell size
+  double lx, ly, lz;              // box
+  double dv, dt;                  // v += dv * E; x += dt * v
+  double charge;  // a particle's density per unit weight (unused with integer grids)
+  // The guarded local grid: node (i, j) of the whole grid at base + i * row + j in 2D, node
+  // (i, j, l) at base + i * row + j * col + l in 3D; nodes of the block and its guards i in
+  // [i_lo, i_hi], j in [j_lo, j_hi], l in [k_lo, k_hi] (global node numbers); nx, ny, nz: the
+  // whole grid's nodes (the periodic images lie nx, ny, nz apart).
+  long long base, row, col, nx, ny, nz;
+  long long i_lo, i_hi, j_lo, j_hi, k_lo, k_hi;
   bool whole_box;  // the block is the box: every image lies in it
-  // E at the guarded nodes: E_x and E_y interleaved (2 doubles a node) in 2D, E_x in 1D.
+  // E at the guarded nodes, its components interleaved (E_x, E_y, E_z: dim doubles a node).
   const double* exy;
   // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
   // particles; null: the scalar loop alone.
@@ -56,7 +59,7 @@ struct Step {
   // With `leavers`: the rows whose new position lies outside [stay_lo, stay_hi] along an axis
   // (or is NaN) are appended there, in increasing order (push_and_deposit gives each thread a
   // list of its own and joins them): the rows a migration needs to examine.
-  double stay_lo[2] = {0.0, 0.0}, stay_hi[2] = {0.0, 0.0};
+  double stay_lo[3] = {0.0, 0.0, 0.0}, stay_hi[3] = {0.0, 0.0, 0.0};
   std::vector<std::int64_t>* leavers = nullptr;
 };
 
@@ -84,8 +87,9 @@ void deposit(const Step& s, ThreadGrids& grids);
 // the grids are cleared for the next deposit.
 void fold(ThreadGrids& grids, long long nodes, double* ne);
 
-// E on the guarded nodes (guards filled) interleaved for the loops: 2D (E_x, E_y) pairs, 1D E_x.
-void interleave_fields(long long nodes, const double* ex, const double* ey,
+// E on the guarded nodes (guards filled) interleaved for the loops: (E_x, E_y, E_z) triples in
+// 3D, (E_x, E_y) pairs in 2D, E_x in 1D (ey, ez null past the dimension).
+void interleave_fields(long long nodes, const double* ex, const double* ey, const double* ez,
                        std::vector<double>& exy);
 
 }  // namespace pic::host_step

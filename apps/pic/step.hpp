@@ -2,7 +2,7 @@
 // each):
 //
 //   fused host (fused_host_step.cpp): the host backend's one pass (host_step.hpp): gather at
-//     x_n, push, move and the deposit at x_{n+1}, 1D and 2D, CIC and TSC, plain or
+//     x_n, push, move and the deposit at x_{n+1}, 1D to 3D, CIC and TSC, plain or
 //     deterministic (integer grids).
 //   builtin (builtin_step.cpp): separate parallel_for passes compiled with the program (nvcc
 //     on cuda): the deposit by atomics on the device, into private per-thread grids on the host;

@@ -45,7 +45,7 @@ inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = 
       ex[i * g.row() + j] = gex[gi * g.ny + gj];
       ey[i * g.row() + j] = gey[gi * g.ny + gj];
     }
-  interleave_fields(g.nodes(), ex.data(), ey.data(), exy);
+  interleave_fields(g.nodes(), ex.data(), ey.data(), nullptr, exy);
   fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells);
   CaseResult r;
   r.x.resize(n);

@@ -324,7 +324,7 @@ TEST(PicDecomposed, TheFusedStepListsEveryParticleThatLeaves) {
 TEST(PicDecomposed, TheOverlappedGuardSumGivesTheSeparatePassesBits) {
   const cn::Comm world = cn::Comm::world();
   for (double vth : {1.0, 12.0})
-    for (int dim : {1, 2}) {
+    for (int dim : {1, 2, 3}) {
       pic::Config c = config(true, dim);
       c.particles = 20000;
       c.steps = 10;
