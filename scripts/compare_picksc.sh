@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The mini-app's 2D particle step beside the UCLA PICKSC skeleton codes, on their default
-# problem (512 x 512 cells, 3072 x 3072 = 9,437,184 particles, v_th 1, dt 0.1, 100 steps,
-# electrostatic, spectral, CIC), interleaved runs, nanoseconds per particle-step.
+# The mini-app's particle step beside the UCLA PICKSC skeleton codes, on their default
+# problem, interleaved runs, nanoseconds per particle-step.  2D (the default): 512 x 512 cells,
+# 3072 x 3072 = 9,437,184 particles, v_th 1, dt 0.1, 100 steps, electrostatic, spectral, CIC.
+# 3D (--dim 3): 128^3 cells, 384^3 = 56,623,104 particles, v_th 1, dt 0.1, 10 steps (the
+# peers' tend set to match; --steps N for another count), beside openmp/mpic3 (OpenMP, tiles)
+# and mpi/ppic3 (MPI, 2D slab decomposition), with the peak memory per rank.
 #
-#   scripts/compare_picksc.sh PEER_DIR [--runs N] [--threads "1 2"] [--work DIR]
+#   scripts/compare_picksc.sh PEER_DIR [--dim 2|3] [--steps N] [--runs N] [--threads "1 2"]
+#                             [--work DIR]
 #
 # PEER_DIR: a checkout of github.com/UCLA-Plasma-Simulation-Group/PIC-skeleton-codes (nothing is
 # fetched here).  Its serial/pic2, openmp/mpic2 and openmp_vectorization/vmpic2 are copied to
@@ -23,15 +27,21 @@ shift
 runs=3
 threads="1 2"
 work="$CUNUMPY_ROOT/build/picksc"
+dim=2
+steps=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --dim) dim="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     *) echo "compare_picksc.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-for d in serial/pic2 openmp/mpic2 openmp_vectorization/vmpic2; do
+[[ "$dim" == 2 || "$dim" == 3 ]] || { echo "compare_picksc.sh: --dim 2 or 3, got $dim" >&2; exit 2; }
+if [[ "$dim" == 3 ]]; then peers=(openmp/mpic3); else peers=(serial/pic2 openmp/mpic2 openmp_vectorization/vmpic2); fi
+for d in "${peers[@]}"; do
   [[ -d "$peer/$d" ]] || { echo "compare_picksc.sh: $peer/$d not found (a PIC-skeleton-codes checkout?)" >&2; exit 2; }
 done
 command -v gfortran >/dev/null || { echo "compare_picksc.sh: gfortran is needed (apt-get install gfortran)" >&2; exit 2; }
@@ -51,18 +61,32 @@ build_peer() {  # folder, make target
     rm -rf "$to"
     cp -r "$peer/$from" "$to"
     if [[ "$target" == fvmpic2 ]]; then sed -i 's/integer :: kvec = 1/integer :: kvec = 2/' "$to/vmpic2.f90"; fi
+    # 3D: the run's length in steps of dt = 0.1 (tend = steps * dt).
+    for f in "$to"/mpic3.f90 "$to"/ppic3.f90; do
+      if [[ -f "$f" ]]; then sed -i "s/tend = 10.0, dt = 0.1/tend = $steps.0*0.1, dt = 0.1/" "$f"; fi
+    done
     make -C "$to" "$target" FC90=gfortran FC03=gfortran CC=gcc MPFC="gfortran -fopenmp" MPCC="gcc -fopenmp" \
       MPIFC=mpif90 MPICC=mpicc OPTS77="-O3 $allow" \
       OPTS90="-O3 $allow" OPTS03="-O3" CCOPTS="-O3 -std=c99" LEGACY= >"$to/build.log" 2>&1 ||
       { echo "compare_picksc.sh: building $target failed, see $to/build.log" >&2; exit 1; }
   fi
 }
-build_peer serial/pic2 fpic2
-build_peer openmp/mpic2 fmpic2
-build_peer openmp_vectorization/vmpic2 fvmpic2
+if [[ "$dim" == 3 ]]; then
+  steps="${steps:-10}"
+  work="$work/3d_$steps"  # the peers' step count is compiled in
+  mkdir -p "$work"
+  build_peer openmp/mpic3 fmpic3
+  mpi_peer=ppic3
+else
+  steps="${steps:-100}"
+  build_peer serial/pic2 fpic2
+  build_peer openmp/mpic2 fmpic2
+  build_peer openmp_vectorization/vmpic2 fvmpic2
+  mpi_peer=ppic2
+fi
 have_mpi=0
-if command -v mpiexec >/dev/null && command -v mpif90 >/dev/null && [[ -d "$peer/mpi/ppic2" ]]; then
-  build_peer mpi/ppic2 fppic2
+if command -v mpiexec >/dev/null && command -v mpif90 >/dev/null && [[ -d "$peer/mpi/$mpi_peer" ]]; then
+  build_peer "mpi/$mpi_peer" "f$mpi_peer"
   have_mpi=1
 fi
 
@@ -89,20 +113,58 @@ int main(void) {
 EOF
 gcc -O3 -march=native -fopenmp "$work/triad.c" -o "$work/triad"
 
-particles=9437184
-steps=100
-k=0.01227184630308513  # 2 pi / 512: a 512 x 512 box with unit cells, as the peer's
-ours_args=(--dim 2 --case custom --cells 512 --particles "$particles" --steps "$steps" --dt 0.1
-           --vth 1 --amplitude 0 --k "$k" --no-progress --overwrite)
+if [[ "$dim" == 3 ]]; then
+  particles=56623104
+  k=0.04908738521234052  # 2 pi / 128: a 128^3 box with unit cells, as the peer's
+  ours_args=(--dim 3 --case custom --cells 128 --particles "$particles" --steps "$steps" --dt 0.1
+             --vth 1 --amplitude 0 --k "$k" --no-progress --overwrite)
+else
+  particles=9437184
+  k=0.01227184630308513  # 2 pi / 512: a 512 x 512 box with unit cells, as the peer's
+  ours_args=(--dim 2 --case custom --cells 512 --particles "$particles" --steps "$steps" --dt 0.1
+             --vth 1 --amplitude 0 --k "$k" --no-progress --overwrite)
+fi
+# The peak resident memory of a peer's run (the largest process's), in MiB.
+peer_mib() { awk '/Maximum resident/ {m = $NF > m ? $NF : m} END {printf "%.0f", m / 1024}' "$1"; }
 peer_ns() {  # total time (particles + solver) in seconds -> ns per particle-step
   awk -v n="$particles" -v s="$steps" '/total time =/ {t = $4} END {printf "%.2f", t / (n * s) * 1e9}'
 }
 ours_ns() {
   python3 -c "import json,sys; print('%.2f' % json.load(open(sys.argv[1]))['ns_per_particle_step'])" "$1/summary.json"
 }
+ours_mib() {
+  python3 -c "import json,sys; print('%.0f' % json.load(open(sys.argv[1]))['peak_memory_mb_per_rank'])" "$1/summary.json"
+}
 results="$work/results.txt"
 : >"$results"
+timed() { /usr/bin/time -v -o "$work/time.txt" "$@"; }
 for r in $(seq "$runs"); do
+  if [[ "$dim" == 3 ]]; then
+    for t in $threads; do
+      export OMP_NUM_THREADS="$t"
+      echo "mpic3 $t $( (cd "$work/mpic3" && timed ./fmpic3) | peer_ns)" >>"$results"
+      echo "mem-mpic3 $t $(peer_mib "$work/time.txt")" >>"$results"
+      "$ours" "${ours_args[@]}" --output "$work/ours" >/dev/null
+      echo "ours $t $(ours_ns "$work/ours")" >>"$results"
+      echo "mem-ours $t $(ours_mib "$work/ours")" >>"$results"
+      if [[ "$have_mpi" == 1 ]]; then
+        if [[ "$t" -gt 1 ]]; then
+          OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
+            --output "$work/ours_ranks" >/dev/null
+          echo "ours-${t}ranks $t $(ours_ns "$work/ours_ranks")" >>"$results"
+        fi
+        OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
+          --decompose --output "$work/ours_decomposed" >/dev/null
+        echo "ours-decomposed $t $(ours_ns "$work/ours_decomposed")" >>"$results"
+        echo "mem-ours-decomposed $t $(ours_mib "$work/ours_decomposed")" >>"$results"
+        # GNU time of mpiexec: the largest peak among the processes it waited for (the ranks).
+        echo "ppic3 $t $( (cd "$work/ppic3" && OMP_NUM_THREADS=1 timed mpiexec -n "$t" --oversubscribe \
+          --bind-to none ./fppic3) | peer_ns)" >>"$results"
+        echo "mem-ppic3 $t $(peer_mib "$work/time.txt")" >>"$results"
+      fi
+    done
+    continue
+  fi
   for t in $threads; do
     export OMP_NUM_THREADS="$t"
     echo "pic2 $t $( (cd "$work/pic2" && ./fpic2) | peer_ns)" >>"$results"
@@ -128,6 +190,37 @@ for r in $(seq "$runs"); do
   done
 done
 
+if [[ "$dim" == 3 ]]; then
+python3 - "$results" "$threads" "$steps" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    code, t, v = line.split()
+    rows.setdefault(code, {}).setdefault(int(t), []).append(float(v))
+threads = [int(t) for t in sys.argv[2].split()]
+med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}) else None
+names = {"ours": "ours (pic --dim 3, fused host step)",
+         "ours-decomposed": "ours (--decompose, N ranks x 1 thread)",
+         "mpic3": "PICKSC mpic3 (OpenMP, tiles)", "ppic3": "PICKSC ppic3 (MPI, N ranks)"}
+for t in threads:
+    if t > 1: names["ours-%dranks" % t] = "ours (%d MPI ranks x 1 thread)" % t
+print("3D, 128^3 cells, 56,623,104 particles, %s steps: ns per particle-step, median of %d "
+      "interleaved runs (peak MiB per rank)" % (sys.argv[3], len(rows["ours"][threads[0]])))
+print("%-40s" % "code" + "".join("%20s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
+for code in ["ours"] + ["ours-%dranks" % t for t in threads if t > 1] + ["ours-decomposed", "mpic3", "ppic3"]:
+    if code not in rows: continue
+    cells = []
+    for t in threads:
+        m, mem = med(code, t), med("mem-" + code, t)
+        cells.append("%20s" % ("-" if m is None else "%.2f" % m + (" (%.0f)" % mem if mem else "")))
+    print("%-40s" % names[code] + "".join(cells))
+for t in threads:
+    print("ours / mpic3 on %d core(s): %.2fx" % (t, med("ours", t) / med("mpic3", t)))
+    if med("ppic3", t) and med("ours-decomposed", t):
+        print("ours decomposed / ppic3 on %d rank(s): %.2fx" % (t, med("ours-decomposed", t) / med("ppic3", t)))
+EOF
+exit 0
+fi
 python3 - "$results" "$threads" <<'EOF'
 import statistics, sys
 rows = {}

@@ -48,58 +48,62 @@ void deposit_into_thread_grids(const kernels::Grid& grid, const double* px, cons
   }
 }
 
-void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long long y0,
-                  long long guard, long long row, int order, bool two, double inv_dx, double inv_dy,
-                  double q, long long n) {
-  deposit_into_thread_grids(kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row),
-                            x.data(), y.data(), x.data(), ne.data(), ne.size(), q, n);
+void deposit_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ne, long long x0,
+                  long long y0, long long z0, long long guard, long long row, long long col,
+                  int order, int dim, double inv_dx, double inv_dy, double inv_dz, double q,
+                  long long n) {
+  deposit_into_thread_grids(
+      kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col),
+      x.data(), y.data(), z.data(), ne.data(), ne.size(), q, n);
 }
 
-void gather_host(const Vec& x, const Vec& y, const Vec& ex, const Vec& ey, const Vec& ex_p,
-                 const Vec& ey_p, long long x0, long long y0, long long guard, long long row,
-                 int order, bool two, double inv_dx, double inv_dy, long long n) {
-  const kernels::Grid grid = kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row);
+void gather_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ex, const Vec& ey,
+                 const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, long long x0,
+                 long long y0, long long z0, long long guard, long long row, long long col,
+                 int order, int dim, double inv_dx, double inv_dy, double inv_dz, long long n) {
+  const kernels::Grid grid =
+      kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col);
   const double* px = x.data();
   const double* py = y.data();
+  const double* pz = z.data();
   const double* fx = ex.data();
   const double* fy = ey.data();
+  const double* fz = ez.data();
   double* ox = ex_p.data();
   double* oy = ey_p.data();
+  double* oz = ez_p.data();
 #pragma omp parallel for schedule(static)
   for (long long i = 0; i < n; ++i) {
-    double e0 = 0.0, e1 = 0.0;
-    kernels::for_each_node(grid, px[i], py[i], [&](long long c, double w, int) {
+    double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+    kernels::for_each_node(grid, px[i], py[i], pz[i], [&](long long c, double w, int) {
       e0 += w * fx[c];
-      if (two) e1 += w * fy[c];
+      if (dim >= 2) e1 += w * fy[c];
+      if (dim == 3) e2 += w * fz[c];
     });
     ox[i] = e0;
-    if (two) oy[i] = e1;
+    if (dim >= 2) oy[i] = e1;
+    if (dim == 3) oz[i] = e2;
   }
 }
 
-void push_host(const Vec& x, const Vec& y, const Vec& vx, const Vec& vy, const Vec& ex_p,
-               const Vec& ey_p, const Vec& energy, double dv, double dt, double lx, double ly,
-               double mass, bool move, bool two, long long n) {
-  double* px = x.data();
-  double* py = y.data();
-  double* pvx = vx.data();
-  double* pvy = vy.data();
-  const double* fx = ex_p.data();
-  const double* fy = ey_p.data();
+void push_host(const Vec& x, const Vec& y, const Vec& z, const Vec& vx, const Vec& vy,
+               const Vec& vz, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, const Vec& energy,
+               double dv, double dt, double lx, double ly, double lz, double mass, bool move,
+               int dim, long long n) {
+  double* p[3] = {x.data(), y.data(), z.data()};
+  double* v[3] = {vx.data(), vy.data(), vz.data()};
+  const double* f[3] = {ex_p.data(), ey_p.data(), ez_p.data()};
+  const double l[3] = {lx, ly, lz};
   double* e = energy.data();
 #pragma omp parallel for schedule(static)
   for (long long i = 0; i < n; ++i) {
-    const double old_x = pvx[i];
-    const double new_x = old_x + dv * fx[i];
-    pvx[i] = new_x;
-    double k = old_x * new_x;
-    if (move) px[i] = kernels::periodic(px[i] + dt * new_x, lx);
-    if (two) {
-      const double old_y = pvy[i];
-      const double new_y = old_y + dv * fy[i];
-      pvy[i] = new_y;
-      k += old_y * new_y;
-      if (move) py[i] = kernels::periodic(py[i] + dt * new_y, ly);
+    double k = 0.0;
+    for (int a = 0; a < dim; ++a) {
+      const double old_v = v[a][i];
+      const double new_v = old_v + dv * f[a][i];
+      v[a][i] = new_v;
+      k = a == 0 ? old_v * new_v : k + old_v * new_v;
+      if (move) p[a][i] = kernels::periodic(p[a][i] + dt * new_v, l[a]);
     }
     e[i] = 0.5 * mass * k;
   }

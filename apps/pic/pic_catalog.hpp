@@ -16,23 +16,27 @@ namespace pic {
 
 using Vec = cunumpy::Array<double>;
 
-// The grid is a rank's guarded local grid (grid.hpp): node (i, j) of the whole grid at
-// (i - x0 + guard) * row + (j - y0 + guard) (1D: row 1).
+// The grid is a rank's guarded local grid (grid.hpp): node (i, j, l) of the whole grid at
+// (i - x0 + guard) * row + (j - y0 + guard) * col + (l - z0 + guard) in 3D (2D: col 1, no l;
+// 1D: row 1).  `dim` is 1, 2 or 3: past it the coordinates, velocities and field components are
+// not read or written (pass x, vx, ex and ex_p in their places).
 //
-// ne = the density at the nodes (each particle adds q * w to its stencil's nodes); in 1D y is
-// not read (pass x).  Per-thread private grids summed in thread order (no atomics on CPUs).
-void deposit_host(const Vec& x, const Vec& y, const Vec& ne, long long x0, long long y0,
-                  long long guard, long long row, int order, bool two, double inv_dx, double inv_dy,
-                  double q, long long n);
-// The field at the particles; in 1D y, ey and ey_p are not used (pass x, ex and ex_p).
-void gather_host(const Vec& x, const Vec& y, const Vec& ex, const Vec& ey, const Vec& ex_p,
-                 const Vec& ey_p, long long x0, long long y0, long long guard, long long row,
-                 int order, bool two, double inv_dx, double inv_dy, long long n);
-// v += dv E, then x += dt v when `move`; energy[i] = mass / 2 * v_old . v_new.  In 1D y, vy and
-// ey_p are not used (pass x, vx and ex_p).
-void push_host(const Vec& x, const Vec& y, const Vec& vx, const Vec& vy, const Vec& ex_p,
-               const Vec& ey_p, const Vec& energy, double dv, double dt, double lx, double ly,
-               double mass, bool move, bool two, long long n);
+// ne = the density at the nodes (each particle adds q * w to its stencil's nodes).  Per-thread
+// private grids summed in thread order (no atomics on CPUs).
+void deposit_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ne, long long x0,
+                  long long y0, long long z0, long long guard, long long row, long long col,
+                  int order, int dim, double inv_dx, double inv_dy, double inv_dz, double q,
+                  long long n);
+// The field at the particles.
+void gather_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ex, const Vec& ey,
+                 const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, long long x0,
+                 long long y0, long long z0, long long guard, long long row, long long col,
+                 int order, int dim, double inv_dx, double inv_dy, double inv_dz, long long n);
+// v += dv E, then x += dt v when `move`; energy[i] = mass / 2 * v_old . v_new.
+void push_host(const Vec& x, const Vec& y, const Vec& z, const Vec& vx, const Vec& vy,
+               const Vec& vz, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, const Vec& energy,
+               double dv, double dt, double lx, double ly, double lz, double mass, bool move,
+               int dim, long long n);
 
 using DepositKernel = cunumpy::Kernel<decltype(&deposit_host)>;
 

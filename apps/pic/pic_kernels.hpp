@@ -97,6 +97,14 @@ CUNUMPY_HD_INLINE Grid with_axis_z(Grid g, double inv_dz, long long z0, long lon
   return g;
 }
 
+// A guarded local grid of any dimension (1 to 3): local_grid, with axis z in 3D.
+CUNUMPY_HD_INLINE Grid local_grid_of(int order, int dim, double inv_dx, double inv_dy,
+                                     double inv_dz, long long x0, long long y0, long long z0,
+                                     long long guard, long long row, long long col) {
+  const Grid g = local_grid(order, dim >= 2, inv_dx, inv_dy, x0, y0, guard, row);
+  return dim == 3 ? with_axis_z(g, inv_dz, z0, col) : g;
+}
+
 // Calls f(cell, weight, point) for every grid node of the stencil of the particle at (x, y, z)
 // (y unused in 1D, z but in 3D): cell is the linear node index (global: (i * ny + j) * nz + l),
 // weight the shape-function weight (product of the axes' weights), point the stencil point

@@ -28,6 +28,11 @@ double momentum_of(const Particles& p) {
 
 namespace {
 
+// An array of the dimension, or the x one in its place past it (not read by the kernels).
+const cn::Array<double>& or_x(const cn::Array<double>& a, const cn::Array<double>& x) {
+  return a.ndim() == 0 ? x : a;
+}
+
 class RtcStep final : public ParticleStep {
  public:
   RtcStep(const Config& config, cn::Backend backend) : dt_(config.dt) {
@@ -39,23 +44,24 @@ class RtcStep final : public ParticleStep {
 
   void deposit(const Particles& p, FieldLayout& layout, long long) override {
     const LocalGrid& g = layout.grid();
-    const bool two = g.two();
     layout.ne.fill(0.0);
     kernel_catalog().get<decltype(&deposit_host)>("deposit")(
-        cn::threads(p.n), p.x, two ? p.y : p.x, layout.ne, g.x0, g.y0, g.guard, g.row, g.order, two,
-        1.0 / g.dx, 1.0 / g.dy, p.charge_density, p.n);
+        cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ne, g.x0, g.y0, g.z0, g.guard,
+        g.row, g.col, g.order, g.dim, 1.0 / g.dx, 1.0 / g.dy, 1.0 / g.dz, p.charge_density, p.n);
   }
 
   StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
     const LocalGrid& g = layout.grid();
-    const bool two = g.two();
     kernel_catalog().get<decltype(&gather_host)>("gather")(
-        cn::threads(p.n), p.x, two ? p.y : p.x, layout.ex, two ? layout.ey : layout.ex, p.ex,
-        two ? p.ey : p.ex, g.x0, g.y0, g.guard, g.row, g.order, two, 1.0 / g.dx, 1.0 / g.dy, p.n);
+        cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ex,
+        or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), p.ex, or_x(p.ey, p.ex),
+        or_x(p.ez, p.ex), g.x0, g.y0, g.z0, g.guard, g.row, g.col, g.order, g.dim, 1.0 / g.dx,
+        1.0 / g.dy, 1.0 / g.dz, p.n);
     const double dv = -factor * dt_;
     kernel_catalog().get<decltype(&push_host)>("push")(
-        cn::threads(p.n), p.x, two ? p.y : p.x, p.vx, two ? p.vy : p.vx, p.ex, two ? p.ey : p.ex,
-        p.work, dv, dt_, g.lx, g.ly, p.mass, move, two, p.n);
+        cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.vx, or_x(p.vy, p.vx),
+        or_x(p.vz, p.vx), p.ex, or_x(p.ey, p.ex), or_x(p.ez, p.ex), p.work, dv, dt_, g.lx, g.ly,
+        g.lz, p.mass, move, g.dim, p.n);
     return StepSums{rtc::sum_of(p.work, p.n), rtc::momentum_of(p), 0};
   }
 

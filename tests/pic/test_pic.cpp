@@ -182,12 +182,9 @@ TEST(Pic, ADiagonalWaveVectorPerturbsItsModeAndDampsAtLandausRate) {
   EXPECT_THROW(pic::validate(xyz, 1), cn::ValueError);
 }
 
-// What 3D does not run yet is refused by name before the run.
+// What 3D does not run yet (the PETSc solver) is refused by name before the run.
 TEST(Pic, ThreeDimensionsRefuseWhatTheyDoNotRunYet) {
   const pic::Config c = in_3d(landau());
-  pic::Config rtc = c;
-  rtc.kernels = "rtc";
-  EXPECT_THROW(pic::validate(rtc, 1), cn::ValueError);
   pic::Config petsc = c;
   petsc.solver = "petsc";
   EXPECT_THROW(pic::validate(petsc, 1), cn::ValueError);
@@ -456,6 +453,32 @@ TEST(Pic, RtcKernelsGiveTheBuiltinPhysics) {
   pic::Config bad = landau();
   bad.kernels = "fortran";
   EXPECT_THROW(pic::run(bad, cn::Comm::serial()), cn::ValueError);
+}
+
+// The same kernels in 3D (one signature for every dimension): the run of the builtin step, to
+// the deposit's summation order, on host and on the emulated device.
+TEST(Pic, RtcKernelsRunInThreeDimensions) {
+  for (cn::Backend backend : {cn::Backend::host, cn::Backend::emulated}) {
+    auto b = cn::use_backend(backend);
+    pic::Config c = in_3d(landau());
+    c.particles = 32768;
+    c.steps = 20;
+    c.order = 2;
+    c.host_step = "separate";
+    const pic::Results builtin = pic::run(c, cn::Comm::serial());
+    c.kernels = "rtc";
+    pic::Results rtc;
+    cn::assert_no_transfers([&] { rtc = pic::run(c, cn::Comm::serial()); });
+    EXPECT_EQ(rtc.step, "rtc");
+    ASSERT_EQ(rtc.field_energy.size(), builtin.field_energy.size());
+    for (std::size_t i = 0; i < rtc.field_energy.size(); ++i) {
+      EXPECT_NEAR(rtc.field_energy[i], builtin.field_energy[i], 1e-9 * builtin.field_energy[i])
+          << cn::to_string(backend) << " step " << i;
+      EXPECT_NEAR(rtc.kinetic_energy[i], builtin.kinetic_energy[i],
+                  1e-12 * builtin.kinetic_energy[i])
+          << cn::to_string(backend) << " step " << i;
+    }
+  }
 }
 
 TEST(Pic, DeterministicModeIsBitwiseRepeatable) {

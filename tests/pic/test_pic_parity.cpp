@@ -1,6 +1,6 @@
 // Parity of the mini-app's kernel catalog: every kernel with a CUDA source against its host
 // version, through cunumpy::testing (the CUDA kernels on the emulator here, on a GPU when one
-// is present), on random particles of a 2D grid with TSC shapes.
+// is present), on random particles of a 3D grid with TSC shapes.
 #include <gtest/gtest.h>
 
 #include <cunumpy/testing.hpp>
@@ -13,10 +13,11 @@ namespace ct = cunumpy::testing;
 
 namespace {
 
-constexpr long long kN = 4000, kNx = 16, kNy = 12;
-constexpr double kLx = 10.0, kLy = 7.5;
+constexpr long long kN = 4000, kNx = 16, kNy = 12, kNz = 8;
+constexpr double kLx = 10.0, kLy = 7.5, kLz = 5.0;
 // The whole box as a guarded local grid (grid.hpp): TSC's guard, 3 nodes on each side.
-constexpr long long kGuard = 3, kRow = kNy + 2 * kGuard, kNodes = (kNx + 2 * kGuard) * kRow;
+constexpr long long kGuard = 3, kCol = kNz + 2 * kGuard, kRow = (kNy + 2 * kGuard) * kCol,
+                    kNodes = (kNx + 2 * kGuard) * kRow;
 
 // The same values on both sides: drawn on the host from the seed, then moved.
 cn::Array<double> on(cn::Backend b, const cn::Array<double>& host) {
@@ -27,26 +28,35 @@ cn::Array<double> uniform(std::uint64_t seed, std::uint64_t stream, long long n,
   return g.uniform(0.0, scale, {n});
 }
 
+cn::Array<double> zeros(cn::Backend b, long long n) {
+  return on(b, cn::zeros<double>({n}, cn::Backend::host));
+}
+
 auto deposit_args(cn::Backend b, std::uint64_t seed) {
-  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy);
-  return std::make_tuple(on(b, x), on(b, y), on(b, cn::zeros<double>({kNodes}, cn::Backend::host)),
-                         0LL, 0LL, kGuard, kRow, 2, true, kNx / kLx, kNy / kLy, 0.01, kN);
+  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy),
+             z = uniform(seed, 7, kN, kLz);
+  return std::make_tuple(on(b, x), on(b, y), on(b, z), zeros(b, kNodes), 0LL, 0LL, 0LL, kGuard,
+                         kRow, kCol, 2, 3, kNx / kLx, kNy / kLy, kNz / kLz, 0.01, kN);
 }
 auto gather_args(cn::Backend b, std::uint64_t seed) {
-  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy);
-  const auto ex = uniform(seed, 3, kNodes, 1.0), ey = uniform(seed, 4, kNodes, 1.0);
-  return std::make_tuple(on(b, x), on(b, y), on(b, ex), on(b, ey),
-                         on(b, cn::zeros<double>({kN}, cn::Backend::host)),
-                         on(b, cn::zeros<double>({kN}, cn::Backend::host)), 0LL, 0LL, kGuard, kRow,
-                         2, true, kNx / kLx, kNy / kLy, kN);
+  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy),
+             z = uniform(seed, 7, kN, kLz);
+  const auto ex = uniform(seed, 3, kNodes, 1.0), ey = uniform(seed, 4, kNodes, 1.0),
+             ez = uniform(seed, 8, kNodes, 1.0);
+  return std::make_tuple(on(b, x), on(b, y), on(b, z), on(b, ex), on(b, ey), on(b, ez),
+                         zeros(b, kN), zeros(b, kN), zeros(b, kN), 0LL, 0LL, 0LL, kGuard, kRow,
+                         kCol, 2, 3, kNx / kLx, kNy / kLy, kNz / kLz, kN);
 }
 auto push_args(cn::Backend b, std::uint64_t seed) {
-  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy);
-  const auto vx = uniform(seed, 5, kN, 1.0), vy = uniform(seed, 6, kN, 1.0);
-  const auto ex = uniform(seed, 3, kN, 1.0), ey = uniform(seed, 4, kN, 1.0);
-  return std::make_tuple(on(b, x), on(b, y), on(b, vx), on(b, vy), on(b, ex), on(b, ey),
-                         on(b, cn::zeros<double>({kN}, cn::Backend::host)), -0.1, 0.1, kLx, kLy,
-                         1e-3, true, true, kN);
+  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy),
+             z = uniform(seed, 7, kN, kLz);
+  const auto vx = uniform(seed, 5, kN, 1.0), vy = uniform(seed, 6, kN, 1.0),
+             vz = uniform(seed, 9, kN, 1.0);
+  const auto ex = uniform(seed, 3, kN, 1.0), ey = uniform(seed, 4, kN, 1.0),
+             ez = uniform(seed, 8, kN, 1.0);
+  return std::make_tuple(on(b, x), on(b, y), on(b, z), on(b, vx), on(b, vy), on(b, vz), on(b, ex),
+                         on(b, ey), on(b, ez), zeros(b, kN), -0.1, 0.1, kLx, kLy, kLz, 1e-3, true,
+                         3, kN);
 }
 
 std::vector<ct::ParityCase> cases() {
@@ -54,7 +64,7 @@ std::vector<ct::ParityCase> cases() {
   const ct::AgreeOptions launch{.launch = cn::threads(kN), .rtol = 1e-12, .atol = 1e-15};
   // The deposit adds in another order on each side (private grids, atomics).
   const ct::AgreeOptions deposit{
-      .launch = cn::threads(kN), .rtol = 1e-11, .atol = 1e-14, .outputs = {2}};
+      .launch = cn::threads(kN), .rtol = 1e-11, .atol = 1e-14, .outputs = {3}};
   return ct::parity_cases(
       catalog,
       {{"deposit",

@@ -360,7 +360,7 @@ TEST(PicDecomposed, TheOverlappedGuardSumGivesTheSeparatePassesBits) {
     }
 }
 
-// Every particle step on both layouts, 1D and 2D, at this rank count: the table picks the step
+// Every particle step on both layouts, 1D to 3D, at this rank count: the table picks the step
 // asked for (by its name), the deterministic steps give the same bits as each other, the rest
 // the same run to rounding (their deposits sum in other orders).
 TEST(PicSteps, EveryStepRunsOnBothLayouts) {
@@ -382,7 +382,7 @@ TEST(PicSteps, EveryStepRunsOnBothLayouts) {
       {"rtc", cn::Backend::emulated, "rtc", "fused", false},
   };
   for (bool decompose : {false, true})
-    for (int dim : {1, 2}) {
+    for (int dim : {1, 2, 3}) {
       pic::Config c = config(false, dim);
       c.particles = 20000;
       c.steps = 12;

@@ -1,21 +1,25 @@
-// The field at the particles: E interpolated from the nodes of each particle's stencil.  In 1D
-// y, ey and ey_p are not read or written (pass x, ex and ex_p).  The grid: a rank's guarded
-// local grid (deposit_cuda.cu).
+// The field at the particles: E interpolated from the nodes of each particle's stencil.  Past
+// the dimension the coordinates and components are not read or written (pass x, ex and ex_p).
+// The grid: a rank's guarded local grid (deposit_cuda.cu).
 #include "pic_kernels.hpp"
 
-extern "C" __global__ void gather(const double* x, const double* y, const double* ex,
-                                  const double* ey, double* ex_p, double* ey_p, long long x0,
-                                  long long y0, long long guard, long long row, int order, bool two,
-                                  double inv_dx, double inv_dy, long long n) {
+extern "C" __global__ void gather(const double* x, const double* y, const double* z,
+                                  const double* ex, const double* ey, const double* ez,
+                                  double* ex_p, double* ey_p, double* ez_p, long long x0,
+                                  long long y0, long long z0, long long guard, long long row,
+                                  long long col, int order, int dim, double inv_dx, double inv_dy,
+                                  double inv_dz, long long n) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= n) return;
   const pic::kernels::Grid grid =
-      pic::kernels::local_grid(order, two, inv_dx, inv_dy, x0, y0, guard, row);
-  double e0 = 0.0, e1 = 0.0;
-  pic::kernels::for_each_node(grid, x[i], y[i], [&](long long c, double w, int) {
+      pic::kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col);
+  double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+  pic::kernels::for_each_node(grid, x[i], y[i], z[i], [&](long long c, double w, int) {
     e0 += w * ex[c];
-    if (two) e1 += w * ey[c];
+    if (dim >= 2) e1 += w * ey[c];
+    if (dim == 3) e2 += w * ez[c];
   });
   ex_p[i] = e0;
-  if (two) ey_p[i] = e1;
+  if (dim >= 2) ey_p[i] = e1;
+  if (dim == 3) ez_p[i] = e2;
 }
