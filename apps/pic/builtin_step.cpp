@@ -14,6 +14,7 @@ namespace cn = cunumpy;
 namespace builtin {
 
 void gather(Particles& p, const FieldLayout& layout) {
+  p.use_work_arrays(true, p.work.ndim() != 0);
   const kernels::Grid grid = layout.grid().kernel_grid();
   const bool has_y = grid.two, has_z = grid.three;
   const double* x = p.x.data();
@@ -67,6 +68,47 @@ StepSums push(Particles& p, const FieldLayout& layout, double dv, double dt, boo
       } return 0.5 * mass * energy;);
   sums.momentum =
       CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * vx[i];);
+  return sums;
+}
+
+StepSums kick(Particles& p, const FieldLayout& layout, double dv) {
+  const kernels::Grid grid = layout.grid().kernel_grid();
+  const bool has_y = grid.two, has_z = grid.three;
+  const double mass = p.mass;
+  const double* x = p.x.data();
+  const double* y = has_y ? p.y.data() : x;  // unused past the dimension
+  const double* z = has_z ? p.z.data() : x;
+  double* vx = p.vx.data();
+  double* vy = has_y ? p.vy.data() : nullptr;
+  double* vz = has_z ? p.vz.data() : nullptr;
+  const double* ex = layout.ex.data();
+  const double* ey = has_y ? layout.ey.data() : nullptr;
+  const double* ez = has_z ? layout.ez.data() : nullptr;
+  StepSums sums;
+  // gather's sums, then push's arithmetic, per particle.
+  sums.kinetic = CUNUMPY_REDUCE_ON(
+      cn::on(p.x), "kick", p.n, cn::ReduceOp::sum, i, double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+      kernels::for_each_node(grid, x[i], y[i], z[i],
+                             [&](long long c, double w, int) {
+                               e0 += w * ex[c];
+                               if (has_y) e1 += w * ey[c];
+                               if (has_z) e2 += w * ez[c];
+                             });
+      const double old_x = vx[i]; const double new_x = old_x + dv * e0; vx[i] = new_x;
+      double energy = old_x * new_x; if (has_y) {
+        const double old_y = vy[i];
+        const double new_y = old_y + dv * e1;
+        vy[i] = new_y;
+        energy += old_y * new_y;
+      } if (has_z) {
+        const double old_z = vz[i];
+        const double new_z = old_z + dv * e2;
+        vz[i] = new_z;
+        energy += old_z * new_z;
+      } return 0.5 * mass * energy;);
+  const double* pvx = p.vx.data();
+  sums.momentum =
+      CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * pvx[i];);
   return sums;
 }
 

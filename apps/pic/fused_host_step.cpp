@@ -65,10 +65,11 @@ class FusedHostStep final : public ParticleStep {
   }
 
   StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
-    if (!move) {  // the half push at the start: the separate loops (the same math)
-      builtin::gather(p, layout);
-      return builtin::push(p, layout, -factor * dt_, dt_, false);
-    }
+    // The one pass keeps no field at the particles; the deterministic one keeps each
+    // particle's energy for a fixed-order sum.
+    p.use_work_arrays(false, deterministic_);
+    if (!move)  // the half push at the start: the separate loops' math, in one pass
+      return builtin::kick(p, layout, -factor * dt_);
     const LocalGrid& g = layout.grid();
     host_step::interleave_fields(g.nodes(), layout.ex.data(),
                                  g.has_y() ? layout.ey.data() : nullptr,

@@ -18,11 +18,23 @@ namespace cn = cunumpy;
 void Particles::follow() {
   const long long rows = capacity();
   const cn::Backend b = x.backend();
-  std::vector<cn::Array<double>*> work_arrays{&ex, &work};
-  if (dim >= 2) work_arrays.push_back(&ey);
-  if (dim == 3) work_arrays.push_back(&ez);
-  for (cn::Array<double>* a : work_arrays)
-    if (a->ndim() == 0 || a->shape(0) != rows) *a = cn::empty<double>({rows}, b);
+  for (cn::Array<double>* a : {&ex, &ey, &ez, &work})
+    if (a->ndim() != 0 && a->shape(0) != rows) *a = cn::empty<double>({rows}, b);
+}
+
+void Particles::use_work_arrays(bool fields, bool energies) {
+  const long long rows = capacity();
+  const cn::Backend b = x.backend();
+  auto use = [&](cn::Array<double>& a, bool wanted) {
+    if (!wanted)
+      a = cn::Array<double>();
+    else if (a.ndim() == 0 || a.shape(0) != rows)
+      a = cn::empty<double>({rows}, b);
+  };
+  use(ex, fields);
+  use(ey, fields && dim >= 2);
+  use(ez, fields && dim == 3);
+  use(work, energies);
 }
 
 namespace {
@@ -199,7 +211,6 @@ Particles make_particles(const Config& config, const cn::Comm& comm, cn::Backend
   p.mass = particle_weight(config);
   const long long rows = p.n + spare;
   allocate(p, rows, backend);
-  p.follow();
   if (born_on_owner) {
     std::int64_t* out = p.id.data();
     const std::int64_t* in = ids.data();

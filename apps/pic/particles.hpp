@@ -18,7 +18,9 @@ struct Particles {
   cunumpy::Array<double> x, y, z, vx, vy, vz;
   cunumpy::Array<std::int64_t> id;  // global ids: the particles are functions of them
   // Per-particle work of the separate steps (the field at the particles, energies), as many
-  // rows as the particle arrays: follow() keeps them so after the arrays grew.
+  // rows as the particle arrays when in use: each step allocates what it uses
+  // (use_work_arrays; the fused host step none, or the energies when deterministic: 32 bytes a
+  // particle less in 3D), and follow() keeps them so after the arrays grew.
   cunumpy::Array<double> ex, ey, ez, work;
   long long n = 0;            // rows [0, n) are the particles
   double mass = 0;            // a macro-particle's mass and weight: the box volume over N
@@ -30,8 +32,11 @@ struct Particles {
   bool leavers_known = false;
 
   long long capacity() const { return x.ndim() == 0 ? 0 : x.shape(0); }
-  // The work arrays at the particle arrays' row count (after a migration grew them).
+  // The work arrays in use at the particle arrays' row count (after a migration grew them).
   void follow();
+  // The field at the particles (ex[, ey[, ez]]) and the energies (work): allocated at the row
+  // count when wanted, released when not.
+  void use_work_arrays(bool fields, bool energies);
 };
 
 // This rank's initial particles (positions and velocities functions of the global id: the same

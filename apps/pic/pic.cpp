@@ -53,11 +53,25 @@ class Phases {
 }  // namespace
 
 namespace {
-// Rows [0, n) of every column reordered by the keys (stable).
+// Rows [0, n) of `column` in the order `order` gives (row i takes row order[i]), through one
+// scratch column.
+template <typename T>
+void permute(cn::Array<T>& column, const cn::Array<std::int64_t>& order, long long n) {
+  auto scratch = cn::empty<T>({n}, column.backend());
+  T* out = scratch.data();
+  const T* in = column.data();
+  const std::int64_t* o = order.data();
+  CUNUMPY_FOR_ON(cn::on(scratch), "permute", n, i, out[i] = in[o[i]];);
+  cn::copy(column.leading(n), scratch);
+}
+
+// Rows [0, n) of every column reordered by the keys (stable), one column at a time: the sort's
+// peak memory is the keys, the order and one column, not a second copy of every column.
 template <typename... A>
 void sort_rows(const cn::Array<std::uint64_t>& keys, long long n, A&... columns) {
-  auto sorted = cn::sort_by_key(keys, columns.leading(n)...);
-  std::apply([&](auto&, auto&, auto&... s) { (cn::copy(columns.leading(n), s), ...); }, sorted);
+  const auto sorted = cn::sort_by_key(keys);
+  const cn::Array<std::int64_t>& order = std::get<1>(sorted);
+  (permute(columns, order, n), ...);
 }
 }  // namespace
 
@@ -150,7 +164,6 @@ Particles particles_of(const Config& config, const Checkpoint& c, const FieldLay
     put(p.vz, c.vz);
   }
   put(p.id, c.id);
-  p.follow();
   return p;
 }
 

@@ -52,6 +52,7 @@ class RtcStep final : public ParticleStep {
 
   StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
     const LocalGrid& g = layout.grid();
+    p.use_work_arrays(true, true);
     kernel_catalog().get<decltype(&gather_host)>("gather")(
         cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ex,
         or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), p.ex, or_x(p.ey, p.ex),
