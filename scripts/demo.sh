@@ -3,8 +3,8 @@
 # mini-app on Landau damping, on 2 MPI ranks.  Prints the fitted and theoretical rates and the
 # time per phase, writes out/landau/{energy.csv,summary.json} and the plot out/landau/energy.png.
 # Then the two-stream instability on a decomposed grid with openPMD output, Landau damping in 3D
-# on a 3D-decomposed grid, and the two-stream run's phase-space picture read back through
-# openPMD-api: out/two_stream/phase_space.png.
+# on a 3D-decomposed grid, and the phase-space pictures read back through openPMD-api:
+# out/two_stream/phase_space.png, out/landau_3d/phase_space.png (with a slice of the density).
 #   bash scripts/demo.sh                    # host backend
 #   CUNUMPY_BACKEND=cuda bash scripts/demo.sh
 set -euo pipefail
@@ -19,11 +19,14 @@ mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --output "$OUT" --overwrite
 OUT2="${OUT2:-$CUNUMPY_ROOT/out/two_stream}"
 mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case two_stream --steps 400 --decompose --no-progress \
   --output "$OUT2" --output-every 40 --overwrite | grep -E "gamma|wrote"
-# Landau damping in 3D on a 3D-decomposed grid (a few seconds).
+# Landau damping in 3D on a 3D-decomposed grid (a few seconds), with openPMD output.
+OUT3="${OUT3:-$CUNUMPY_ROOT/out/landau_3d}"
 mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --dim 3 --cells 32 --cells-y 4 --cells-z 4 \
-  --particles 262144 --steps 250 --decompose --no-progress | grep -E "^landau|gamma|omega"
+  --particles 262144 --steps 250 --decompose --no-progress --output "$OUT3" --output-every 50 \
+  --overwrite | grep -E "^landau|gamma|omega"
 if python="$(bash "$CUNUMPY_ROOT/scripts/openpmd_venv.sh")"; then
   "$python" "$CUNUMPY_ROOT/scripts/plot_phase_space.py" "$OUT2"
+  "$python" "$CUNUMPY_ROOT/scripts/plot_phase_space.py" "$OUT3"
 else
   echo "demo: no openPMD-api (see above): the phase-space picture is skipped"
 fi

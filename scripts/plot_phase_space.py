@@ -64,7 +64,8 @@ def main(argv):
                 mid = rho_data.shape[2] // 2
                 rho_data = rho_data[:, :, mid]
                 title = f"rho(x, y, z = {mid * spacing[2]:.2f})"
-            ax.imshow(rho_data.T, origin="lower", aspect="auto", cmap="RdBu_r")
+            ax.imshow(rho_data.T, origin="lower", aspect="auto", cmap="RdBu_r",
+                      extent=(0, rho_data.shape[0] * spacing[0], 0, rho_data.shape[1] * spacing[1]))
             ax.set_xlabel("x")
             ax.set_ylabel("y")
             ax.set_title(title)
