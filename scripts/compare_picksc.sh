@@ -190,8 +190,7 @@ for r in $(seq "$runs"); do
   done
 done
 
-if [[ "$dim" == 3 ]]; then
-python3 - "$results" "$threads" "$steps" <<'EOF'
+python3 - "$results" "$threads" "$dim" "$steps" <<'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -199,36 +198,27 @@ for line in open(sys.argv[1]):
     rows.setdefault(code, {}).setdefault(int(t), []).append(float(v))
 threads = [int(t) for t in sys.argv[2].split()]
 med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}) else None
-names = {"ours": "ours (pic --dim 3, fused host step)",
-         "ours-decomposed": "ours (--decompose, N ranks x 1 thread)",
-         "mpic3": "PICKSC mpic3 (OpenMP, tiles)", "ppic3": "PICKSC ppic3 (MPI, N ranks)"}
-for t in threads:
-    if t > 1: names["ours-%dranks" % t] = "ours (%d MPI ranks x 1 thread)" % t
-print("3D, 128^3 cells, 56,623,104 particles, %s steps: ns per particle-step, median of %d "
-      "interleaved runs (peak MiB per rank)" % (sys.argv[3], len(rows["ours"][threads[0]])))
-print("%-40s" % "code" + "".join("%20s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
-for code in ["ours"] + ["ours-%dranks" % t for t in threads if t > 1] + ["ours-decomposed", "mpic3", "ppic3"]:
-    if code not in rows: continue
-    cells = []
+if sys.argv[3] == "3":
+    names = {"ours": "ours (pic --dim 3, fused host step)",
+             "ours-decomposed": "ours (--decompose, N ranks x 1 thread)",
+             "mpic3": "PICKSC mpic3 (OpenMP, tiles)", "ppic3": "PICKSC ppic3 (MPI, N ranks)"}
     for t in threads:
-        m, mem = med(code, t), med("mem-" + code, t)
-        cells.append("%20s" % ("-" if m is None else "%.2f" % m + (" (%.0f)" % mem if mem else "")))
-    print("%-40s" % names[code] + "".join(cells))
-for t in threads:
-    print("ours / mpic3 on %d core(s): %.2fx" % (t, med("ours", t) / med("mpic3", t)))
-    if med("ppic3", t) and med("ours-decomposed", t):
-        print("ours decomposed / ppic3 on %d rank(s): %.2fx" % (t, med("ours-decomposed", t) / med("ppic3", t)))
-EOF
-exit 0
-fi
-python3 - "$results" "$threads" <<'EOF'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    code, t, v = line.split()
-    rows.setdefault(code, {}).setdefault(int(t), []).append(float(v))
-threads = [int(t) for t in sys.argv[2].split()]
-med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}) else None
+        if t > 1: names["ours-%dranks" % t] = "ours (%d MPI ranks x 1 thread)" % t
+    print("3D, 128^3 cells, 56,623,104 particles, %s steps: ns per particle-step, median of %d "
+          "interleaved runs (peak MiB per rank)" % (sys.argv[4], len(rows["ours"][threads[0]])))
+    print("%-40s" % "code" + "".join("%20s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
+    for code in ["ours"] + ["ours-%dranks" % t for t in threads if t > 1] + ["ours-decomposed", "mpic3", "ppic3"]:
+        if code not in rows: continue
+        cells = []
+        for t in threads:
+            m, mem = med(code, t), med("mem-" + code, t)
+            cells.append("%20s" % ("-" if m is None else "%.2f" % m + (" (%.0f)" % mem if mem else "")))
+        print("%-40s" % names[code] + "".join(cells))
+    for t in threads:
+        print("ours / mpic3 on %d core(s): %.2fx" % (t, med("ours", t) / med("mpic3", t)))
+        if med("ppic3", t) and med("ours-decomposed", t):
+            print("ours decomposed / ppic3 on %d rank(s): %.2fx" % (t, med("ours-decomposed", t) / med("ppic3", t)))
+    sys.exit(0)
 names = {"ours": "ours (pic, one-pass host step)", "ours-separate": "ours (--host-step separate)",
          "pic2": "PICKSC pic2 (serial)", "mpic2": "PICKSC mpic2 (OpenMP, tiles)",
          "vmpic2": "PICKSC vmpic2 (OpenMP + SSE2)",

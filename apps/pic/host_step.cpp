@@ -106,17 +106,30 @@ PIC_ALWAYS_INLINE long long node_index(const Step& s, long long fx, long long fy
     return s.base + fx * s.row + fy;
 }
 
+// A particle's stencil along each axis of the grid: first nodes and weights (the axes past the
+// dimension: node 0, no weights).
+template <int Order>
+struct Stencils {
+  long long fx = 0, fy = 0, fz = 0;
+  double ax[Order + 1], ay[Order + 1] = {}, az[Order + 1] = {};
+};
+template <int Dim, int Order>
+PIC_ALWAYS_INLINE Stencils<Order> stencils_at(double sx, double sy, double sz) {
+  Stencils<Order> st;
+  axis<Order>(sx, st.fx, st.ax);
+  if constexpr (Dim >= 2) axis<Order>(sy, st.fy, st.ay);
+  if constexpr (Dim == 3) axis<Order>(sz, st.fz, st.az);
+  return st;
+}
+
 // The deposit of the particle at (px, py, pz) into `ne` (a double or int64 grid): false when
 // its image lies beyond the guards.
 template <int Dim, int Order, typename G>
 PIC_ALWAYS_INLINE bool deposit_one(const Step& s, double px, double py, double pz,
                                    G* __restrict ne) {
   constexpr int P = Order + 1;
-  long long fx = 0, fy = 0, fz = 0;
-  double ax[P], ay[P] = {}, az[P] = {};
-  axis<Order>(px * s.inv_dx, fx, ax);
-  if constexpr (Dim >= 2) axis<Order>(py * s.inv_dy, fy, ay);
-  if constexpr (Dim == 3) axis<Order>(pz * s.inv_dz, fz, az);
+  auto [fx, fy, fz, ax, ay, az] =
+      stencils_at<Dim, Order>(px * s.inv_dx, py * s.inv_dy, pz * s.inv_dz);
   if (!s.whole_box) {
     if (!image(fx, Order, s.i_lo, s.i_hi, s.nx)) return false;
     if constexpr (Dim >= 2)
@@ -190,11 +203,8 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
     const long long c1 = std::min(end, c0 + kChunk);
     for (long long i = c0; i < c1; ++i) {
       // The field at x_n, summed in kernels::for_each_node's order.
-      long long fx = 0, fy = 0, fz = 0;
-      double ax[P], ay[P] = {}, az[P] = {};
-      axis<Order>(x[i] * inv_dx, fx, ax);
-      if constexpr (Dim >= 2) axis<Order>(y[i] * inv_dy, fy, ay);
-      if constexpr (Dim == 3) axis<Order>(z[i] * inv_dz, fz, az);
+      const auto [fx, fy, fz, ax, ay, az] = stencils_at<Dim, Order>(
+          x[i] * inv_dx, Dim >= 2 ? y[i] * inv_dy : 0.0, Dim == 3 ? z[i] * inv_dz : 0.0);
       const long long b0 = node_index<Dim>(s, fx, fy, fz);
       double e0 = 0.0, e1 = 0.0, e2 = 0.0;
       if constexpr (Dim == 3) {
