@@ -81,6 +81,7 @@ class FusedHostStep final : public ParticleStep {
     host_step::Step s = step_of(p, layout, -factor * dt_);
     s.exy = exy_.data();
     s.cells = vectors ? cells_.data() : nullptr;
+    s.vectors3 = g.has_z() && g.order == 1;
     if (deterministic_) {
       s.energies = p.work.data();
       s.half_mass = 0.5 * p.mass;

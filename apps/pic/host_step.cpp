@@ -302,8 +302,14 @@ PIC_HOST_CLONES Sums range_3d_tsc(const Step& s, long long b, long long e, G* ne
 
 template <typename G>
 Sums range_of(const Step& s, long long begin, long long end, G* ne) {
-  if (s.dim == 3)
-    return s.order == 1 ? range_3d_cic(s, begin, end, ne) : range_3d_tsc(s, begin, end, ne);
+  if (s.dim == 3) {
+    if (s.order == 2) return range_3d_tsc(s, begin, end, ne);
+    Sums v;  // 3D CIC: whole vectors of particles first, the rest by the scalar loop
+    if (s.vectors3) begin = cic3_vectors(s, begin, end, ne, v);
+    const Sums rest = range_3d_cic(s, begin, end, ne);
+    return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
+                v.undeposited + rest.undeposited};
+  }
   if (s.dim == 1)
     return s.order == 1 ? range_1d_cic(s, begin, end, ne) : range_1d_tsc(s, begin, end, ne);
   if (s.order == 2) return range_2d_tsc(s, begin, end, ne);

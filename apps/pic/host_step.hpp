@@ -51,6 +51,8 @@ struct Step {
   // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
   // particles; null: the scalar loop alone.
   const double* cells = nullptr;
+  // 3D CIC: whole vectors of particles first (cic3_vectors), gathering from exy.
+  bool vectors3 = false;
   // Deterministic: integer grids, and the particles' kinetic energies (mass / 2 v_old . v_new)
   // into `energies` instead of a sum.
   bool integer = false;

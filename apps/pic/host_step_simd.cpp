@@ -1,4 +1,4 @@
-// host_step's 2D CIC loop over whole vectors of particles (host_step_simd.hpp), compiled by
+// host_step's 2D and 3D CIC loops over whole vectors of particles (host_step_simd.hpp), compiled by
 // Google Highway for each instruction set (foreach_target.h includes this file once per target)
 // and chosen at run time.  Lane by lane the same operations, in the same order, as
 // host_step.cpp's scalar loop: the same bits.  Measured by scripts/compare_picksc.sh.
@@ -181,11 +181,204 @@ long long CicVectorsInt(const Step& s, long long begin, long long end,
                         std::int64_t* HWY_RESTRICT ne, Sums& sums) {
   return CicVectorsOf(s, begin, end, ne, sums);
 }
+
+// 3D CIC: the same scheme with E's three components interleaved at the guarded nodes (3
+// doubles a node, gathered from the 8 corners: the pairs along z share a line), the weights in
+// kernels::for_each_node's order ((w_x w_y) w_z), the deposit one particle at a time.
+template <typename G>
+long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RESTRICT ne,
+                        Sums& sums) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<std::int32_t, decltype(d)> d32;
+  const hn::RebindToSigned<decltype(d)> d64;
+  using V = hn::Vec<decltype(d)>;
+  const auto lanes = static_cast<long long>(hn::Lanes(d));
+  constexpr long long kChunk = 512;
+  if (lanes > kChunk) return begin;
+  alignas(64) std::int32_t node[kChunk];
+  alignas(64) double fxs[kChunk], fys[kChunk], fzs[kChunk];
+  const int row = static_cast<int>(s.row), col = static_cast<int>(s.col);
+  const V inv_dx = hn::Set(d, s.inv_dx), inv_dy = hn::Set(d, s.inv_dy),
+          inv_dz = hn::Set(d, s.inv_dz), lx = hn::Set(d, s.lx), ly = hn::Set(d, s.ly),
+          lz = hn::Set(d, s.lz), dv = hn::Set(d, s.dv), dt = hn::Set(d, s.dt),
+          one = hn::Set(d, 1.0), zero = hn::Zero(d), half_mass = hn::Set(d, s.half_mass);
+  const auto rows = hn::Set(d32, row), cols = hn::Set(d32, col),
+             base = hn::Set(d32, static_cast<std::int32_t>(s.base));
+  auto set32 = [&](long long v) { return hn::Set(d32, static_cast<std::int32_t>(v)); };
+  // The block with its guards (global node numbers) and the images' distances.
+  const auto i_lo = set32(s.i_lo), i_hi = set32(s.i_hi - 1), j_lo = set32(s.j_lo),
+             j_hi = set32(s.j_hi - 1), k_lo = set32(s.k_lo), k_hi = set32(s.k_hi - 1),
+             nxs = set32(s.nx), nys = set32(s.ny), nzs = set32(s.nz), none = set32(-1);
+  V energy = zero, momentum = zero;
+  double* HWY_RESTRICT x = s.x;
+  double* HWY_RESTRICT y = s.y;
+  double* HWY_RESTRICT z = s.z;
+  double* HWY_RESTRICT vx = s.vx;
+  double* HWY_RESTRICT vy = s.vy;
+  double* HWY_RESTRICT vz = s.vz;
+  const double* HWY_RESTRICT exyz = s.exy;
+  const double q = s.charge;
+  const bool whole = s.whole_box;
+  // (No arrays of vectors: SVE's vectors have no size.)
+  const V stay_x0 = hn::Set(d, s.stay_lo[0]), stay_x1 = hn::Set(d, s.stay_hi[0]),
+          stay_y0 = hn::Set(d, s.stay_lo[1]), stay_y1 = hn::Set(d, s.stay_hi[1]),
+          stay_z0 = hn::Set(d, s.stay_lo[2]), stay_z1 = hn::Set(d, s.stay_hi[2]);
+  std::vector<std::int64_t>* leavers = s.leavers;
+  long long i = begin;
+  while (end - i >= lanes) {
+    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
+    bool missed = false;
+    for (long long k = 0; k < m; k += lanes) {
+      const long long p = i + k;
+      // The field at x_n.
+      const V sx = hn::Mul(hn::LoadU(d, x + p), inv_dx), sy = hn::Mul(hn::LoadU(d, y + p), inv_dy),
+              sz = hn::Mul(hn::LoadU(d, z + p), inv_dz);
+      const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy), jz = hn::DemoteTo(d32, sz);
+      const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
+              fz = hn::Sub(sz, hn::PromoteTo(d, jz));
+      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
+      // The first node's element in the interleaved field (3 * node < 2^31: 32-bit products).
+      const auto at = hn::PromoteTo(
+          d64, hn::Mul(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base),
+                       hn::Set(d32, 3)));
+      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
+              w11 = hn::Mul(fx, fy);
+      V e0 = zero, e1 = zero, e2 = zero;
+      const auto corner = [&](const V w, long long offset) {
+        const auto idx = hn::Add(at, hn::Set(d64, 3 * offset));
+        e0 = hn::Add(e0, hn::Mul(w, hn::GatherIndex(d, exyz + 0, idx)));
+        e1 = hn::Add(e1, hn::Mul(w, hn::GatherIndex(d, exyz + 1, idx)));
+        e2 = hn::Add(e2, hn::Mul(w, hn::GatherIndex(d, exyz + 2, idx)));
+      };
+      corner(hn::Mul(w00, az), 0);
+      corner(hn::Mul(w00, fz), 1);
+      corner(hn::Mul(w01, az), col);
+      corner(hn::Mul(w01, fz), col + 1);
+      corner(hn::Mul(w10, az), row);
+      corner(hn::Mul(w10, fz), row + 1);
+      corner(hn::Mul(w11, az), row + col);
+      corner(hn::Mul(w11, fz), row + col + 1);
+      // The push and the move.
+      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p), oz = hn::LoadU(d, vz + p);
+      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
+              nz = hn::Add(oz, hn::Mul(dv, e2));
+      hn::StoreU(nx, d, vx + p);
+      hn::StoreU(ny, d, vy + p);
+      hn::StoreU(nz, d, vz + p);
+      const V en = hn::Add(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), hn::Mul(oz, nz));
+      if (s.energies != nullptr)
+        hn::StoreU(hn::Mul(half_mass, en), d, s.energies + p);
+      else
+        energy = hn::Add(energy, en);
+      momentum = hn::Add(momentum, nx);
+      const auto wrap = [&](V q, const V l) {
+        q = hn::IfThenElse(hn::Lt(q, zero), hn::Add(q, l), q);
+        return hn::IfThenElse(hn::Ge(q, l), hn::Sub(q, l), q);
+      };
+      V px = wrap(hn::Add(hn::LoadU(d, x + p), hn::Mul(dt, nx)), lx);
+      V py = wrap(hn::Add(hn::LoadU(d, y + p), hn::Mul(dt, ny)), ly);
+      V pz = wrap(hn::Add(hn::LoadU(d, z + p), hn::Mul(dt, nz)), lz);
+      hn::StoreU(px, d, x + p);
+      hn::StoreU(py, d, y + p);
+      hn::StoreU(pz, d, z + p);
+      const auto inside = hn::And(hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
+                                          hn::And(hn::Ge(py, zero), hn::Lt(py, ly))),
+                                  hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
+      double* HWY_RESTRICT coord[3] = {x, y, z};
+      const double lengths[3] = {s.lx, s.ly, s.lz};
+      if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
+        for (int a = 0; a < 3; ++a)
+          for (long long l = p; l < p + lanes; ++l)
+            if (!(coord[a][l] >= 0.0 && coord[a][l] < lengths[a]))
+              coord[a][l] = kernels::periodic(coord[a][l], lengths[a]);
+        px = hn::LoadU(d, x + p);
+        py = hn::LoadU(d, y + p);
+        pz = hn::LoadU(d, z + p);
+      }
+      if (leavers != nullptr) {  // NaN fails the tests: it leaves
+        const auto stays = hn::And(hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                                           hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
+                                   hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
+        if (!hn::AllTrue(d, stays)) [[unlikely]]
+          for (long long l = p; l < p + lanes; ++l) {
+            bool in = true;
+            for (int a = 0; a < 3; ++a)
+              in = in && coord[a][l] >= s.stay_lo[a] && coord[a][l] <= s.stay_hi[a];
+            if (!in) leavers->push_back(l);
+          }
+      }
+      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
+      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
+      auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty), kz = hn::DemoteTo(d32, tz);
+      hn::StoreU(hn::Sub(tx, hn::PromoteTo(d, kx)), d, fxs + k);
+      hn::StoreU(hn::Sub(ty, hn::PromoteTo(d, ky)), d, fys + k);
+      hn::StoreU(hn::Sub(tz, hn::PromoteTo(d, kz)), d, fzs + k);
+      if (whole) {
+        hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base), d32,
+                   node + k);
+      } else {
+        kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
+        kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
+        ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
+        ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
+        kz = hn::IfThenElse(hn::Lt(kz, k_lo), hn::Add(kz, nzs), kz);
+        kz = hn::IfThenElse(hn::Gt(kz, k_hi), hn::Sub(kz, nzs), kz);
+        const auto out = hn::Or(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
+                                       hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))),
+                                hn::Or(hn::Lt(kz, k_lo), hn::Gt(kz, k_hi)));
+        const auto reach = hn::Not(out);
+        const auto c = hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base);
+        hn::StoreU(hn::IfThenElse(reach, c, none), d32, node + k);
+        if (!hn::AllTrue(d32, reach)) [[unlikely]] {
+          sums.undeposited += static_cast<long long>(hn::CountTrue(d32, out));
+          missed = true;
+        }
+      }
+    }
+    for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
+      const int n0 = node[k];
+      if (missed && n0 < 0) continue;  // beyond the guards: counted above
+      const double wx[2] = {1.0 - fxs[k], fxs[k]}, wy[2] = {1.0 - fys[k], fys[k]},
+                   wz[2] = {1.0 - fzs[k], fzs[k]};
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+          const double wab = wx[a] * wy[b];
+          G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
+          for (int c = 0; c < 2; ++c) {
+            if constexpr (std::is_same_v<G, double>) {
+              line[c] += q * (wab * wz[c]);
+            } else {  // the deterministic deposit's quantised weights (host_step.cpp)
+              constexpr double quantum = 16777216.0;
+              line[c] += std::llround(wab * wz[c] * quantum);
+            }
+          }
+        }
+    }
+    i += m;
+  }
+  sums.energy += hn::GetLane(hn::SumOfLanes(d, energy));
+  sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
+  return i;
+}
+long long Cic3Vectors(const Step& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                      Sums& sums) {
+  return Cic3VectorsOf(s, begin, end, ne, sums);
+}
+long long Cic3VectorsInt(const Step& s, long long begin, long long end,
+                         std::int64_t* HWY_RESTRICT ne, Sums& sums) {
+  return Cic3VectorsOf(s, begin, end, ne, sums);
+}
 #else
 long long CicVectors(const Step&, long long begin, long long, double*, Sums&) {
   return begin;  // one lane: host_step.cpp's scalar loop does the work
 }
 long long CicVectorsInt(const Step&, long long begin, long long, std::int64_t*, Sums&) {
+  return begin;
+}
+long long Cic3Vectors(const Step&, long long begin, long long, double*, Sums&) {
+  return begin;
+}
+long long Cic3VectorsInt(const Step&, long long begin, long long, std::int64_t*, Sums&) {
   return begin;
 }
 #endif
@@ -199,6 +392,8 @@ namespace pic::host_step {
 
 HWY_EXPORT(CicVectors);
 HWY_EXPORT(CicVectorsInt);
+HWY_EXPORT(Cic3Vectors);
+HWY_EXPORT(Cic3VectorsInt);
 
 namespace {
 // The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
@@ -228,6 +423,16 @@ long long cic_vectors(const Step& s, long long begin, long long end, double* ne,
 long long cic_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums) {
   if (!choice().vectors) return begin;
   return HWY_DYNAMIC_DISPATCH(CicVectorsInt)(s, begin, end, ne, sums);
+}
+
+long long cic3_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums) {
+  if (!choice().vectors) return begin;
+  return HWY_DYNAMIC_DISPATCH(Cic3Vectors)(s, begin, end, ne, sums);
+}
+long long cic3_vectors(const Step& s, long long begin, long long end, std::int64_t* ne,
+                       Sums& sums) {
+  if (!choice().vectors) return begin;
+  return HWY_DYNAMIC_DISPATCH(Cic3VectorsInt)(s, begin, end, ne, sums);
 }
 
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,

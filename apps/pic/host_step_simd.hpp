@@ -1,4 +1,4 @@
-// apps/pic/host_step_simd.hpp: host_step's 2D CIC loop over whole vectors of particles
+// apps/pic/host_step_simd.hpp: host_step's 2D and 3D CIC loops over whole vectors of particles
 // (host_step_simd.cpp: one Google Highway source, the instruction set chosen at run time).
 #pragma once
 
@@ -22,5 +22,8 @@ void fill_cell_fields(long long nodes, long long row, const double* ex, const do
 // `sums`.  Returns begin when the CPU offers no vector target.
 long long cic_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums);
 long long cic_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums);
+// 3D CIC the same way, E's components gathered from Step::exy (3 doubles a node).
+long long cic3_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums);
+long long cic3_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums);
 
 }  // namespace pic::host_step

@@ -1,7 +1,7 @@
-// The mini-app's CIC vector loop (apps/pic/host_step_simd.cpp) against its scalar loop: positions,
-// velocities and density bit for bit, far movers included, on the whole box and on a block,
-// with real and integer grids (tests/pic/host_step_case.hpp).  Built
-// and run by scripts/arm_check.sh under qemu-user for NEON, SVE and SVE2.
+// The mini-app's CIC vector loops, 2D and 3D (apps/pic/host_step_simd.cpp) against the scalar loop:
+// positions, velocities and density bit for bit, far movers included, on the whole box and on a
+// block, with real and integer grids (tests/pic/host_step_case.hpp).  Built and run by
+// scripts/arm_check.sh under qemu-user for NEON, SVE and SVE2.
 #include <cstdio>
 
 #include <cunumpy/algorithms.hpp>
@@ -21,16 +21,24 @@ int main() {
   block.lnx = 8;
   block.y0 = 3;
   block.lny = 6;
+  pic::host_step::CaseGrid whole3 = pic::host_step::CaseGrid::three(), block3 = whole3;
+  block3.x0 = 2;
+  block3.lnx = 5;
+  block3.y0 = 3;
+  block3.lny = 4;
+  block3.z0 = 1;
+  block3.lnz = 3;
   int failures = 0;
-  for (const auto& g : {whole, block})
+  for (const auto& g : {whole, block, whole3, block3})
     for (bool integer : {false, true}) {
       const auto scalar = pic::host_step::run_case(false, g, integer);
       const auto vector = pic::host_step::run_case(true, g, integer);
-      const bool same = vector.x == scalar.x && vector.y == scalar.y && vector.vx == scalar.vx &&
-                        vector.vy == scalar.vy && vector.ne == scalar.ne &&
+      const bool same = vector.x == scalar.x && vector.y == scalar.y && vector.z == scalar.z &&
+                        vector.vx == scalar.vx && vector.vy == scalar.vy &&
+                        vector.vz == scalar.vz && vector.ne == scalar.ne &&
                         vector.energies == scalar.energies &&
                         vector.sums.undeposited == scalar.sums.undeposited;
-      std::printf("%s, %s grids: %s\n", g.whole() ? "whole box" : "block",
+      std::printf("%dD %s, %s grids: %s\n", g.dim, g.whole() ? "whole box" : "block",
                   integer ? "integer" : "real", same ? "vector loop == scalar loop" : "DIFFERENT");
       failures += same ? 0 : 1;
     }

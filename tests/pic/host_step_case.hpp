@@ -1,8 +1,8 @@
 // tests/pic/host_step_case.hpp: one particle step of the mini-app's host loop (host_step.hpp)
-// on a small random 2D CIC case (far movers, a position that rounds to the last node), through
-// the vector loop or the scalar loop alone, on a grid that is the whole box or a block of it
-// (a decomposed rank's, whose particles' images may lie beyond its guards), with real or
-// integer (deterministic) grids.  Shared by test_pic and tests/arm/pic_step_check.cpp.
+// on a small random 2D or 3D CIC case (far movers, a position that rounds to the last node),
+// through the vector loop or the scalar loop alone, on a grid that is the whole box or a block of
+// it (a decomposed rank's, whose particles' images may lie beyond its guards), with real or integer
+// (deterministic) grids.  Shared by test_pic and tests/arm/pic_step_check.cpp.
 #pragma once
 
 #include <cmath>
@@ -16,49 +16,79 @@
 namespace pic::host_step {
 
 struct CaseResult {
-  std::vector<double> x, y, vx, vy, ne, energies;
+  std::vector<double> x, y, z, vx, vy, vz, ne, energies;
   Sums sums;
 };
 
-// A guarded block of an nx x ny periodic grid: nodes [x0, x0 + lnx) x [y0, y0 + lny) with
-// `guard` nodes around, E random on the whole grid (the guards its periodic images).
+// A guarded block of an nx x ny (x nz in 3D) periodic grid: nodes [x0, x0 + lnx) x [y0, y0 +
+// lny) (x [z0, z0 + lnz)) with `guard` nodes around, E random on the whole grid (the guards its
+// periodic images).
 struct CaseGrid {
-  long long nx = 16, ny = 12, x0 = 0, y0 = 0, lnx = 16, lny = 12, guard = 2;
-  long long row() const { return lny + 2 * guard; }
+  int dim = 2;
+  long long nx = 16, ny = 12, nz = 1, x0 = 0, y0 = 0, z0 = 0, lnx = 16, lny = 12, lnz = 1,
+            guard = 2;
+  long long col() const { return dim == 3 ? lnz + 2 * guard : 1; }
+  long long row() const { return (lny + 2 * guard) * col(); }
   long long nodes() const { return (lnx + 2 * guard) * row(); }
-  long long base() const { return (guard - x0) * row() + (guard - y0); }
-  bool whole() const { return lnx == nx && lny == ny; }
+  long long base() const {
+    return (guard - x0) * row() + (guard - y0) * col() + (dim == 3 ? guard - z0 : 0);
+  }
+  bool whole() const { return lnx == nx && lny == ny && lnz == nz; }
+  // The same in 3D: a 10 x 8 x 6 box.
+  static CaseGrid three() {
+    CaseGrid g;
+    g.dim = 3;
+    g.nx = g.lnx = 10;
+    g.ny = g.lny = 8;
+    g.nz = g.lnz = 6;
+    return g;
+  }
 };
 
 inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) {
   const long long n = 1003;
   std::mt19937_64 gen(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<double> gex(g.nx * g.ny), gey(g.nx * g.ny);
+  const bool three = g.dim == 3;
+  const long long cells_total = g.nx * g.ny * g.nz;
+  std::vector<double> gex(cells_total), gey(cells_total), gez(cells_total);
   for (auto& e : gex) e = u(gen) - 0.5;
   for (auto& e : gey) e = u(gen) - 0.5;
-  std::vector<double> ex(g.nodes()), ey(g.nodes()), exy, cells;
+  for (auto& e : gez) e = u(gen) - 0.5;
+  std::vector<double> ex(g.nodes()), ey(g.nodes()), ez(g.nodes()), exy, cells;
+  const long long lz = three ? g.lnz + 2 * g.guard : 1;
   for (long long i = 0; i < g.lnx + 2 * g.guard; ++i)
-    for (long long j = 0; j < g.row(); ++j) {
-      const long long gi = ((g.x0 + i - g.guard) % g.nx + g.nx) % g.nx;
-      const long long gj = ((g.y0 + j - g.guard) % g.ny + g.ny) % g.ny;
-      ex[i * g.row() + j] = gex[gi * g.ny + gj];
-      ey[i * g.row() + j] = gey[gi * g.ny + gj];
-    }
-  interleave_fields(g.nodes(), ex.data(), ey.data(), nullptr, exy);
-  fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells);
+    for (long long j = 0; j < g.lny + 2 * g.guard; ++j)
+      for (long long l = 0; l < lz; ++l) {
+        const long long gi = ((g.x0 + i - g.guard) % g.nx + g.nx) % g.nx;
+        const long long gj = ((g.y0 + j - g.guard) % g.ny + g.ny) % g.ny;
+        const long long gl = three ? ((g.z0 + l - g.guard) % g.nz + g.nz) % g.nz : 0;
+        const long long at = i * g.row() + j * g.col() + l, from = (gi * g.ny + gj) * g.nz + gl;
+        ex[at] = gex[from];
+        ey[at] = gey[from];
+        ez[at] = gez[from];
+      }
+  interleave_fields(g.nodes(), ex.data(), ey.data(), three ? ez.data() : nullptr, exy);
+  if (!three) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells);
   CaseResult r;
   r.x.resize(n);
   r.y.resize(n);
+  r.z.assign(n, 0.0);
   r.vx.resize(n);
   r.vy.resize(n);
+  r.vz.assign(n, 0.0);
   r.energies.assign(n, 0.0);
   for (long long i = 0; i < n; ++i) {  // at x_n in the block
     r.x[i] = static_cast<double>(g.x0) + u(gen) * static_cast<double>(g.lnx);
     r.y[i] = static_cast<double>(g.y0) + u(gen) * static_cast<double>(g.lny);
     r.vx[i] = 4.0 * (u(gen) - 0.5);
     r.vy[i] = 4.0 * (u(gen) - 0.5);
+    if (three) {
+      r.z[i] = static_cast<double>(g.z0) + u(gen) * static_cast<double>(g.lnz);
+      r.vz[i] = 4.0 * (u(gen) - 0.5);
+    }
   }
+  if (three) r.vz[21] = -17.0 * g.nz;
   r.vx[17] = 31.0 * g.nx;  // far moves, inside the vector loop's range
   r.vy[18] = -22.0 * g.ny;
   r.x[40] = static_cast<double>(g.x0 + g.lnx) - 0.5;  // moves 3 cells: beyond a block's guards
@@ -68,29 +98,38 @@ inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = 
   Step s{};
   s.x = r.x.data();
   s.y = r.y.data();
+  s.z = three ? r.z.data() : nullptr;
   s.vx = r.vx.data();
   s.vy = r.vy.data();
+  s.vz = three ? r.vz.data() : nullptr;
   s.n = n;
-  s.dim = 2;
+  s.dim = g.dim;
   s.order = 1;
   s.inv_dx = 1.0;
   s.inv_dy = 1.0;
+  s.inv_dz = 1.0;
   s.lx = static_cast<double>(g.nx);
   s.ly = static_cast<double>(g.ny);
+  s.lz = static_cast<double>(g.nz);
   s.dv = -0.1;
   s.dt = 0.1;
   s.charge = 0.5;
   s.base = g.base();
   s.row = g.row();
+  s.col = g.col();
   s.nx = g.nx;
   s.ny = g.ny;
+  s.nz = g.nz;
   s.i_lo = g.x0 - g.guard;
   s.i_hi = g.x0 + g.lnx + g.guard - 1;
   s.j_lo = g.y0 - g.guard;
   s.j_hi = g.y0 + g.lny + g.guard - 1;
+  s.k_lo = g.z0 - g.guard;
+  s.k_hi = g.z0 + g.lnz + g.guard - 1;
   s.whole_box = g.whole();
   s.exy = exy.data();
-  s.cells = vectors ? cells.data() : nullptr;
+  s.cells = vectors && !three ? cells.data() : nullptr;
+  s.vectors3 = vectors && three;
   s.integer = integer;
   if (integer) {
     s.energies = r.energies.data();

@@ -325,33 +325,49 @@ TEST(HostStep, OnABlockImagesLandInTheGuardsAndFarMoversAreCounted) {
 }
 
 // CIC's loop over whole vectors of particles (host_step_simd.cpp) gives the scalar loop's
-// positions, velocities and density bit for bit, the far movers among them included.
+// positions, velocities and density bit for bit, the far movers among them included, 2D and 3D,
+// on the whole box and on a block.
 TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
-  pic::host_step::CaseGrid whole, block;
+  pic::host_step::CaseGrid whole, block, whole3 = pic::host_step::CaseGrid::three();
   block.x0 = 4;
   block.lnx = 8;
   block.y0 = 3;
   block.lny = 6;
-  for (const auto& g : {whole, block})
+  pic::host_step::CaseGrid block3 = whole3;
+  block3.x0 = 2;
+  block3.lnx = 5;
+  block3.y0 = 3;
+  block3.lny = 4;
+  block3.z0 = 1;
+  block3.lnz = 3;
+  for (const auto& g : {whole, block, whole3, block3})
     for (bool integer : {false, true}) {
       const auto scalar = pic::host_step::run_case(false, g, integer);
       const auto vector = pic::host_step::run_case(true, g, integer);
-      const std::string what =
-          std::string(g.whole() ? "whole box" : "block") + (integer ? ", integer grids" : "");
+      const std::string what = std::to_string(g.dim) + "D, " +
+                               std::string(g.whole() ? "whole box" : "block") +
+                               (integer ? ", integer grids" : "");
       EXPECT_EQ(vector.x, scalar.x) << what;
       EXPECT_EQ(vector.y, scalar.y) << what;
+      EXPECT_EQ(vector.z, scalar.z) << what;
       EXPECT_EQ(vector.vx, scalar.vx) << what;
       EXPECT_EQ(vector.vy, scalar.vy) << what;
+      EXPECT_EQ(vector.vz, scalar.vz) << what;
       EXPECT_EQ(vector.ne, scalar.ne) << what;
       EXPECT_EQ(vector.energies, scalar.energies) << what;
       EXPECT_EQ(vector.sums.undeposited, scalar.sums.undeposited) << what;
+      if (!g.whole()) {
+        EXPECT_GT(scalar.sums.undeposited, 0) << what << ": the far movers leave the guards";
+      }
       EXPECT_NEAR(vector.sums.energy, scalar.sums.energy, 1e-12 * std::abs(scalar.sums.energy));
       EXPECT_NEAR(vector.sums.momentum, scalar.sums.momentum, 1e-9);
       for (std::size_t i = 0; i < vector.x.size(); ++i) {
         ASSERT_GE(vector.x[i], 0.0);
-        ASSERT_LT(vector.x[i], 16.0);
+        ASSERT_LT(vector.x[i], static_cast<double>(g.nx));
         ASSERT_GE(vector.y[i], 0.0);
-        ASSERT_LT(vector.y[i], 12.0);
+        ASSERT_LT(vector.y[i], static_cast<double>(g.ny));
+        ASSERT_GE(vector.z[i], 0.0);
+        ASSERT_LT(vector.z[i], g.dim == 3 ? static_cast<double>(g.nz) : 1.0);
       }
     }
 }
