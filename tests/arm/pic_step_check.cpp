@@ -16,20 +16,8 @@ std::string cunumpy::host_simd() {
 }
 
 int main() {
-  pic::host_step::CaseGrid whole, block;  // the whole box, and a decomposed rank's block
-  block.x0 = 4;
-  block.lnx = 8;
-  block.y0 = 3;
-  block.lny = 6;
-  pic::host_step::CaseGrid whole3 = pic::host_step::CaseGrid::three(), block3 = whole3;
-  block3.x0 = 2;
-  block3.lnx = 5;
-  block3.y0 = 3;
-  block3.lny = 4;
-  block3.z0 = 1;
-  block3.lnz = 3;
   int failures = 0;
-  for (const auto& g : {whole, block, whole3, block3})
+  for (const auto& g : pic::host_step::vector_loop_cases())
     for (bool integer : {false, true}) {
       const auto scalar = pic::host_step::run_case(false, g, integer);
       const auto vector = pic::host_step::run_case(true, g, integer);

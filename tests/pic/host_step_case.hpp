@@ -45,6 +45,24 @@ struct CaseGrid {
   }
 };
 
+// The cases the vector loops are checked on: the whole box and a decomposed rank's block, 2D
+// and 3D.
+inline std::vector<CaseGrid> vector_loop_cases() {
+  CaseGrid whole, block, whole3 = CaseGrid::three();
+  block.x0 = 4;
+  block.lnx = 8;
+  block.y0 = 3;
+  block.lny = 6;
+  CaseGrid block3 = whole3;
+  block3.x0 = 2;
+  block3.lnx = 5;
+  block3.y0 = 3;
+  block3.lny = 4;
+  block3.z0 = 1;
+  block3.lnz = 3;
+  return {whole, block, whole3, block3};
+}
+
 inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) {
   const long long n = 1003;
   std::mt19937_64 gen(5);

@@ -340,19 +340,7 @@ TEST(HostStep, OnABlockImagesLandInTheGuardsAndFarMoversAreCounted) {
 // positions, velocities and density bit for bit, the far movers among them included, 2D and 3D,
 // on the whole box and on a block.
 TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
-  pic::host_step::CaseGrid whole, block, whole3 = pic::host_step::CaseGrid::three();
-  block.x0 = 4;
-  block.lnx = 8;
-  block.y0 = 3;
-  block.lny = 6;
-  pic::host_step::CaseGrid block3 = whole3;
-  block3.x0 = 2;
-  block3.lnx = 5;
-  block3.y0 = 3;
-  block3.lny = 4;
-  block3.z0 = 1;
-  block3.lnz = 3;
-  for (const auto& g : {whole, block, whole3, block3})
+  for (const auto& g : pic::host_step::vector_loop_cases())
     for (bool integer : {false, true}) {
       const auto scalar = pic::host_step::run_case(false, g, integer);
       const auto vector = pic::host_step::run_case(true, g, integer);
