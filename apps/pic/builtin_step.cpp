@@ -26,14 +26,9 @@ void gather(Particles& p, const FieldLayout& layout) {
   double* exp_ = p.ex.data();
   double* eyp = has_y ? p.ey.data() : nullptr;
   double* ezp = has_z ? p.ez.data() : nullptr;
-  CUNUMPY_FOR_ON(cn::on(p.x), "gather", p.n, i, double e0 = 0.0, e1 = 0.0, e2 = 0.0;
-                 kernels::for_each_node(grid, x[i], y[i], z[i],
-                                        [&](long long c, double w, int) {
-                                          e0 += w * ex[c];
-                                          if (has_y) e1 += w * ey[c];
-                                          if (has_z) e2 += w * ez[c];
-                                        });
-                 exp_[i] = e0; if (has_y) eyp[i] = e1; if (has_z) ezp[i] = e2;);
+  CUNUMPY_FOR_ON(cn::on(p.x), "gather", p.n, i, double e[3];
+                 kernels::field_at(grid, x[i], y[i], z[i], ex, ey, ez, e); exp_[i] = e[0];
+                 if (has_y) eyp[i] = e[1]; if (has_z) ezp[i] = e[2];);
 }
 
 StepSums push(Particles& p, const FieldLayout& layout, double dv, double dt, bool move) {
@@ -87,15 +82,10 @@ StepSums kick(Particles& p, const FieldLayout& layout, double dv) {
   StepSums sums;
   // gather's sums, then push's arithmetic, per particle.
   sums.kinetic = CUNUMPY_REDUCE_ON(
-      cn::on(p.x), "kick", p.n, cn::ReduceOp::sum, i, double e0 = 0.0, e1 = 0.0, e2 = 0.0;
-      kernels::for_each_node(grid, x[i], y[i], z[i],
-                             [&](long long c, double w, int) {
-                               e0 += w * ex[c];
-                               if (has_y) e1 += w * ey[c];
-                               if (has_z) e2 += w * ez[c];
-                             });
-      const double old_x = vx[i]; const double new_x = old_x + dv * e0; vx[i] = new_x;
-      double energy = old_x * new_x; if (has_y) {
+      cn::on(p.x), "kick", p.n, cn::ReduceOp::sum, i, double e[3];
+      kernels::field_at(grid, x[i], y[i], z[i], ex, ey, ez, e); const double e1 = e[1];
+      const double e2 = e[2]; const double old_x = vx[i]; const double new_x = old_x + dv * e[0];
+      vx[i] = new_x; double energy = old_x * new_x; if (has_y) {
         const double old_y = vy[i];
         const double new_y = old_y + dv * e1;
         vy[i] = new_y;

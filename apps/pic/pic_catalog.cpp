@@ -74,15 +74,11 @@ void gather_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ex, const 
   double* oz = ez_p.data();
 #pragma omp parallel for schedule(static)
   for (long long i = 0; i < n; ++i) {
-    double e0 = 0.0, e1 = 0.0, e2 = 0.0;
-    kernels::for_each_node(grid, px[i], py[i], pz[i], [&](long long c, double w, int) {
-      e0 += w * fx[c];
-      if (dim >= 2) e1 += w * fy[c];
-      if (dim == 3) e2 += w * fz[c];
-    });
-    ox[i] = e0;
-    if (dim >= 2) oy[i] = e1;
-    if (dim == 3) oz[i] = e2;
+    double e[3];
+    kernels::field_at(grid, px[i], py[i], pz[i], fx, fy, fz, e);
+    ox[i] = e[0];
+    if (dim >= 2) oy[i] = e[1];
+    if (dim == 3) oz[i] = e[2];
   }
 }
 

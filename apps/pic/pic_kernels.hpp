@@ -151,6 +151,21 @@ CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
   for_each_node(g, x, y, 0.0, static_cast<F&&>(f));
 }
 
+// E at the particle at (x, y, z) from the guarded arrays ex, ey, ez (read only on the grid's
+// axes): e[0..2], each summed in for_each_node's order.  The gathers of every step.
+CUNUMPY_HD_INLINE void field_at(const Grid& g, double x, double y, double z, const double* ex,
+                                const double* ey, const double* ez, double e[3]) {
+  double e0 = 0.0, e1 = 0.0, e2 = 0.0;
+  for_each_node(g, x, y, z, [&](long long c, double w, int) {
+    e0 += w * ex[c];
+    if (g.two) e1 += w * ey[c];
+    if (g.three) e2 += w * ez[c];
+  });
+  e[0] = e0;
+  e[1] = e1;
+  e[2] = e2;
+}
+
 // x mapped into [0, length), for every x: near the box by x - length floor(x / length); far
 // from it (where that loses the remainder) by the exact fmod; a NaN or infinite x (a diverged
 // particle) gives 0, inside the box, so that no later cell index is undefined: its velocity is

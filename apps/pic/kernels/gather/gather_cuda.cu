@@ -13,13 +13,9 @@ extern "C" __global__ void gather(const double* x, const double* y, const double
   if (i >= n) return;
   const pic::kernels::Grid grid =
       pic::kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col);
-  double e0 = 0.0, e1 = 0.0, e2 = 0.0;
-  pic::kernels::for_each_node(grid, x[i], y[i], z[i], [&](long long c, double w, int) {
-    e0 += w * ex[c];
-    if (dim >= 2) e1 += w * ey[c];
-    if (dim == 3) e2 += w * ez[c];
-  });
-  ex_p[i] = e0;
-  if (dim >= 2) ey_p[i] = e1;
-  if (dim == 3) ez_p[i] = e2;
+  double e[3];
+  pic::kernels::field_at(grid, x[i], y[i], z[i], ex, ey, ez, e);
+  ex_p[i] = e[0];
+  if (dim >= 2) ey_p[i] = e[1];
+  if (dim == 3) ez_p[i] = e[2];
 }
