@@ -85,7 +85,7 @@ void print_results(const pic::Config& config, const pic::Results& r) {
 
 int main(int argc, char** argv) {
   pic::Config config;
-  CLI::App app{"cunumpy electrostatic PIC mini-app (1D/2D, periodic, normalised units)"};
+  CLI::App app{"cunumpy electrostatic PIC mini-app (1D to 3D, periodic, normalised units)"};
   pic::add_options(app, config);
   bool status = false;
   app.add_flag("--status", status, "print the kernel catalog's porting status and exit");
