@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
+#include <type_traits>
 
 #include <cunumpy/agree.hpp>
 #include <cunumpy/algorithms.hpp>
@@ -104,16 +105,29 @@ class MigrationImpl {
     // 1. The leavers' rows (increasing: the holes they will leave) and destinations.  Host
     // memory: one pass that writes nothing for the particles that stay.  Device: each
     // particle's key, then the rows of the nonzero keys (flatnonzero).
-    double* pos[3] = {nullptr, nullptr, nullptr};
-    for (int a = 0; a < g_.ndim; ++a) pos[a] = static_cast<double*>(cols[a].data());
     Array<std::int64_t> holes;
     Array<std::uint32_t> leaver_keys;
     long long leaving = 0;
+    // The positions in their stored type (double or float).
+    const bool single = cols[0].dtype() == DType::float32;
+    const auto with_positions = [&](auto&& body) {
+      const auto as = [&](auto* none) {
+        using R = std::remove_pointer_t<decltype(none)>;
+        R* pos[3] = {nullptr, nullptr, nullptr};
+        for (int a = 0; a < g_.ndim; ++a) pos[a] = static_cast<R*>(cols[a].data());
+        return body(static_cast<R* const*>(pos));
+      };
+      return single ? as(static_cast<float*>(nullptr)) : as(static_cast<double*>(nullptr));
+    };
     if (candidates != nullptr) {
-      leavers_among(g_, pos, *candidates, host_rows_, host_keys_);
-      if (mpi_checks()) verify_candidates(pos, count);
+      with_positions([&](auto pos) {
+        leavers_among(g_, pos, *candidates, host_rows_, host_keys_);
+        if (mpi_checks()) verify_candidates(pos, count);
+      });
     }
-    if (candidates != nullptr || find_leavers_on_host(b, g_, pos, count, host_rows_, host_keys_)) {
+    if (candidates != nullptr || with_positions([&](auto pos) {
+          return find_leavers_on_host(b, g_, pos, count, host_rows_, host_keys_);
+        })) {
       leaving = static_cast<long long>(host_rows_.size());
       if (leaving > 0) {
         holes = Array<std::int64_t>(Shape{leaving}, b);
@@ -123,7 +137,8 @@ class MigrationImpl {
       }
     } else if (count > 0) {
       ensure(keys_, count, b);
-      leaving = assign_destinations(b, g_, pos, count, keys_.data());
+      leaving = with_positions(
+          [&](auto pos) { return assign_destinations(b, g_, pos, count, keys_.data()); });
       if (leaving > 0) {
         holes = flatnonzero(keys_.leading(count));
         leaver_keys = Array<std::uint32_t>(Shape{leaving}, b);
@@ -256,7 +271,8 @@ class MigrationImpl {
 
   // The checked mode: every row examined; a leaver that is not a candidate is an error on
   // every rank (the caller's step tested against another region than stay_region()).
-  void verify_candidates(double* const* pos, long long count) {
+  template <typename R>
+  void verify_candidates(R* const* pos, long long count) {
     std::vector<std::int64_t> all_rows;
     std::vector<std::uint32_t> all_keys;
     find_leavers_on_host(Backend::host, g_, pos, count, all_rows, all_keys);

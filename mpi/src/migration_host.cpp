@@ -14,33 +14,42 @@ namespace {
 // distance outside the interval (a max reduction: positive when some position is out; IEEE
 // subtraction keeps the sign exact) and a sum of position * 0 (NaN when a position is NaN or
 // infinite).
-template <int D>
-bool any_outside(const Positions& pos, const double* lo, const double* hi, long long begin,
+// In the positions' own type (float positions against the bounds rounded inwards: a float
+// position that passes lies within the double bounds).
+template <int D, typename R>
+bool any_outside(const Positions<R>& pos, const double* lo_d, const double* hi_d, long long begin,
                  long long end) {
-  const double* __restrict x = pos.p[0];
-  const double* __restrict y = pos.p[D > 1 ? 1 : 0];
-  const double* __restrict z = pos.p[D > 2 ? 2 : 0];
-  const double lx = lo[0], hx = hi[0];
-  const double ly = lo[D > 1 ? 1 : 0], hy = hi[D > 1 ? 1 : 0];
-  const double lz = lo[D > 2 ? 2 : 0], hz = hi[D > 2 ? 2 : 0];
-  double worst = -1.0, poison = 0.0;
+  R lo[3], hi[3];
+  for (int a = 0; a < D; ++a) {
+    lo[a] = static_cast<R>(lo_d[a]);
+    if (static_cast<double>(lo[a]) < lo_d[a]) lo[a] = std::nextafter(lo[a], R(1e30));
+    hi[a] = static_cast<R>(hi_d[a]);
+    if (static_cast<double>(hi[a]) > hi_d[a]) hi[a] = std::nextafter(hi[a], R(-1e30));
+  }
+  const R* __restrict x = pos.p[0];
+  const R* __restrict y = pos.p[D > 1 ? 1 : 0];
+  const R* __restrict z = pos.p[D > 2 ? 2 : 0];
+  const R lx = lo[0], hx = hi[0];
+  const R ly = lo[D > 1 ? 1 : 0], hy = hi[D > 1 ? 1 : 0];
+  const R lz = lo[D > 2 ? 2 : 0], hz = hi[D > 2 ? 2 : 0];
+  R worst = -1, poison = 0;
 #if defined(_OPENMP)
 #pragma omp simd reduction(max : worst) reduction(+ : poison)
 #endif
   for (long long i = begin; i < end; ++i) {
-    double w = std::max(lx - x[i], x[i] - hx);
-    poison += x[i] * 0.0;
+    R w = std::max(lx - x[i], x[i] - hx);
+    poison += x[i] * R(0);
     if constexpr (D > 1) {
       w = std::max(w, std::max(ly - y[i], y[i] - hy));
-      poison += y[i] * 0.0;
+      poison += y[i] * R(0);
     }
     if constexpr (D > 2) {
       w = std::max(w, std::max(lz - z[i], z[i] - hz));
-      poison += z[i] * 0.0;
+      poison += z[i] * R(0);
     }
     worst = std::max(worst, w);
   }
-  return !(worst <= 0.0 && poison == 0.0);
+  return !(worst <= R(0) && poison == R(0));
 }
 
 // Host memory, D axes: the common case (a particle well inside this rank's cells) found by a
@@ -50,8 +59,8 @@ bool any_outside(const Positions& pos, const double* lo, const double* hi, long 
 // on its blocks of 64 rows; the rows of the blocks that fail it (near the block's faces, left,
 // to wrap, or bad) go one by one through destination(), the exact rule, into the chunk's list.  The
 // pass writes nothing for the particles that stay.
-template <int D>
-long long host_leavers(const MigrationGeometry& g, const Positions& pos, long long n,
+template <int D, typename R>
+long long host_leavers(const MigrationGeometry& g, const Positions<R>& pos, long long n,
                        std::vector<std::int64_t>& rows, std::vector<std::uint32_t>& keys) {
   constexpr long long kChunk = 4096, kBlock = 64;
   const long long chunks = (n + kChunk - 1) / kChunk;
@@ -64,13 +73,13 @@ long long host_leavers(const MigrationGeometry& g, const Positions& pos, long lo
 #endif
   for (long long ch = 0; ch < chunks; ++ch) {
     const long long begin = ch * kChunk, end = std::min(n, begin + kChunk);
-    if (!any_outside<D>(pos, lo, hi, begin, end)) continue;
+    if (!any_outside<D, R>(pos, lo, hi, begin, end)) continue;
     auto& list = found[static_cast<std::size_t>(ch)];
     // Blocks of the chunk that the same test passes hold no leaver either: the exact rule runs
     // on the rows of the others alone.
     for (long long b = begin; b < end; b += kBlock) {
       const long long e = std::min(end, b + kBlock);
-      if (!any_outside<D>(pos, lo, hi, b, e)) continue;
+      if (!any_outside<D, R>(pos, lo, hi, b, e)) continue;
       for (long long i = b; i < e; ++i) {
         const std::uint32_t key = destination(g, pos, i);  // 0 for a particle inside
         if (key != 0u) list.emplace_back(i, key);
@@ -96,10 +105,11 @@ void stay_box(const MigrationGeometry& g, double* lo, double* hi) {
   }
 }
 
-void leavers_among(const MigrationGeometry& g, double* const* positions,
+template <typename R>
+void leavers_among(const MigrationGeometry& g, R* const* positions,
                    std::span<const std::int64_t> candidates, std::vector<std::int64_t>& rows,
                    std::vector<std::uint32_t>& keys) {
-  const Positions pos{
+  const Positions<R> pos{
       {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
   rows.clear();
   keys.clear();
@@ -112,19 +122,30 @@ void leavers_among(const MigrationGeometry& g, double* const* positions,
   }
 }
 
-bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* const* positions,
+template <typename R>
+bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, R* const* positions,
                           long long n, std::vector<std::int64_t>& rows,
                           std::vector<std::uint32_t>& keys) {
   if (backend != Backend::host) return false;  // the emulated device runs the device path
-  const Positions pos{
+  const Positions<R> pos{
       {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
   if (g.ndim == 1)
-    host_leavers<1>(g, pos, n, rows, keys);
+    host_leavers<1, R>(g, pos, n, rows, keys);
   else if (g.ndim == 2)
-    host_leavers<2>(g, pos, n, rows, keys);
+    host_leavers<2, R>(g, pos, n, rows, keys);
   else
-    host_leavers<3>(g, pos, n, rows, keys);
+    host_leavers<3, R>(g, pos, n, rows, keys);
   return true;
 }
+
+#define CUNUMPY_MIGRATION_HOST(R)                                                                \
+  template void leavers_among<R>(const MigrationGeometry&, R* const*,                            \
+                                 std::span<const std::int64_t>, std::vector<std::int64_t>&,      \
+                                 std::vector<std::uint32_t>&);                                   \
+  template bool find_leavers_on_host<R>(Backend, const MigrationGeometry&, R* const*, long long, \
+                                        std::vector<std::int64_t>&, std::vector<std::uint32_t>&);
+CUNUMPY_MIGRATION_HOST(double)
+CUNUMPY_MIGRATION_HOST(float)
+#undef CUNUMPY_MIGRATION_HOST
 
 }  // namespace cunumpy::detail

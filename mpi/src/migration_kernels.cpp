@@ -52,16 +52,22 @@ void move_words(const Target& t, const RecordLayout& L, const std::int64_t* src,
 }
 }  // namespace
 
+template <typename R>
 long long assign_destinations(Backend backend, const MigrationGeometry& geometry,
-                              double* const* positions, long long n, std::uint32_t* keys) {
+                              R* const* positions, long long n, std::uint32_t* keys) {
   const Target t = on(backend);
   const MigrationGeometry g = geometry;
-  const Positions pos{
+  const Positions<R> pos{
       {positions[0], g.ndim > 1 ? positions[1] : nullptr, g.ndim > 2 ? positions[2] : nullptr}};
   return CUNUMPY_REDUCE_ON(t, "migration destinations", n, ReduceOp::sum, i,
                            keys[i] = destination(g, pos, i);
                            return keys[i] == 0u ? 0LL : 1LL;);
 }
+
+template long long assign_destinations<double>(Backend, const MigrationGeometry&, double* const*,
+                                               long long, std::uint32_t*);
+template long long assign_destinations<float>(Backend, const MigrationGeometry&, float* const*,
+                                              long long, std::uint32_t*);
 
 void key_starts(Backend backend, const std::uint32_t* sorted, long long n, int nkeys,
                 long long* starts) {

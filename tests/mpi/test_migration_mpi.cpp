@@ -304,6 +304,81 @@ TEST(MigrationMpiCandidates, BadCandidatesOnOneRankAreAnErrorOnEveryRank) {
             std::string::npos);
 }
 
+// Single-precision particles: float positions are wrapped, stored and decided as floats. A
+// position just below 0 wraps to just below the upper edge, which rounds up to the edge in
+// float: it is stored as the float below the edge, and its owner is the owner of that float.
+TEST_P(MigrationMpi, FloatPositionsReachTheirOwnersAndStayInsideTheBox) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  ASSERT_EQ(static_cast<double>(static_cast<float>(kLx - 1e-9)), static_cast<double>(float(kLx)))
+      << "the case needs a wrapped position that rounds up to the edge";
+  const long long n0 = kPerRank + 2, capacity = 4 * n0;
+  std::vector<float> x(capacity, 0.0f), y(capacity, 0.0f);
+  std::vector<std::int64_t> id(capacity, -1);
+  const long long first = n0 * world.rank();
+  for (long long i = 0; i < kPerRank; ++i) {
+    x[i] = static_cast<float>(x_of(first + i));
+    y[i] = static_cast<float>(y_of(first + i));
+    id[i] = first + i;
+  }
+  x[kPerRank] = -1e-9f;  // wraps to kLx - 1e-9: float(kLx) or above
+  y[kPerRank] = 1.0f;
+  x[kPerRank + 1] = 1.5f;
+  y[kPerRank + 1] = -1e-9f;
+  id[kPerRank] = first + kPerRank;
+  id[kPerRank + 1] = first + kPerRank + 1;
+  const cn::Backend b = GetParam();
+  auto px = cn::from_host<float>(std::span<const float>(x), {capacity}, b);
+  auto py = cn::from_host<float>(std::span<const float>(y), {capacity}, b);
+  auto pid = cn::from_host<std::int64_t>(std::span<const std::int64_t>(id), {capacity}, b);
+  cn::ParticleColumns columns;
+  columns.position(px).position(py).column(pid);
+  long long n = n0;
+  const auto check_all = [&](const char* when) {
+    const auto hx = cn::to_host(px), hy = cn::to_host(py);
+    const auto hid = cn::to_host(pid);
+    long long wrong = 0;
+    std::vector<long long> mine;
+    for (long long i = 0; i < n; ++i) {
+      const double xi = hx(i), yi = hy(i);
+      if (!(xi >= 0.0 && xi < kLx && yi >= 0.0 && yi < kLy)) ++wrong;
+      if (m.owner_of({xi, yi, 0.0}) != world.rank()) ++wrong;
+      mine.push_back(hid(i));
+    }
+    EXPECT_EQ(wrong, 0) << when << ", rank " << world.rank();
+    const auto counts = world.allgather(n);
+    std::vector<long long> displs(counts.size(), 0);
+    for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    std::vector<long long> all(static_cast<std::size_t>(displs.back() + counts.back()));
+    world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(static_cast<long long>(all.size()), n0 * world.size()) << when;
+    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<long long>(i));
+  };
+  n = m.migrate(columns, n);
+  check_all("first migration");
+  // Moved on the host side, then every row a candidate (the host path's listed leavers).
+  for (float dx : {0.11f, -2.9f}) {
+    auto hx = cn::to_host(px);
+    for (long long i = 0; i < n; ++i) hx(i) += dx;
+    cn::copy(px, hx);
+    if (b == cn::Backend::host) {
+      std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+      std::iota(rows.begin(), rows.end(), 0);
+      n = m.migrate(columns, n, std::span<const std::int64_t>(rows));
+    } else {
+      n = m.migrate(columns, n);
+    }
+    check_all("after a shift");
+  }
+  // One precision for all the axes.
+  auto dy = cn::zeros<double>({capacity}, b);
+  cn::ParticleColumns mixed;
+  mixed.position(px);
+  EXPECT_THROW(mixed.position(dy), cn::ValueError);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MigrationMpi,
                          ::testing::Values(cn::Backend::host, cn::Backend::emulated),
                          [](const auto& info) { return std::string(cn::to_string(info.param)); });

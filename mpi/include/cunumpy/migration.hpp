@@ -9,10 +9,10 @@
 //   push(x, y, vx, vy, n);
 //   n = migration.migrate(particles, n);                    // rows [0, n) are the particles
 //
-// Particles are rows of SoA arrays: one position array per axis (double, the first `ndim`
-// columns given with position()), and any number of other arrays of any element type whose
-// first axis is the particle (any width: (capacity,), (capacity, 3), ...).  Row i of every
-// array is particle i; rows past the count are spare capacity.
+// Particles are rows of SoA arrays: one position array per axis (double or float, one type for
+// all axes, the first `ndim` columns given with position()), and any number of other arrays of any
+// element type whose first axis is the particle (any width: (capacity,), (capacity, 3), ...).  Row
+// i of every array is particle i; rows past the count are spare capacity.
 //
 // One migrate() call touches the leavers and the arrivals only.  One streaming pass computes
 // each particle's owner from its position (periodic axes wrap the position into the box
@@ -44,6 +44,7 @@
 #include <source_location>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cunumpy/array.hpp>
@@ -121,10 +122,20 @@ class MigrationImpl;
 // grown ones, and the references are updated).  Build it once, where the arrays live.
 class ParticleColumns {
  public:
-  ParticleColumns& position(Array<double>& axis) {
+  // A position axis: double or float, every axis the same type (single-precision particles:
+  // the migration wraps and decides on the stored float, never on a wider value).
+  template <Element T>
+  requires(std::is_same_v<T, double> ||
+           std::is_same_v<T, float>) ParticleColumns& position(Array<T>& axis) {
     if (!columns_.empty() && positions_ != static_cast<int>(columns_.size()))
       throw ValueError("ParticleColumns: give the positions first, then the other columns");
-    columns_.push_back(std::make_unique<detail::ParticleColumnOf<double>>(axis));
+    if (positions_ > 0 && columns_[0]->dtype() != dtype_of<T>())
+      throw ValueError(
+          "ParticleColumns: every position array must have one element type; the "
+          "first is " +
+          std::string(to_string(columns_[0]->dtype())) + ", this one " +
+          std::string(dtype_name<T>()) + "; store every axis in one precision");
+    columns_.push_back(std::make_unique<detail::ParticleColumnOf<T>>(axis));
     ++positions_;
     return *this;
   }

@@ -39,13 +39,30 @@ CUNUMPY_HD inline long long cell_of(double p, double lower, double scale, long l
   return c < cells ? c : cells - 1;
 }
 
-// The particles' positions, one array per axis.
+// A wrapped position as the particle arrays store it (R: double or float), kept in
+// [lower, upper): a float that rounds up to the upper edge takes the float below it.
+template <typename R>
+CUNUMPY_HD inline double stored_position(double p, double lower, double upper) {
+  if constexpr (sizeof(R) == sizeof(double)) {
+    return p;
+  } else {
+    R r = static_cast<R>(p);
+    if (static_cast<double>(r) >= upper) r = nextafterf(r, -3.0e38f);
+    if (static_cast<double>(r) < lower) r = nextafterf(r, 3.0e38f);
+    return static_cast<double>(r);
+  }
+}
+
+// The particles' positions, one array per axis (double or float).
+template <typename R>
 struct Positions {
-  double* p[3];
+  R* p[3];
 };
 
-// The destination of particle i (see assign_destinations), wrapping its periodic positions.
-CUNUMPY_HD inline std::uint32_t destination(const MigrationGeometry& g, const Positions& pos,
+// The destination of particle i (see assign_destinations), wrapping its periodic positions
+// (decided on the wrapped position as stored).
+template <typename R>
+CUNUMPY_HD inline std::uint32_t destination(const MigrationGeometry& g, const Positions<R>& pos,
                                             long long i) {
   bool bad = false;
   bool inside = true;
@@ -53,8 +70,9 @@ CUNUMPY_HD inline std::uint32_t destination(const MigrationGeometry& g, const Po
   for (int a = 0; a < g.ndim; ++a) {
     double p = pos.p[a][i];
     if (g.periodic[a] && !(p >= g.lower[a] && p < g.upper[a])) {
-      p = wrap_position(p, g.lower[a], g.upper[a], g.length[a]);
-      pos.p[a][i] = p;
+      p = stored_position<R>(wrap_position(p, g.lower[a], g.upper[a], g.length[a]), g.lower[a],
+                             g.upper[a]);
+      pos.p[a][i] = static_cast<R>(p);
     }
     // Inside is decided on the position (NaN fails), then the cell clamped.
     if (!(p >= g.lower[a] && p < g.upper[a])) {
@@ -76,14 +94,17 @@ CUNUMPY_HD inline std::uint32_t destination(const MigrationGeometry& g, const Po
 // keys[i]: 0 when particle i stays, 1 + r when it goes to rank r, ranks + 1 when it is outside
 // the box along a bounded axis (or at a NaN position).  Periodic axes wrap the positions into
 // the box first.  Returns how many keys are not 0.
-long long assign_destinations(Backend backend, const MigrationGeometry& g, double* const* positions,
+// R: the positions' type (double or float; instantiated for both).
+template <typename R>
+long long assign_destinations(Backend backend, const MigrationGeometry& g, R* const* positions,
                               long long n, std::uint32_t* keys);
 
 // Host arrays: the rows of the particles that do not stay (increasing) and their keys as
 // above, found in one pass that writes nothing for those that stay; returns false (and does
 // nothing) for device arrays (the emulated device's included: it runs the device path, keys
 // and flatnonzero, as CUDA does).
-bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* const* positions,
+template <typename R>
+bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, R* const* positions,
                           long long n, std::vector<std::int64_t>& rows,
                           std::vector<std::uint32_t>& keys);
 
@@ -92,7 +113,8 @@ bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, double* c
 void stay_box(const MigrationGeometry& g, double* lo, double* hi);
 
 // Host arrays: the leavers among the candidate rows (increasing), as find_leavers_on_host.
-void leavers_among(const MigrationGeometry& g, double* const* positions,
+template <typename R>
+void leavers_among(const MigrationGeometry& g, R* const* positions,
                    std::span<const std::int64_t> candidates, std::vector<std::int64_t>& rows,
                    std::vector<std::uint32_t>& keys);
 
