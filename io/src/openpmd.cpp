@@ -174,9 +174,14 @@ class OpenPmdFile {
           throw ValueError("openPMD particles " + species + ": " + what +
                            " must be a 1D array of at least " + std::to_string(n) + " rows");
       };
+      auto check_column = [&](const RealColumn& c, const char* what) {
+        if (c.empty() || c.ndim() != 1 || c.size() < n)
+          throw ValueError("openPMD particles " + species + ": " + what +
+                           " must be a 1D array of at least " + std::to_string(n) + " rows");
+      };
       for (std::size_t a = 0; a < nd; ++a) {
-        check(p.position[a], "position");
-        check(p.momentum[a], "momentum");
+        check_column(p.position[a], "position");
+        check_column(p.momentum[a], "momentum");
       }
       if (p.weighting != nullptr) check(p.weighting, "weighting");
       if (p.id != nullptr) check(p.id, "id");
@@ -195,14 +200,20 @@ class OpenPmdFile {
                          " must be a 1D array of at least " + std::to_string(n) + " rows");
       return to_host(*a);
     };
-    auto vector_record = [&](const char* name, const std::vector<const Array<double>*>& arrays,
+    auto vector_record = [&](const char* name, const std::vector<RealColumn>& arrays,
                              const UnitDimension& unit) {
       const h5::Group r = s.group(name);
       record_attributes(r, unit);
       for (std::size_t a = 0; a < nd; ++a) {
-        const Array<double> h = rows(arrays[a], name);
-        h5::write_dataset<double>(file_, r, p.axes[a], global, offset, count, h.data())
-            .attribute("unitSI", 1.0);
+        if (arrays[a].as_float() != nullptr) {
+          const Array<float> h = rows(arrays[a].as_float(), name);
+          h5::write_dataset<float>(file_, r, p.axes[a], global, offset, count, h.data())
+              .attribute("unitSI", 1.0);
+        } else {
+          const Array<double> h = rows(arrays[a].as_double(), name);
+          h5::write_dataset<double>(file_, r, p.axes[a], global, offset, count, h.data())
+              .attribute("unitSI", 1.0);
+        }
       }
     };
     vector_record("position", p.position, kLength);

@@ -46,6 +46,8 @@ for step in steps:
     e = it.particles["electrons"]
     x = e["position"]["x"].load_chunk()
     px = e["momentum"]["x"].load_chunk()
+    py = e["momentum"]["y"].load_chunk()
+    assert e["momentum"]["y"].dtype == np.float32 and e["momentum"]["x"].dtype == np.float64
     w = e["weighting"][io.Record_Component.SCALAR].load_chunk()
     pid = e["id"][io.Record_Component.SCALAR].load_chunk()
     patches = e.particle_patches
@@ -56,6 +58,7 @@ for step in steps:
     assert np.array_equal(ex, expected_rho + 0.5) and np.array_equal(ey, -expected_rho), "E"
     assert np.array_equal(pid, ids), pid
     assert np.allclose(x, 0.001 * ids, rtol=0, atol=1e-15) and np.array_equal(px, ids.astype(float))
+    assert py.dtype == np.float32 and np.array_equal(py, -ids.astype(np.float32)), "p_y as float32"
     assert np.allclose(w, 1.0 + ids / 10.0, rtol=0, atol=1e-15)
     print(f"openPMD-api: iteration {step}: rho {r.shape}, E, {len(pid)} electrons as written")
 series.close()

@@ -2,7 +2,7 @@
 // each rank's particles) for check_series.py to read back with openPMD-api, h5py and the
 // validator.  Values are functions of the global index, so the reader knows what to expect:
 //   rho(i, j) = i * 1000 + j,  E_x = rho + 0.5,  E_y = -rho
-//   particle id k: x = 0.001 k, y = 0.002 k, p_x = k, p_y = -k, weighting 1 + k / 10
+//   particle id k: x = 0.001 k, y = 0.002 k, p_x = k, p_y = -k (float32), weighting 1 + k / 10
 // Usage: write_series <folder> [steps]   (under mpiexec at any rank count)
 #include <cstdio>
 #include <cstdlib>
@@ -36,15 +36,17 @@ int main(int argc, char** argv) {
       }
     // Particles: rank r holds ids [100 r, 100 r + 10 + r).
     const long long n = 10 + world.rank(), first = 100LL * world.rank();
+    // p_y in single precision: a float32 record beside the double ones.
     auto x = cn::empty<double>({n}), y = cn::empty<double>({n}), px = cn::empty<double>({n}),
-         py = cn::empty<double>({n}), w = cn::empty<double>({n});
+         w = cn::empty<double>({n});
+    auto py = cn::empty<float>({n});
     auto id = cn::empty<std::int64_t>({n});
     for (long long i = 0; i < n; ++i) {
       const long long k = first + i;
       x.host_span()[i] = 0.001 * k;
       y.host_span()[i] = 0.002 * k;
       px.host_span()[i] = static_cast<double>(k);
-      py.host_span()[i] = -static_cast<double>(k);
+      py.host_span()[i] = -static_cast<float>(k);
       w.host_span()[i] = 1.0 + k / 10.0;
       id.host_span()[i] = k;
     }

@@ -55,13 +55,30 @@ struct MeshLayout {
   std::vector<double> position;          // where in the cell the values sit (0: the nodes)
 };
 
+// A per-particle record component in double or float, written in its own precision (the
+// dataset's type is the array's: single-precision particles give float32 records).
+class RealColumn {
+ public:
+  RealColumn(const Array<double>* a) : double_(a) {}  // NOLINT: implicit, like a pointer
+  RealColumn(const Array<float>* a) : float_(a) {}    // NOLINT
+  const Array<double>* as_double() const noexcept { return double_; }
+  const Array<float>* as_float() const noexcept { return float_; }
+  bool empty() const noexcept { return double_ == nullptr && float_ == nullptr; }
+  int ndim() const { return double_ ? double_->ndim() : float_ ? float_->ndim() : 0; }
+  long long size() const { return double_ ? double_->size() : float_ ? float_->size() : 0; }
+
+ private:
+  const Array<double>* double_ = nullptr;
+  const Array<float>* float_ = nullptr;
+};
+
 // One species' particles on this rank: positions and momenta per axis (openPMD's
 // position/positionOffset split: position holds the whole coordinate, positionOffset is 0),
 // weights, ids, and the constant charge and mass of a macro-particle.
 struct ParticleRecords {
   std::vector<std::string> axes;                   // {"x"} or {"x", "y"}
-  std::vector<const Array<double>*> position;      // one per axis
-  std::vector<const Array<double>*> momentum;      // one per axis
+  std::vector<RealColumn> position;                // one per axis (double or float)
+  std::vector<RealColumn> momentum;                // one per axis
   const Array<double>* weighting = nullptr;        // per particle (nullptr: `weight` for all)
   const Array<std::int64_t>* id = nullptr;         // per particle
   long long count = 0;                             // rows [0, count) of the arrays
