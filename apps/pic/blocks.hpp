@@ -17,7 +17,8 @@ struct MeshBlock {
 };
 
 struct ParticleBlock {
-  std::vector<cunumpy::Array<double>> position, velocity;  // one per axis
+  std::vector<cunumpy::Array<double>> position, velocity;     // one per axis (double particles)
+  std::vector<cunumpy::Array<float>> position32, velocity32;  // or these (single precision)
   cunumpy::Array<std::int64_t> id;
   long long count = 0;
   double weight = 1.0;

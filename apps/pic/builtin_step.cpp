@@ -13,13 +13,14 @@ namespace cn = cunumpy;
 
 namespace builtin {
 
-void gather(Particles& p, const FieldLayout& layout) {
+template <typename Real>
+void gather(Particles<Real>& p, const FieldLayout& layout) {
   p.use_work_arrays(true, p.work.ndim() != 0);
   const kernels::Grid grid = layout.grid().kernel_grid();
   const bool has_y = grid.two, has_z = grid.three;
-  const double* x = p.x.data();
-  const double* y = has_y ? p.y.data() : x;  // unused past the dimension
-  const double* z = has_z ? p.z.data() : x;
+  const Real* x = p.x.data();
+  const Real* y = has_y ? p.y.data() : x;  // unused past the dimension
+  const Real* z = has_z ? p.z.data() : x;
   const double* ex = layout.ex.data();
   const double* ey = has_y ? layout.ey.data() : nullptr;
   const double* ez = has_z ? layout.ez.data() : nullptr;
@@ -31,16 +32,17 @@ void gather(Particles& p, const FieldLayout& layout) {
                  if (has_y) eyp[i] = e[1]; if (has_z) ezp[i] = e[2];);
 }
 
-StepSums push(Particles& p, const FieldLayout& layout, double dv, double dt, bool move) {
+template <typename Real>
+StepSums push(Particles<Real>& p, const FieldLayout& layout, double dv, double dt, bool move) {
   const LocalGrid& g = layout.grid();
   const bool has_y = g.has_y(), has_z = g.has_z();
   const double lx = g.lx, ly = g.ly, lz = g.lz, mass = p.mass;
-  double* x = p.x.data();
-  double* y = has_y ? p.y.data() : nullptr;
-  double* z = has_z ? p.z.data() : nullptr;
-  double* vx = p.vx.data();
-  double* vy = has_y ? p.vy.data() : nullptr;
-  double* vz = has_z ? p.vz.data() : nullptr;
+  Real* x = p.x.data();
+  Real* y = has_y ? p.y.data() : nullptr;
+  Real* z = has_z ? p.z.data() : nullptr;
+  Real* vx = p.vx.data();
+  Real* vy = has_y ? p.vy.data() : nullptr;
+  Real* vz = has_z ? p.vz.data() : nullptr;
   const double* exp_ = p.ex.data();
   const double* eyp = has_y ? p.ey.data() : nullptr;
   const double* ezp = has_z ? p.ez.data() : nullptr;
@@ -48,34 +50,35 @@ StepSums push(Particles& p, const FieldLayout& layout, double dv, double dt, boo
   sums.kinetic = CUNUMPY_REDUCE_ON(
       cn::on(p.x), "push", p.n, cn::ReduceOp::sum, i, const double old_x = vx[i];
       const double new_x = old_x + dv * exp_[i]; vx[i] = new_x; double energy = old_x * new_x;
-      if (move) x[i] = kernels::periodic(x[i] + dt * new_x, lx); if (has_y) {
+      if (move) x[i] = kernels::periodic_as<Real>(x[i] + dt * new_x, lx); if (has_y) {
         const double old_y = vy[i];
         const double new_y = old_y + dv * eyp[i];
         vy[i] = new_y;
         energy += old_y * new_y;
-        if (move) y[i] = kernels::periodic(y[i] + dt * new_y, ly);
+        if (move) y[i] = kernels::periodic_as<Real>(y[i] + dt * new_y, ly);
       } if (has_z) {
         const double old_z = vz[i];
         const double new_z = old_z + dv * ezp[i];
         vz[i] = new_z;
         energy += old_z * new_z;
-        if (move) z[i] = kernels::periodic(z[i] + dt * new_z, lz);
+        if (move) z[i] = kernels::periodic_as<Real>(z[i] + dt * new_z, lz);
       } return 0.5 * mass * energy;);
   sums.momentum =
       CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * vx[i];);
   return sums;
 }
 
-StepSums kick(Particles& p, const FieldLayout& layout, double dv) {
+template <typename Real>
+StepSums kick(Particles<Real>& p, const FieldLayout& layout, double dv) {
   const kernels::Grid grid = layout.grid().kernel_grid();
   const bool has_y = grid.two, has_z = grid.three;
   const double mass = p.mass;
-  const double* x = p.x.data();
-  const double* y = has_y ? p.y.data() : x;  // unused past the dimension
-  const double* z = has_z ? p.z.data() : x;
-  double* vx = p.vx.data();
-  double* vy = has_y ? p.vy.data() : nullptr;
-  double* vz = has_z ? p.vz.data() : nullptr;
+  const Real* x = p.x.data();
+  const Real* y = has_y ? p.y.data() : x;  // unused past the dimension
+  const Real* z = has_z ? p.z.data() : x;
+  Real* vx = p.vx.data();
+  Real* vy = has_y ? p.vy.data() : nullptr;
+  Real* vz = has_z ? p.vz.data() : nullptr;
   const double* ex = layout.ex.data();
   const double* ey = has_y ? layout.ey.data() : nullptr;
   const double* ez = has_z ? layout.ez.data() : nullptr;
@@ -96,18 +99,19 @@ StepSums kick(Particles& p, const FieldLayout& layout, double dv) {
         vz[i] = new_z;
         energy += old_z * new_z;
       } return 0.5 * mass * energy;);
-  const double* pvx = p.vx.data();
+  const Real* pvx = p.vx.data();
   sums.momentum =
       CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * pvx[i];);
   return sums;
 }
 
-void deposit_atomics(const Particles& p, FieldLayout& layout) {
+template <typename Real>
+void deposit_atomics(const Particles<Real>& p, FieldLayout& layout) {
   const kernels::Grid grid = layout.grid().kernel_grid();
   const double q = p.charge_density;
-  const double* x = p.x.data();
-  const double* y = grid.two ? p.y.data() : x;  // unused past the dimension
-  const double* z = grid.three ? p.z.data() : x;
+  const Real* x = p.x.data();
+  const Real* y = grid.two ? p.y.data() : x;  // unused past the dimension
+  const Real* z = grid.three ? p.z.data() : x;
   double* ne = layout.ne.data();
   layout.ne.fill(0.0);
   CUNUMPY_FOR_ON(cn::on(p.x), "deposit", p.n, i,
@@ -116,29 +120,41 @@ void deposit_atomics(const Particles& p, FieldLayout& layout) {
                  }););
 }
 
-void deposit_private_grids(const Particles& p, FieldLayout& layout) {
+template <typename Real>
+void deposit_private_grids(const Particles<Real>& p, FieldLayout& layout) {
   const LocalGrid& g = layout.grid();
   deposit_into_thread_grids(g.kernel_grid(), p.x.data(), g.has_y() ? p.y.data() : p.x.data(),
                             g.has_z() ? p.z.data() : p.x.data(), layout.ne.data(), g.nodes(),
                             p.charge_density, p.n);
 }
 
+#define PIC_BUILTIN_PASSES(Real)                                                            \
+  template void gather<Real>(Particles<Real>&, const FieldLayout&);                         \
+  template StepSums push<Real>(Particles<Real>&, const FieldLayout&, double, double, bool); \
+  template StepSums kick<Real>(Particles<Real>&, const FieldLayout&, double);               \
+  template void deposit_atomics<Real>(const Particles<Real>&, FieldLayout&);                \
+  template void deposit_private_grids<Real>(const Particles<Real>&, FieldLayout&);
+PIC_BUILTIN_PASSES(double)
+PIC_BUILTIN_PASSES(float)
+#undef PIC_BUILTIN_PASSES
+
 }  // namespace builtin
 
 namespace {
 
-class BuiltinStep final : public ParticleStep {
+template <typename Real>
+class BuiltinStep final : public ParticleStep<Real> {
  public:
   BuiltinStep(const Config& config, cn::Backend backend)
       : dt_(config.dt), host_(backend == cn::Backend::host) {}
   std::string name() const override { return host_ ? "builtin host" : "builtin device"; }
-  void deposit(const Particles& p, FieldLayout& layout, long long) override {
+  void deposit(const Particles<Real>& p, FieldLayout& layout, long long) override {
     if (host_)
       builtin::deposit_private_grids(p, layout);
     else
       builtin::deposit_atomics(p, layout);
   }
-  StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
+  StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {
     builtin::gather(p, layout);
     return builtin::push(p, layout, -factor * dt_, dt_, move);
   }
@@ -150,8 +166,12 @@ class BuiltinStep final : public ParticleStep {
 
 }  // namespace
 
-std::unique_ptr<ParticleStep> make_builtin_step(const Config& config, cn::Backend backend) {
-  return std::make_unique<BuiltinStep>(config, backend);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_builtin_step(const Config& config, cn::Backend backend) {
+  return std::make_unique<BuiltinStep<Real>>(config, backend);
 }
+template std::unique_ptr<ParticleStep<double>> make_builtin_step<double>(const Config&,
+                                                                         cn::Backend);
+template std::unique_ptr<ParticleStep<float>> make_builtin_step<float>(const Config&, cn::Backend);
 
 }  // namespace pic

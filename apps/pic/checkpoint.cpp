@@ -92,12 +92,25 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
     return cn::from_host<double>(std::span<const double>(v), {static_cast<long long>(v.size())},
                                  cn::Backend::host);
   };
+  // Single-precision particles are written as float32 records (their values exactly).
+  auto host32 = [&](const std::vector<double>& v) {
+    const std::vector<float> f(v.begin(), v.end());
+    return cn::from_host<float>(std::span<const float>(f), {static_cast<long long>(f.size())},
+                                cn::Backend::host);
+  };
+  const bool single = c.config.precision == "single";
   const std::vector<double>* positions[] = {&c.x, &c.y, &c.z};
   const std::vector<double>* velocities[] = {&c.vx, &c.vy, &c.vz};
   std::vector<cn::Array<double>> pos, vel;
+  std::vector<cn::Array<float>> pos32, vel32;
   for (std::size_t a = 0; a < dim; ++a) {
-    pos.push_back(host(*positions[a]));
-    vel.push_back(host(*velocities[a]));
+    if (single) {
+      pos32.push_back(host32(*positions[a]));
+      vel32.push_back(host32(*velocities[a]));
+    } else {
+      pos.push_back(host(*positions[a]));
+      vel.push_back(host(*velocities[a]));
+    }
   }
   const cn::Array<std::int64_t> id =
       cn::from_host<std::int64_t>(std::span<const std::int64_t>(c.id), {n}, cn::Backend::host);
@@ -106,8 +119,13 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
   // Velocities as they are (the momentum record's unit is mass times velocity; the mass per
   // macro-particle is the mass record).
   for (std::size_t a = 0; a < dim; ++a) {
-    p.position.push_back(&pos[a]);
-    p.momentum.push_back(&vel[a]);
+    if (single) {
+      p.position.push_back(&pos32[a]);
+      p.momentum.push_back(&vel32[a]);
+    } else {
+      p.position.push_back(&pos[a]);
+      p.momentum.push_back(&vel[a]);
+    }
   }
   p.id = &id;
   p.count = n;
@@ -233,8 +251,11 @@ std::string SnapshotWriter::write(int step, double time, double dt, const MeshBl
   it.mesh("E", axes, layout, e, {1, 1, -3, -1, 0, 0, 0});
   cn::ParticleRecords r;
   r.axes = axes;
+  // Mass 1: momentum = velocity.  The records keep the particles' precision.
   for (const auto& a : p.position) r.position.push_back(&a);
-  for (const auto& a : p.velocity) r.momentum.push_back(&a);  // mass 1: momentum = velocity
+  for (const auto& a : p.velocity) r.momentum.push_back(&a);
+  for (const auto& a : p.position32) r.position.push_back(&a);
+  for (const auto& a : p.velocity32) r.momentum.push_back(&a);
   r.id = &p.id;
   r.count = p.count;
   r.weight = p.weight;

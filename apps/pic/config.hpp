@@ -33,6 +33,9 @@ struct Config {
   int order = 1;      // 1: CIC, 2: TSC
   bool deterministic =
       false;  // deposit by sort + segment_sum, bit-identical over runs, backends and ranks
+  // The particles' precision: double, or single (float positions and velocities: half the
+  // particle memory and traffic; fields, sums and each particle's arithmetic stay double).
+  std::string precision = "double";
   int sort_every = 20;   // Morton re-sort period (0: never)
   bool progress = true;  // rank 0 prints progress
   // builtin: the parallel_for loops compiled with the program (nvcc on cuda); rtc: the kernel

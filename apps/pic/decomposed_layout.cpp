@@ -28,7 +28,11 @@ class DecomposedLayout final : public FieldLayout {
   void begin_reduce_density() override { halo_->begin_sum(ne); }
   void end_reduce_density() override { halo_->end(); }
 
-  void migrate(Particles& p) override {
+  void migrate(Particles<double>& p) override { migrate_as(p); }
+  void migrate(Particles<float>& p) override { migrate_as(p); }
+
+  template <typename Real>
+  void migrate_as(Particles<Real>& p) {
     cn::ParticleColumns columns;
     columns.position(p.x);
     if (p.dim >= 2) columns.position(p.y);

@@ -19,16 +19,17 @@ namespace deterministic {
 
 constexpr double kQuantum = 16777216.0;  // 2^24
 
-void deposit(const Particles& p, FieldLayout& layout) {
+template <typename Real>
+void deposit(const Particles<Real>& p, FieldLayout& layout) {
   const LocalGrid& g = layout.grid();
   const kernels::Grid grid = g.kernel_grid();
   const long long n = p.n;
   const int order = g.order;
   const int dim = g.dim, width = order + 1;
   const int points = dim == 3 ? width * width * width : dim == 2 ? width * width : width;
-  const double* x = p.x.data();
-  const double* y = dim >= 2 ? p.y.data() : x;  // unused past the dimension
-  const double* z = dim == 3 ? p.z.data() : x;
+  const Real* x = p.x.data();
+  const Real* y = dim >= 2 ? p.y.data() : x;  // unused past the dimension
+  const Real* z = dim == 3 ? p.z.data() : x;
   const cn::Backend b = p.x.backend();
   auto keys = cn::empty<std::int64_t>({n}, b);
   auto values = cn::empty<std::int64_t>({n, points}, b);
@@ -75,17 +76,18 @@ void deposit(const Particles& p, FieldLayout& layout) {
 
 namespace {
 
-class DeterministicStep final : public ParticleStep {
+template <typename Real>
+class DeterministicStep final : public ParticleStep<Real> {
  public:
   explicit DeterministicStep(const Config& config) : dt_(config.dt) {}
   std::string name() const override { return "deterministic"; }
-  void deposit(const Particles& p, FieldLayout& layout, long long) override {
+  void deposit(const Particles<Real>& p, FieldLayout& layout, long long) override {
     deterministic::deposit(p, layout);
   }
-  double density_scale(const Particles& p) const override {
+  double density_scale(const Particles<Real>& p) const override {
     return p.charge_density / deterministic::kQuantum;
   }
-  StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
+  StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {
     builtin::gather(p, layout);
     return builtin::push(p, layout, -factor * dt_, dt_, move);
   }
@@ -96,8 +98,13 @@ class DeterministicStep final : public ParticleStep {
 
 }  // namespace
 
-std::unique_ptr<ParticleStep> make_deterministic_step(const Config& config, cn::Backend) {
-  return std::make_unique<DeterministicStep>(config);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_deterministic_step(const Config& config, cn::Backend) {
+  return std::make_unique<DeterministicStep<Real>>(config);
 }
+template std::unique_ptr<ParticleStep<double>> make_deterministic_step<double>(const Config&,
+                                                                               cn::Backend);
+template std::unique_ptr<ParticleStep<float>> make_deterministic_step<float>(const Config&,
+                                                                             cn::Backend);
 
 }  // namespace pic

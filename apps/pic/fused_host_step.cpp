@@ -29,7 +29,8 @@ namespace {
 
 constexpr double kQuantum = 16777216.0;  // the deterministic deposit's (deterministic_step.cpp)
 
-class FusedHostStep final : public ParticleStep {
+template <typename Real>
+class FusedHostStep final : public ParticleStep<Real> {
  public:
   explicit FusedHostStep(const Config& config)
       : dt_(config.dt), deterministic_(config.deterministic) {
@@ -42,14 +43,15 @@ class FusedHostStep final : public ParticleStep {
     return deterministic_ ? "fused host (deterministic)" : "fused host";
   }
 
-  void deposit(const Particles& p, FieldLayout& layout, long long undeposited_anywhere) override {
+  void deposit(const Particles<Real>& p, FieldLayout& layout,
+               long long undeposited_anywhere) override {
     const LocalGrid& g = layout.grid();
     if (!pushed_ || undeposited_anywhere != 0) {
       // No push deposited (the first step, a restart), or one left particles out somewhere:
       // every rank deposits its particles where they are now.
       grids_.ensure(threads_, g.nodes(), deterministic_);
       clear();
-      host_step::Step s = step_of(const_cast<Particles&>(p), layout, 0.0);
+      host_step::Step<Real> s = step_of(const_cast<Particles<Real>&>(p), layout, 0.0);
       host_step::deposit(s, grids_);
     }
     host_step::fold(grids_, g.nodes(), layout.ne.data());
@@ -60,11 +62,11 @@ class FusedHostStep final : public ParticleStep {
     return pushed_;
   }
 
-  double density_scale(const Particles& p) const override {
+  double density_scale(const Particles<Real>& p) const override {
     return deterministic_ ? p.charge_density / kQuantum : 1.0;
   }
 
-  StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
+  StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {
     // The one pass keeps no field at the particles; the deterministic one keeps each
     // particle's energy for a fixed-order sum.
     p.use_work_arrays(false, deterministic_);
@@ -78,7 +80,7 @@ class FusedHostStep final : public ParticleStep {
     if (vectors)
       host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
     grids_.ensure(threads_, g.nodes(), deterministic_);
-    host_step::Step s = step_of(p, layout, -factor * dt_);
+    host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
     s.exy = exy_.data();
     s.cells = vectors ? cells_.data() : nullptr;
     s.vectors3 = g.has_z() && g.order == 1;
@@ -95,7 +97,7 @@ class FusedHostStep final : public ParticleStep {
     out.undeposited = static_cast<double>(sums.undeposited);
     if (deterministic_) {  // the builtin push's sums, in the same fixed order
       const double* e = p.work.data();
-      const double* vx = p.vx.data();
+      const Real* vx = p.vx.data();
       const double mass = p.mass;
       out.kinetic = cn::parallel_reduce(cn::on(p.work), "kinetic energy", p.n, cn::ReduceOp::sum,
                                         [=](long long i) { return e[i]; });
@@ -109,9 +111,9 @@ class FusedHostStep final : public ParticleStep {
   }
 
  private:
-  host_step::Step step_of(Particles& p, const FieldLayout& layout, double dv) const {
+  host_step::Step<Real> step_of(Particles<Real>& p, const FieldLayout& layout, double dv) const {
     const LocalGrid& g = layout.grid();
-    host_step::Step s{};
+    host_step::Step<Real> s{};
     s.x = p.x.data();
     s.y = g.has_y() ? p.y.data() : nullptr;
     s.z = g.has_z() ? p.z.data() : nullptr;
@@ -166,8 +168,13 @@ class FusedHostStep final : public ParticleStep {
 
 }  // namespace
 
-std::unique_ptr<ParticleStep> make_fused_host_step(const Config& config, const FieldLayout&) {
-  return std::make_unique<FusedHostStep>(config);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_fused_host_step(const Config& config, const FieldLayout&) {
+  return std::make_unique<FusedHostStep<Real>>(config);
 }
+template std::unique_ptr<ParticleStep<double>> make_fused_host_step<double>(const Config&,
+                                                                            const FieldLayout&);
+template std::unique_ptr<ParticleStep<float>> make_fused_host_step<float>(const Config&,
+                                                                          const FieldLayout&);
 
 }  // namespace pic

@@ -79,17 +79,19 @@ PIC_ALWAYS_INLINE bool image(long long& first, int order, long long lo, long lon
   return first >= lo && first + order <= hi;
 }
 
-// A position moved within a box length back into [0, L), else kernels::periodic's answer.
-PIC_ALWAYS_INLINE double wrapped(double p, double l) {
+// A position moved within a box length back into [0, L), else kernels::periodic's answer; as
+// the arrays store it (kernels::inside_as: a float stays below L).
+template <typename R>
+PIC_ALWAYS_INLINE R wrapped(double p, double l) {
   p = p < 0.0 ? p + l : p;
   p = p >= l ? p - l : p;
   if (!(p >= 0.0 && p < l)) [[unlikely]]  // moved more than a box length (or not finite)
     p = kernels::periodic(p, l);
-  return p;
+  return kernels::inside_as<R>(p, l);
 }
 
 // Whether a new position lies outside the step's stay region (NaN included).
-PIC_ALWAYS_INLINE bool leaves(const Step& s, double x, double y, double z, int dim) {
+PIC_ALWAYS_INLINE bool leaves(const StepGeometry& s, double x, double y, double z, int dim) {
   const bool in_x = x >= s.stay_lo[0] && x <= s.stay_hi[0];
   const bool in_y = dim == 1 || (y >= s.stay_lo[1] && y <= s.stay_hi[1]);
   const bool in_z = dim < 3 || (z >= s.stay_lo[2] && z <= s.stay_hi[2]);
@@ -99,7 +101,8 @@ PIC_ALWAYS_INLINE bool leaves(const Step& s, double x, double y, double z, int d
 // The first node of the stencil of a particle's cell (node (fx, fy[, fz]) of the whole grid) in
 // the guarded grid: j's stride is 1 in 2D, `col` in 3D.
 template <int Dim>
-PIC_ALWAYS_INLINE long long node_index(const Step& s, long long fx, long long fy, long long fz) {
+PIC_ALWAYS_INLINE long long node_index(const StepGeometry& s, long long fx, long long fy,
+                                       long long fz) {
   if constexpr (Dim == 3)
     return s.base + fx * s.row + fy * s.col + fz;
   else
@@ -125,7 +128,7 @@ PIC_ALWAYS_INLINE Stencils<Order> stencils_at(double sx, double sy, double sz) {
 // The deposit of the particle at (px, py, pz) into `ne` (a double or int64 grid): false when
 // its image lies beyond the guards.
 template <int Dim, int Order, typename G>
-PIC_ALWAYS_INLINE bool deposit_one(const Step& s, double px, double py, double pz,
+PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, double pz,
                                    G* __restrict ne) {
   constexpr int P = Order + 1;
   auto [fx, fy, fz, ax, ay, az] =
@@ -186,15 +189,15 @@ PIC_ALWAYS_INLINE bool deposit_one(const Step& s, double px, double py, double p
 // before one store, 1.7x slower (its branch mispredicts); two density grids alternating by
 // particle, 2% faster (not kept).
 constexpr long long kChunk = 2048;
-template <int Dim, int Order, typename G>
-PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* __restrict ne) {
+template <int Dim, int Order, typename R, typename G>
+PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G* __restrict ne) {
   constexpr int P = Order + 1;
-  double* __restrict x = s.x;
-  double* __restrict y = s.y;
-  double* __restrict z = s.z;
-  double* __restrict vx = s.vx;
-  double* __restrict vy = s.vy;
-  double* __restrict vz = s.vz;
+  R* __restrict x = s.x;
+  R* __restrict y = s.y;
+  R* __restrict z = s.z;
+  R* __restrict vx = s.vx;
+  R* __restrict vy = s.vy;
+  R* __restrict vz = s.vz;
   const double* __restrict exy = s.exy;
   const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, inv_dz = s.inv_dz, dv = s.dv, dt = s.dt;
   const long long row = s.row, col = s.col;
@@ -241,20 +244,20 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
       const double nx = ox + dv * e0;
       vx[i] = nx;
       double energy = ox * nx;
-      x[i] = wrapped(x[i] + dt * nx, s.lx);
+      x[i] = wrapped<R>(x[i] + dt * nx, s.lx);
       if constexpr (Dim >= 2) {
         const double oy = vy[i];
         const double ny = oy + dv * e1;
         vy[i] = ny;
         energy += oy * ny;
-        y[i] = wrapped(y[i] + dt * ny, s.ly);
+        y[i] = wrapped<R>(y[i] + dt * ny, s.ly);
       }
       if constexpr (Dim == 3) {
         const double oz = vz[i];
         const double nz = oz + dv * e2;
         vz[i] = nz;
         energy += oz * nz;
-        z[i] = wrapped(z[i] + dt * nz, s.lz);
+        z[i] = wrapped<R>(z[i] + dt * nz, s.lz);
       }
       if (s.energies != nullptr)
         s.energies[i] = s.half_mass * energy;
@@ -274,34 +277,34 @@ PIC_ALWAYS_INLINE Sums range(const Step& s, long long begin, long long end, G* _
   return sums;
 }
 
-template <typename G>
-PIC_HOST_CLONES Sums range_1d_cic(const Step& s, long long b, long long e, G* ne) {
+template <typename R, typename G>
+PIC_HOST_CLONES Sums range_1d_cic(const Step<R>& s, long long b, long long e, G* ne) {
   return range<1, 1>(s, b, e, ne);
 }
-template <typename G>
-PIC_HOST_CLONES Sums range_1d_tsc(const Step& s, long long b, long long e, G* ne) {
+template <typename R, typename G>
+PIC_HOST_CLONES Sums range_1d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
   return range<1, 2>(s, b, e, ne);
 }
-template <typename G>
-PIC_HOST_CLONES Sums range_2d_cic(const Step& s, long long b, long long e, G* ne) {
+template <typename R, typename G>
+PIC_HOST_CLONES Sums range_2d_cic(const Step<R>& s, long long b, long long e, G* ne) {
   return range<2, 1>(s, b, e, ne);
 }
-template <typename G>
-PIC_HOST_CLONES Sums range_2d_tsc(const Step& s, long long b, long long e, G* ne) {
+template <typename R, typename G>
+PIC_HOST_CLONES Sums range_2d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
   return range<2, 2>(s, b, e, ne);
 }
 
-template <typename G>
-PIC_HOST_CLONES Sums range_3d_cic(const Step& s, long long b, long long e, G* ne) {
+template <typename R, typename G>
+PIC_HOST_CLONES Sums range_3d_cic(const Step<R>& s, long long b, long long e, G* ne) {
   return range<3, 1>(s, b, e, ne);
 }
-template <typename G>
-PIC_HOST_CLONES Sums range_3d_tsc(const Step& s, long long b, long long e, G* ne) {
+template <typename R, typename G>
+PIC_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
   return range<3, 2>(s, b, e, ne);
 }
 
-template <typename G>
-Sums range_of(const Step& s, long long begin, long long end, G* ne) {
+template <typename R, typename G>
+Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if (s.dim == 3) {
     if (s.order == 2) return range_3d_tsc(s, begin, end, ne);
     Sums v;  // 3D CIC: whole vectors of particles first, the rest by the scalar loop
@@ -320,8 +323,8 @@ Sums range_of(const Step& s, long long begin, long long end, G* ne) {
   return Sums{v.energy + rest.energy, v.momentum + rest.momentum, v.undeposited + rest.undeposited};
 }
 
-template <int Dim, int Order, typename G>
-long long deposit_range(const Step& s, long long begin, long long end, G* ne) {
+template <int Dim, int Order, typename R, typename G>
+long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne) {
   long long missed = 0;
   for (long long i = begin; i < end; ++i)
     if (!deposit_one<Dim, Order>(s, s.x[i], Dim >= 2 ? s.y[i] : 0.0, Dim == 3 ? s.z[i] : 0.0, ne))
@@ -329,8 +332,8 @@ long long deposit_range(const Step& s, long long begin, long long end, G* ne) {
   return missed;
 }
 
-template <typename G>
-long long deposit_of(const Step& s, long long begin, long long end, G* ne) {
+template <typename R, typename G>
+long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if (s.dim == 3)
     return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
                         : deposit_range<3, 2>(s, begin, end, ne);
@@ -347,7 +350,8 @@ int team_size(const ThreadGrids& g) {
 
 }  // namespace
 
-Sums push_and_deposit(const Step& s, ThreadGrids& grids) {
+template <typename Real>
+Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
   const int threads = team_size(grids);
   std::vector<Sums> parts(static_cast<std::size_t>(threads));
   std::vector<std::vector<std::int64_t>> lists(s.leavers != nullptr ? threads : 0);
@@ -360,7 +364,7 @@ Sums push_and_deposit(const Step& s, ThreadGrids& grids) {
     const auto [begin, end] = cunumpy::omp_thread_range(s.n);
     if (begin < end) {
       const auto k = static_cast<std::size_t>(t);
-      Step mine = s;
+      Step<Real> mine = s;
       if (s.leavers != nullptr) mine.leavers = &lists[k];
       parts[k] = s.integer ? range_of(mine, begin, end, grids.integer[k].data())
                            : range_of(mine, begin, end, grids.real[k].data());
@@ -379,7 +383,8 @@ Sums push_and_deposit(const Step& s, ThreadGrids& grids) {
   return total;
 }
 
-void deposit(const Step& s, ThreadGrids& grids) {
+template <typename Real>
+void deposit(const Step<Real>& s, ThreadGrids& grids) {
   const int threads = team_size(grids);
   long long missed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : missed)
@@ -398,6 +403,11 @@ void deposit(const Step& s, ThreadGrids& grids) {
                          " particle(s) lie outside this rank's block and its guards after the "
                          "migration (a bug of the layout)");
 }
+
+template Sums push_and_deposit<double>(const Step<double>&, ThreadGrids&);
+template Sums push_and_deposit<float>(const Step<float>&, ThreadGrids&);
+template void deposit<double>(const Step<double>&, ThreadGrids&);
+template void deposit<float>(const Step<float>&, ThreadGrids&);
 
 void fold(ThreadGrids& grids, long long nodes, double* ne) {
 #pragma omp parallel for schedule(static)

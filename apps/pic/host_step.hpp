@@ -25,13 +25,8 @@
 
 namespace pic::host_step {
 
-struct Step {
-  double* x;
-  double* y;  // 2D and 3D
-  double* z;  // 3D
-  double* vx;
-  double* vy;  // 2D and 3D
-  double* vz;  // 3D
+// What a step is about, but for the particle arrays (Step adds them in their precision).
+struct StepGeometry {
   long long n;
   int dim;                        // 1, 2 or 3
   int order;                      // 1: CIC, 2: TSC
@@ -65,6 +60,18 @@ struct Step {
   std::vector<std::int64_t>* leavers = nullptr;
 };
 
+// Real: the particles' precision (double or float); the arithmetic is double either way, each
+// new position and velocity rounded once when stored (positions kept inside the box).
+template <typename Real>
+struct Step : StepGeometry {
+  Real* x = nullptr;
+  Real* y = nullptr;  // 2D and 3D
+  Real* z = nullptr;  // 3D
+  Real* vx = nullptr;
+  Real* vy = nullptr;  // 2D and 3D
+  Real* vz = nullptr;  // 3D
+};
+
 struct Sums {
   double energy = 0.0;        // sum of v_old . v_new (time-centred kinetic energy / (m / 2))
   double momentum = 0.0;      // sum of v_x after the push
@@ -81,10 +88,12 @@ struct ThreadGrids {
 // Particles [0, n) over the OpenMP threads (the guarded grid's nodes are 32-bit indices), each
 // thread depositing into its grid of `grids`; with integer grids and `energies`, the energy sum
 // is left to the caller.  With s.leavers, the rows outside the stay region end there.
-Sums push_and_deposit(const Step& s, ThreadGrids& grids);
+template <typename Real>
+Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids);
 // The deposit alone, at the particles' positions (the same stencils): for the first step and
 // after a step that left particles undeposited.
-void deposit(const Step& s, ThreadGrids& grids);
+template <typename Real>
+void deposit(const Step<Real>& s, ThreadGrids& grids);
 // ne (the guarded grid, `nodes`) = the sum of the threads' grids (integers: exact, as doubles);
 // the grids are cleared for the next deposit.
 void fold(ThreadGrids& grids, long long nodes, double* ne);

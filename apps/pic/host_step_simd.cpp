@@ -27,8 +27,56 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET != HWY_SCALAR
-template <typename G>
-long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RESTRICT ne,
+// The particle arrays in their precision (double, or float promoted to double and demoted
+// when stored: the arithmetic is double either way, as in host_step.cpp).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadP(D d, const double* HWY_RESTRICT p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadP(D d, const float* HWY_RESTRICT p) {
+  const hn::Rebind<float, D> df;
+  return hn::PromoteTo(d, hn::LoadU(df, p));
+}
+template <class D>
+HWY_INLINE void StoreP(D d, hn::Vec<D> v, double* HWY_RESTRICT p) {
+  hn::StoreU(v, d, p);
+}
+template <class D>
+HWY_INLINE void StoreP(D d, hn::Vec<D> v, float* HWY_RESTRICT p) {
+  const hn::Rebind<float, D> df;
+  hn::StoreU(hn::DemoteTo(df, v), df, p);
+}
+// Positions in [0, l) as the arrays store them (kernels::inside_as): a float that rounds up to
+// l takes `below` (the largest float under l).
+template <typename R, class D>
+HWY_INLINE hn::Vec<D> AsStored(D d, hn::Vec<D> v, hn::Vec<D> l, hn::Vec<D> below) {
+  if constexpr (std::is_same_v<R, double>) {
+    (void)d, (void)l, (void)below;
+    return v;
+  } else {
+    const hn::Rebind<float, D> df;
+    const hn::Vec<D> back = hn::PromoteTo(d, hn::DemoteTo(df, v));
+    return hn::IfThenElse(hn::Ge(back, l), below, back);
+  }
+}
+// The largest value of R under l.
+template <typename R>
+double below_of(double l) {
+  return static_cast<double>(kernels::inside_as<R>(std::nextafter(l, 0.0), l));
+}
+// Lanes outside [0, l) (moved more than a box length, or not finite) by kernels::periodic.
+template <class D>
+HWY_INLINE hn::Vec<D> PeriodicLanes(D d, hn::Vec<D> v, double l) {
+  alignas(64) double lane[HWY_MAX_BYTES / sizeof(double)];
+  hn::StoreU(v, d, lane);
+  for (size_t k = 0; k < hn::Lanes(d); ++k)
+    if (!(lane[k] >= 0.0 && lane[k] < l)) lane[k] = kernels::periodic(lane[k], l);
+  return hn::LoadU(d, lane);
+}
+
+template <typename R, typename G>
+long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne,
                        Sums& sums) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<std::int32_t, decltype(d)> d32;
@@ -54,10 +102,11 @@ long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RES
              nxs = hn::Set(d32, static_cast<std::int32_t>(s.nx)),
              nys = hn::Set(d32, static_cast<std::int32_t>(s.ny)), none = hn::Set(d32, -1);
   V energy = zero, momentum = zero;
-  double* HWY_RESTRICT x = s.x;
-  double* HWY_RESTRICT y = s.y;
-  double* HWY_RESTRICT vx = s.vx;
-  double* HWY_RESTRICT vy = s.vy;
+  R* HWY_RESTRICT x = s.x;
+  R* HWY_RESTRICT y = s.y;
+  R* HWY_RESTRICT vx = s.vx;
+  R* HWY_RESTRICT vy = s.vy;
+  const V below_lx = hn::Set(d, below_of<R>(s.lx)), below_ly = hn::Set(d, below_of<R>(s.ly));
   const double* HWY_RESTRICT cells = s.cells;
   const double q = s.charge;
   const bool whole = s.whole_box;
@@ -72,7 +121,7 @@ long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RES
     for (long long k = 0; k < m; k += lanes) {
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
-      const V sx = hn::Mul(hn::LoadU(d, x + p), inv_dx), sy = hn::Mul(hn::LoadU(d, y + p), inv_dy);
+      const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy);
       const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
@@ -89,34 +138,32 @@ long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RES
       e1 = hn::Add(e1, hn::Mul(w10, hn::GatherIndex(d, cells + 6, at)));
       e1 = hn::Add(e1, hn::Mul(w11, hn::GatherIndex(d, cells + 7, at)));
       // The push and the move.
-      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
+      const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
-      hn::StoreU(nx, d, vx + p);
-      hn::StoreU(ny, d, vy + p);
+      StoreP(d, nx, vx + p);
+      StoreP(d, ny, vy + p);
       const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
       if (s.energies != nullptr)
         hn::StoreU(hn::Mul(half_mass, e), d, s.energies + p);
       else
         energy = hn::Add(energy, e);
       momentum = hn::Add(momentum, nx);
-      V px = hn::Add(hn::LoadU(d, x + p), hn::Mul(dt, nx));
-      V py = hn::Add(hn::LoadU(d, y + p), hn::Mul(dt, ny));
+      V px = hn::Add(LoadP(d, x + p), hn::Mul(dt, nx));
+      V py = hn::Add(LoadP(d, y + p), hn::Mul(dt, ny));
       px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
       px = hn::IfThenElse(hn::Ge(px, lx), hn::Sub(px, lx), px);
       py = hn::IfThenElse(hn::Lt(py, zero), hn::Add(py, ly), py);
       py = hn::IfThenElse(hn::Ge(py, ly), hn::Sub(py, ly), py);
-      hn::StoreU(px, d, x + p);
-      hn::StoreU(py, d, y + p);
       const auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
                                   hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
       if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
-        for (long long l = p; l < p + lanes; ++l) {
-          if (!(x[l] >= 0.0 && x[l] < s.lx)) x[l] = kernels::periodic(x[l], s.lx);
-          if (!(y[l] >= 0.0 && y[l] < s.ly)) y[l] = kernels::periodic(y[l], s.ly);
-        }
-        px = hn::LoadU(d, x + p);
-        py = hn::LoadU(d, y + p);
+        px = PeriodicLanes(d, px, s.lx);
+        py = PeriodicLanes(d, py, s.ly);
       }
+      px = AsStored<R>(d, px, lx, below_lx);
+      py = AsStored<R>(d, py, ly, below_ly);
+      StoreP(d, px, x + p);
+      StoreP(d, py, y + p);
       if (leavers != nullptr) {  // NaN fails the tests: it leaves
         const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
                                    hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
@@ -173,20 +220,28 @@ long long CicVectorsOf(const Step& s, long long begin, long long end, G* HWY_RES
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
-long long CicVectors(const Step& s, long long begin, long long end, double* HWY_RESTRICT ne,
+long long CicVectors(const Step<double>& s, long long begin, long long end, double* HWY_RESTRICT ne,
                      Sums& sums) {
   return CicVectorsOf(s, begin, end, ne, sums);
 }
-long long CicVectorsInt(const Step& s, long long begin, long long end,
+long long CicVectorsInt(const Step<double>& s, long long begin, long long end,
                         std::int64_t* HWY_RESTRICT ne, Sums& sums) {
+  return CicVectorsOf(s, begin, end, ne, sums);
+}
+long long CicVectorsF(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                      Sums& sums) {
+  return CicVectorsOf(s, begin, end, ne, sums);
+}
+long long CicVectorsIntF(const Step<float>& s, long long begin, long long end,
+                         std::int64_t* HWY_RESTRICT ne, Sums& sums) {
   return CicVectorsOf(s, begin, end, ne, sums);
 }
 
 // 3D CIC: the same scheme with E's three components interleaved at the guarded nodes (3
 // doubles a node, gathered from the 8 corners: the pairs along z share a line), the weights in
 // kernels::for_each_node's order ((w_x w_y) w_z), the deposit one particle at a time.
-template <typename G>
-long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RESTRICT ne,
+template <typename R, typename G>
+long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne,
                         Sums& sums) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<std::int32_t, decltype(d)> d32;
@@ -210,12 +265,14 @@ long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RE
              j_hi = set32(s.j_hi - 1), k_lo = set32(s.k_lo), k_hi = set32(s.k_hi - 1),
              nxs = set32(s.nx), nys = set32(s.ny), nzs = set32(s.nz), none = set32(-1);
   V energy = zero, momentum = zero;
-  double* HWY_RESTRICT x = s.x;
-  double* HWY_RESTRICT y = s.y;
-  double* HWY_RESTRICT z = s.z;
-  double* HWY_RESTRICT vx = s.vx;
-  double* HWY_RESTRICT vy = s.vy;
-  double* HWY_RESTRICT vz = s.vz;
+  R* HWY_RESTRICT x = s.x;
+  R* HWY_RESTRICT y = s.y;
+  R* HWY_RESTRICT z = s.z;
+  R* HWY_RESTRICT vx = s.vx;
+  R* HWY_RESTRICT vy = s.vy;
+  R* HWY_RESTRICT vz = s.vz;
+  const V below_lx = hn::Set(d, below_of<R>(s.lx)), below_ly = hn::Set(d, below_of<R>(s.ly)),
+          below_lz = hn::Set(d, below_of<R>(s.lz));
   const double* HWY_RESTRICT exyz = s.exy;
   const double q = s.charge;
   const bool whole = s.whole_box;
@@ -231,8 +288,8 @@ long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RE
     for (long long k = 0; k < m; k += lanes) {
       const long long p = i + k;
       // The field at x_n.
-      const V sx = hn::Mul(hn::LoadU(d, x + p), inv_dx), sy = hn::Mul(hn::LoadU(d, y + p), inv_dy),
-              sz = hn::Mul(hn::LoadU(d, z + p), inv_dz);
+      const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy),
+              sz = hn::Mul(LoadP(d, z + p), inv_dz);
       const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy), jz = hn::DemoteTo(d32, sz);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
               fz = hn::Sub(sz, hn::PromoteTo(d, jz));
@@ -259,12 +316,12 @@ long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RE
       corner(hn::Mul(w11, az), row + col);
       corner(hn::Mul(w11, fz), row + col + 1);
       // The push and the move.
-      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p), oz = hn::LoadU(d, vz + p);
+      const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p), oz = LoadP(d, vz + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
               nz = hn::Add(oz, hn::Mul(dv, e2));
-      hn::StoreU(nx, d, vx + p);
-      hn::StoreU(ny, d, vy + p);
-      hn::StoreU(nz, d, vz + p);
+      StoreP(d, nx, vx + p);
+      StoreP(d, ny, vy + p);
+      StoreP(d, nz, vz + p);
       const V en = hn::Add(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), hn::Mul(oz, nz));
       if (s.energies != nullptr)
         hn::StoreU(hn::Mul(half_mass, en), d, s.energies + p);
@@ -275,26 +332,24 @@ long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RE
         q = hn::IfThenElse(hn::Lt(q, zero), hn::Add(q, l), q);
         return hn::IfThenElse(hn::Ge(q, l), hn::Sub(q, l), q);
       };
-      V px = wrap(hn::Add(hn::LoadU(d, x + p), hn::Mul(dt, nx)), lx);
-      V py = wrap(hn::Add(hn::LoadU(d, y + p), hn::Mul(dt, ny)), ly);
-      V pz = wrap(hn::Add(hn::LoadU(d, z + p), hn::Mul(dt, nz)), lz);
-      hn::StoreU(px, d, x + p);
-      hn::StoreU(py, d, y + p);
-      hn::StoreU(pz, d, z + p);
+      V px = wrap(hn::Add(LoadP(d, x + p), hn::Mul(dt, nx)), lx);
+      V py = wrap(hn::Add(LoadP(d, y + p), hn::Mul(dt, ny)), ly);
+      V pz = wrap(hn::Add(LoadP(d, z + p), hn::Mul(dt, nz)), lz);
       const auto inside = hn::And(hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
                                           hn::And(hn::Ge(py, zero), hn::Lt(py, ly))),
                                   hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
-      double* HWY_RESTRICT coord[3] = {x, y, z};
-      const double lengths[3] = {s.lx, s.ly, s.lz};
       if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
-        for (int a = 0; a < 3; ++a)
-          for (long long l = p; l < p + lanes; ++l)
-            if (!(coord[a][l] >= 0.0 && coord[a][l] < lengths[a]))
-              coord[a][l] = kernels::periodic(coord[a][l], lengths[a]);
-        px = hn::LoadU(d, x + p);
-        py = hn::LoadU(d, y + p);
-        pz = hn::LoadU(d, z + p);
+        px = PeriodicLanes(d, px, s.lx);
+        py = PeriodicLanes(d, py, s.ly);
+        pz = PeriodicLanes(d, pz, s.lz);
       }
+      px = AsStored<R>(d, px, lx, below_lx);
+      py = AsStored<R>(d, py, ly, below_ly);
+      pz = AsStored<R>(d, pz, lz, below_lz);
+      StoreP(d, px, x + p);
+      StoreP(d, py, y + p);
+      StoreP(d, pz, z + p);
+      R* HWY_RESTRICT coord[3] = {x, y, z};
       if (leavers != nullptr) {  // NaN fails the tests: it leaves
         const auto stays = hn::And(hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
                                            hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
@@ -360,27 +415,37 @@ long long Cic3VectorsOf(const Step& s, long long begin, long long end, G* HWY_RE
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
-long long Cic3Vectors(const Step& s, long long begin, long long end, double* HWY_RESTRICT ne,
-                      Sums& sums) {
+long long Cic3Vectors(const Step<double>& s, long long begin, long long end,
+                      double* HWY_RESTRICT ne, Sums& sums) {
   return Cic3VectorsOf(s, begin, end, ne, sums);
 }
-long long Cic3VectorsInt(const Step& s, long long begin, long long end,
+long long Cic3VectorsInt(const Step<double>& s, long long begin, long long end,
                          std::int64_t* HWY_RESTRICT ne, Sums& sums) {
   return Cic3VectorsOf(s, begin, end, ne, sums);
 }
+long long Cic3VectorsF(const Step<float>& s, long long begin, long long end,
+                       double* HWY_RESTRICT ne, Sums& sums) {
+  return Cic3VectorsOf(s, begin, end, ne, sums);
+}
+long long Cic3VectorsIntF(const Step<float>& s, long long begin, long long end,
+                          std::int64_t* HWY_RESTRICT ne, Sums& sums) {
+  return Cic3VectorsOf(s, begin, end, ne, sums);
+}
 #else
-long long CicVectors(const Step&, long long begin, long long, double*, Sums&) {
-  return begin;  // one lane: host_step.cpp's scalar loop does the work
-}
-long long CicVectorsInt(const Step&, long long begin, long long, std::int64_t*, Sums&) {
-  return begin;
-}
-long long Cic3Vectors(const Step&, long long begin, long long, double*, Sums&) {
-  return begin;
-}
-long long Cic3VectorsInt(const Step&, long long begin, long long, std::int64_t*, Sums&) {
-  return begin;
-}
+// One lane: host_step.cpp's scalar loop does the work.
+#define PIC_NO_VECTORS(name, R, G)                                        \
+  long long name(const Step<R>&, long long begin, long long, G*, Sums&) { \
+    return begin;                                                         \
+  }
+PIC_NO_VECTORS(CicVectors, double, double)
+PIC_NO_VECTORS(CicVectorsInt, double, std::int64_t)
+PIC_NO_VECTORS(CicVectorsF, float, double)
+PIC_NO_VECTORS(CicVectorsIntF, float, std::int64_t)
+PIC_NO_VECTORS(Cic3Vectors, double, double)
+PIC_NO_VECTORS(Cic3VectorsInt, double, std::int64_t)
+PIC_NO_VECTORS(Cic3VectorsF, float, double)
+PIC_NO_VECTORS(Cic3VectorsIntF, float, std::int64_t)
+#undef PIC_NO_VECTORS
 #endif
 
 }  // namespace HWY_NAMESPACE
@@ -392,8 +457,12 @@ namespace pic::host_step {
 
 HWY_EXPORT(CicVectors);
 HWY_EXPORT(CicVectorsInt);
+HWY_EXPORT(CicVectorsF);
+HWY_EXPORT(CicVectorsIntF);
 HWY_EXPORT(Cic3Vectors);
 HWY_EXPORT(Cic3VectorsInt);
+HWY_EXPORT(Cic3VectorsF);
+HWY_EXPORT(Cic3VectorsIntF);
 
 namespace {
 // The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
@@ -416,24 +485,20 @@ const Choice& choice() {
 }
 }  // namespace
 
-long long cic_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums) {
-  if (!choice().vectors) return begin;
-  return HWY_DYNAMIC_DISPATCH(CicVectors)(s, begin, end, ne, sums);
-}
-long long cic_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums) {
-  if (!choice().vectors) return begin;
-  return HWY_DYNAMIC_DISPATCH(CicVectorsInt)(s, begin, end, ne, sums);
-}
-
-long long cic3_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums) {
-  if (!choice().vectors) return begin;
-  return HWY_DYNAMIC_DISPATCH(Cic3Vectors)(s, begin, end, ne, sums);
-}
-long long cic3_vectors(const Step& s, long long begin, long long end, std::int64_t* ne,
-                       Sums& sums) {
-  if (!choice().vectors) return begin;
-  return HWY_DYNAMIC_DISPATCH(Cic3VectorsInt)(s, begin, end, ne, sums);
-}
+#define PIC_VECTORS(name, kernel, R, G)                                                 \
+  long long name(const Step<R>& s, long long begin, long long end, G* ne, Sums& sums) { \
+    if (!choice().vectors) return begin;                                                \
+    return HWY_DYNAMIC_DISPATCH(kernel)(s, begin, end, ne, sums);                       \
+  }
+PIC_VECTORS(cic_vectors, CicVectors, double, double)
+PIC_VECTORS(cic_vectors, CicVectorsInt, double, std::int64_t)
+PIC_VECTORS(cic_vectors, CicVectorsF, float, double)
+PIC_VECTORS(cic_vectors, CicVectorsIntF, float, std::int64_t)
+PIC_VECTORS(cic3_vectors, Cic3Vectors, double, double)
+PIC_VECTORS(cic3_vectors, Cic3VectorsInt, double, std::int64_t)
+PIC_VECTORS(cic3_vectors, Cic3VectorsF, float, double)
+PIC_VECTORS(cic3_vectors, Cic3VectorsIntF, float, std::int64_t)
+#undef PIC_VECTORS
 
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells) {

@@ -20,10 +20,22 @@ void fill_cell_fields(long long nodes, long long row, const double* ex, const do
 // vector instructions, its deposit (into the thread's guarded grid, double or int64) one
 // particle at a time.  Returns where it stopped (the rest is the scalar loop's); adds to
 // `sums`.  Returns begin when the CPU offers no vector target.
-long long cic_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums);
-long long cic_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums);
+// Double or float particles (loaded as doubles, stored rounded as the scalar loop stores them).
+long long cic_vectors(const Step<double>& s, long long begin, long long end, double* ne,
+                      Sums& sums);
+long long cic_vectors(const Step<double>& s, long long begin, long long end, std::int64_t* ne,
+                      Sums& sums);
+long long cic_vectors(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums);
+long long cic_vectors(const Step<float>& s, long long begin, long long end, std::int64_t* ne,
+                      Sums& sums);
 // 3D CIC the same way, E's components gathered from Step::exy (3 doubles a node).
-long long cic3_vectors(const Step& s, long long begin, long long end, double* ne, Sums& sums);
-long long cic3_vectors(const Step& s, long long begin, long long end, std::int64_t* ne, Sums& sums);
+long long cic3_vectors(const Step<double>& s, long long begin, long long end, double* ne,
+                       Sums& sums);
+long long cic3_vectors(const Step<double>& s, long long begin, long long end, std::int64_t* ne,
+                       Sums& sums);
+long long cic3_vectors(const Step<float>& s, long long begin, long long end, double* ne,
+                       Sums& sums);
+long long cic3_vectors(const Step<float>& s, long long begin, long long end, std::int64_t* ne,
+                       Sums& sums);
 
 }  // namespace pic::host_step

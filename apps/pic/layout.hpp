@@ -28,6 +28,7 @@
 namespace pic {
 
 struct Config;
+template <typename Real>
 struct Particles;
 
 class FieldLayout {
@@ -70,7 +71,8 @@ class FieldLayout {
   const cunumpy::HaloStats& sum_stats() const { return halo_->stats(); }
   const cunumpy::HaloStats& fill_stats() const { return fill_->stats(); }
   // Particles that left this rank's block go to its owner (replicated: nothing to do).
-  virtual void migrate(Particles& particles) = 0;
+  virtual void migrate(Particles<double>& particles) = 0;
+  virtual void migrate(Particles<float>& particles) = 0;
   // The region of positions whose particles stay on this rank (the migration's stay_region);
   // false when no particle ever moves between ranks (the replicated layout).
   virtual bool stay_region(double* lower, double* upper) const {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <span>
 #include <sstream>
+#include <type_traits>
 
 #include "config_table.hpp"
 #include "pic.hpp"
@@ -32,23 +33,32 @@ cn::StagedCopy<T> StagedOutput::stage(std::unique_ptr<cn::HostStaging<T>>& stagi
   return staging->copy(a);
 }
 
-void StagedOutput::start(const Particles& p, const FieldLayout& layout, int step) {
+template <typename Real>
+void StagedOutput::start(const Particles<Real>& p, const FieldLayout& layout, int step) {
   Pending out;
   out.step = step;
   out.n = p.n;
   dim_ = p.dim;
-  // rho and E's components, then each axis's position and velocity.
-  std::vector<const cn::Array<double>*> arrays{&layout.rho, &layout.ex, &layout.ey, &layout.ez};
-  arrays.resize(1 + static_cast<std::size_t>(p.dim));
-  const std::size_t n_fields = arrays.size();
-  const cn::Array<double>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
-  arrays.insert(arrays.end(), columns, columns + 2 * p.dim);
-  doubles_.resize(std::max(doubles_.size(), arrays.size()));
-  for (std::size_t k = 0; k < arrays.size(); ++k)
-    (k < n_fields ? out.fields : out.columns).push_back(stage(doubles_[k], *arrays[k]));
+  // rho and E's components, then each axis's position and velocity (in their precision).
+  std::vector<const cn::Array<double>*> fields{&layout.rho, &layout.ex, &layout.ey, &layout.ez};
+  fields.resize(1 + static_cast<std::size_t>(p.dim));
+  const cn::Array<Real>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
+  const std::size_t n_columns = 2 * static_cast<std::size_t>(p.dim);
+  doubles_.resize(std::max(doubles_.size(), fields.size() + n_columns));
+  floats_.resize(std::max(floats_.size(), n_columns));
+  for (std::size_t k = 0; k < fields.size(); ++k)
+    out.fields.push_back(stage(doubles_[k], *fields[k]));
+  for (std::size_t k = 0; k < n_columns; ++k) {
+    if constexpr (std::is_same_v<Real, float>)
+      out.columns32.push_back(stage(floats_[k], *columns[k]));
+    else
+      out.columns.push_back(stage(doubles_[fields.size() + k], *columns[k]));
+  }
   out.id = stage(ids_, p.id);
   pending_ = std::move(out);
 }
+template void StagedOutput::start<double>(const Particles<double>&, const FieldLayout&, int);
+template void StagedOutput::start<float>(const Particles<float>&, const FieldLayout&, int);
 
 std::string StagedOutput::write(const FieldLayout& layout, double dt, double weight) {
   Pending p = std::move(*pending_);
@@ -56,12 +66,16 @@ std::string StagedOutput::write(const FieldLayout& layout, double dt, double wei
   std::vector<cn::Array<double>> fields;
   for (const auto& c : p.fields) fields.push_back(c.result());
   ParticleBlock b;
-  auto head = [&](const cn::Array<double>& a) {
-    return cn::from_host<double>(std::span<const double>(a.data(), p.n), {p.n}, cn::Backend::host);
+  auto head = [&]<typename T>(const cn::Array<T>& a) {
+    return cn::from_host<T>(std::span<const T>(a.data(), p.n), {p.n}, cn::Backend::host);
   };
-  for (int a = 0; a < dim_; ++a) {
+  for (int a = 0; a < dim_ && !p.columns.empty(); ++a) {
     b.position.push_back(head(p.columns[2 * a].result()));
     b.velocity.push_back(head(p.columns[2 * a + 1].result()));
+  }
+  for (int a = 0; a < dim_ && !p.columns32.empty(); ++a) {
+    b.position32.push_back(head(p.columns32[2 * a].result()));
+    b.velocity32.push_back(head(p.columns32[2 * a + 1].result()));
   }
   const cn::Array<std::int64_t> ids = p.id->result();
   b.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(ids.data(), p.n), {p.n},

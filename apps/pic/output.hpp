@@ -20,7 +20,8 @@ class StagedOutput {
  public:
   StagedOutput(const std::string& folder, const cunumpy::Comm& comm, bool overwrite);
   // Starts the copies of rho_n, E_n and the particles at x_n (HostStaging: no wait).
-  void start(const Particles& particles, const FieldLayout& layout, int step);
+  template <typename Real>
+  void start(const Particles<Real>& particles, const FieldLayout& layout, int step);
   bool pending() const noexcept { return pending_.has_value(); }
   // Waits for the copies (they landed during the step, on a GPU) and writes them; the file.
   std::string write(const FieldLayout& layout, double dt, double weight);
@@ -33,11 +34,13 @@ class StagedOutput {
     int step = 0;
     long long n = 0;
     std::vector<cunumpy::StagedCopy<double>> fields, columns;  // rho, ex[, ey]; x, vx[, y, vy]
+    std::vector<cunumpy::StagedCopy<float>> columns32;         // x, vx[, ...] of float particles
     std::optional<cunumpy::StagedCopy<std::int64_t>> id;
   };
   SnapshotWriter writer_;
   // One staging per array, remade when an array's shape changes (a particle array that grew).
   std::vector<std::unique_ptr<cunumpy::HostStaging<double>>> doubles_;
+  std::vector<std::unique_ptr<cunumpy::HostStaging<float>>> floats_;
   std::unique_ptr<cunumpy::HostStaging<std::int64_t>> ids_;
   std::optional<Pending> pending_;
   int dim_ = 1;

@@ -15,14 +15,16 @@ namespace pic {
 
 namespace cn = cunumpy;
 
-void Particles::follow() {
+template <typename Real>
+void Particles<Real>::follow() {
   const long long rows = capacity();
   const cn::Backend b = x.backend();
   for (cn::Array<double>* a : {&ex, &ey, &ez, &work})
     if (a->ndim() != 0 && a->shape(0) != rows) *a = cn::empty<double>({rows}, b);
 }
 
-void Particles::use_work_arrays(bool fields, bool energies) {
+template <typename Real>
+void Particles<Real>::use_work_arrays(bool fields, bool energies) {
   const long long rows = capacity();
   const cn::Backend b = x.backend();
   auto use = [&](cn::Array<double>& a, bool wanted) {
@@ -39,22 +41,24 @@ void Particles::use_work_arrays(bool fields, bool energies) {
 
 namespace {
 // The particle arrays (positions, velocities, ids) of `rows` rows.
-void allocate(Particles& p, long long rows, cn::Backend backend) {
-  p.x = cn::empty<double>({rows}, backend);
-  p.vx = cn::empty<double>({rows}, backend);
+template <typename Real>
+void allocate(Particles<Real>& p, long long rows, cn::Backend backend) {
+  p.x = cn::empty<Real>({rows}, backend);
+  p.vx = cn::empty<Real>({rows}, backend);
   p.id = cn::empty<std::int64_t>({rows}, backend);
   if (p.dim >= 2) {
-    p.y = cn::empty<double>({rows}, backend);
-    p.vy = cn::empty<double>({rows}, backend);
+    p.y = cn::empty<Real>({rows}, backend);
+    p.vy = cn::empty<Real>({rows}, backend);
   }
   if (p.dim == 3) {
-    p.z = cn::empty<double>({rows}, backend);
-    p.vz = cn::empty<double>({rows}, backend);
+    p.z = cn::empty<Real>({rows}, backend);
+    p.vz = cn::empty<Real>({rows}, backend);
   }
 }
 
 // Rows [0, p.n): the particles of ids first + i, or (given_ids) of the ids already in p.id.
-void initialise(Particles& p, const Config& c, long long first, bool given_ids) {
+template <typename Real>
+void initialise(Particles<Real>& p, const Config& c, long long first, bool given_ids) {
   const long long n_global = p.global;
   const bool quiet = c.quiet, two = c.dim == 2, three = c.dim == 3, beams = c.beam_velocity > 0.0;
   const BoxLengths box = box_of(c);
@@ -67,12 +71,12 @@ void initialise(Particles& p, const Config& c, long long first, bool given_ids) 
   const double norm = std::sqrt(static_cast<double>(mode[0] + mode[1] + mode[2]));
   const double kx_hat = mode[0] / norm, ky_hat = mode[1] / norm, kz_hat = mode[2] / norm;
   const double wavelength = 2.0 * M_PI / k;
-  double* x = p.x.data();
-  double* vx = p.vx.data();
-  double* y = c.dim >= 2 ? p.y.data() : nullptr;
-  double* vy = c.dim >= 2 ? p.vy.data() : nullptr;
-  double* z = three ? p.z.data() : nullptr;
-  double* vz = three ? p.vz.data() : nullptr;
+  Real* x = p.x.data();
+  Real* vx = p.vx.data();
+  Real* y = c.dim >= 2 ? p.y.data() : nullptr;
+  Real* vy = c.dim >= 2 ? p.vy.data() : nullptr;
+  Real* z = three ? p.z.data() : nullptr;
+  Real* vz = three ? p.vz.data() : nullptr;
   std::int64_t* ids = p.id.data();
   const cn::Target t = cn::on(p.x);
   if (!given_ids) CUNUMPY_FOR_ON(t, "particle ids", p.n, i, ids[i] = first + i;);
@@ -111,9 +115,9 @@ void initialise(Particles& p, const Config& c, long long first, bool given_ids) 
         gz *= vth;
       } const double beam = beams ? (id % 2 == 0 ? v0 : -v0) : 0.0;
       if (along_x) {
-        x[i] = kernels::periodic(kernels::perturbed_position(ux, lx, amp, k), lx);
-        if (y != nullptr) y[i] = kernels::periodic(uy * ly, ly);
-        if (three) z[i] = kernels::periodic(uz * lz, lz);
+        x[i] = kernels::periodic_as<Real>(kernels::perturbed_position(ux, lx, amp, k), lx);
+        if (y != nullptr) y[i] = kernels::periodic_as<Real>(uy * ly, ly);
+        if (three) z[i] = kernels::periodic_as<Real>(uz * lz, lz);
       } else {
         // Uniform positions displaced along the wave vector: s = k_hat . r solves s + (a / k)
         // sin(k s) = s0, so the density is 1 + a cos(k . r) (the box holds whole wavelengths
@@ -121,12 +125,12 @@ void initialise(Particles& p, const Config& c, long long first, bool given_ids) 
         const double rx = ux * lx, ry = uy * ly, rz = three ? uz * lz : 0.0;
         const double s0 = kx_hat * rx + ky_hat * ry + kz_hat * rz;
         const double d = kernels::perturbed_position(s0 / wavelength, wavelength, amp, k) - s0;
-        x[i] = kernels::periodic(rx + kx_hat * d, lx);
-        y[i] = kernels::periodic(ry + ky_hat * d, ly);
-        if (three) z[i] = kernels::periodic(rz + kz_hat * d, lz);
-      } vx[i] = gx + beam * kx_hat;
-      if (y != nullptr) vy[i] = ky_hat != 0.0 ? gy + beam * ky_hat : gy;
-      if (three) vz[i] = kz_hat != 0.0 ? gz + beam * kz_hat : gz;);
+        x[i] = kernels::periodic_as<Real>(rx + kx_hat * d, lx);
+        y[i] = kernels::periodic_as<Real>(ry + ky_hat * d, ly);
+        if (three) z[i] = kernels::periodic_as<Real>(rz + kz_hat * d, lz);
+      } vx[i] = static_cast<Real>(gx + beam * kx_hat);
+      if (y != nullptr) vy[i] = static_cast<Real>(ky_hat != 0.0 ? gy + beam * ky_hat : gy);
+      if (three) vz[i] = static_cast<Real>(kz_hat != 0.0 ? gz + beam * kz_hat : gz););
 }
 }  // namespace
 
@@ -135,10 +139,11 @@ namespace {
 // migration's own rule (inside [0, L) by position, then the cell floor(x n / L) clamped, owned
 // when in [x0, x0 + lnx)): every id's position is computed, a chunk at a time on the run's
 // backend, and the owned ones are kept.
+template <typename Real>
 cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::Backend backend,
                                   long long global) {
   const long long chunk = std::max<long long>(1, std::min<long long>(global, 1LL << 20));
-  Particles t;
+  Particles<Real> t;
   t.dim = config.dim;
   t.global = global;
   allocate(t, chunk, backend);
@@ -155,9 +160,9 @@ cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::
   for (long long first = 0; first < global; first += chunk) {
     t.n = std::min(chunk, global - first);
     initialise(t, config, first, false);
-    const double* x = t.x.data();
-    const double* y = has_y ? t.y.data() : nullptr;
-    const double* z = has_z ? t.z.data() : nullptr;
+    const Real* x = t.x.data();
+    const Real* y = has_y ? t.y.data() : nullptr;
+    const Real* z = has_z ? t.z.data() : nullptr;
     std::uint8_t* own = owned.data();
     CUNUMPY_FOR_ON(
         on, "owned at birth", t.n, i, long long cx = static_cast<long long>(x[i] * sx);
@@ -189,9 +194,10 @@ cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::
 }
 }  // namespace
 
-Particles make_particles(const Config& config, const cn::Comm& comm, cn::Backend backend,
-                         long long spare, const LocalGrid* block) {
-  Particles p;
+template <typename Real>
+Particles<Real> make_particles(const Config& config, const cn::Comm& comm, cn::Backend backend,
+                               long long spare, const LocalGrid* block) {
+  Particles<Real> p;
   p.dim = config.dim;
   p.global = config.particles;
   const int r = comm.rank(), ranks = comm.size();
@@ -201,7 +207,7 @@ Particles make_particles(const Config& config, const cn::Comm& comm, cn::Backend
   cn::Array<std::int64_t> ids;
   long long first = 0;
   if (born_on_owner) {
-    ids = owned_ids(config, *block, backend, p.global);
+    ids = owned_ids<Real>(config, *block, backend, p.global);
     p.n = ids.size();
   } else {
     first = p.global * r / ranks;
@@ -220,5 +226,12 @@ Particles make_particles(const Config& config, const cn::Comm& comm, cn::Backend
   initialise(p, config, first, born_on_owner);
   return p;
 }
+
+template struct Particles<double>;
+template struct Particles<float>;
+template Particles<double> make_particles<double>(const Config&, const cn::Comm&, cn::Backend,
+                                                  long long, const LocalGrid*);
+template Particles<float> make_particles<float>(const Config&, const cn::Comm&, cn::Backend,
+                                                long long, const LocalGrid*);
 
 }  // namespace pic

@@ -12,10 +12,15 @@ struct Config;
 class FieldLayout;
 struct LocalGrid;
 
+// Real: the precision the particles are stored in (double, or float for --precision single);
+// the arithmetic of every step is done in double either way, each new position and velocity
+// rounded once when stored (positions kept inside the box: kernels::periodic_as).
+template <typename Real>
 struct Particles {
+  using real_type = Real;
   int dim = 1;
   // Positions and velocities (y, vy empty in 1D; z, vz but in 3D).
-  cunumpy::Array<double> x, y, z, vx, vy, vz;
+  cunumpy::Array<Real> x, y, z, vx, vy, vz;
   cunumpy::Array<std::int64_t> id;  // global ids: the particles are functions of them
   // Per-particle work of the separate steps (the field at the particles, energies), as many
   // rows as the particle arrays when in use: each step allocates what it uses
@@ -37,13 +42,20 @@ struct Particles {
   // The field at the particles (ex[, ey[, ez]]) and the energies (work): allocated at the row
   // count when wanted, released when not.
   void use_work_arrays(bool fields, bool energies);
+  // Bytes a particle takes in the particle arrays (positions, velocities, id).
+  static long long bytes_per_particle(int dim) {
+    return 2 * dim * static_cast<long long>(sizeof(Real)) + 8;
+  }
 };
 
 // This rank's initial particles (positions and velocities functions of the global id: the same
 // particles at every rank count), `spare` rows beyond them.  With the block of a decomposed
 // grid, exactly the particles whose initial position lies in it (by the migration's rule: none
-// moves at the first migration); else an even share of the ids.
-Particles make_particles(const Config& config, const cunumpy::Comm& comm, cunumpy::Backend backend,
-                         long long spare, const LocalGrid* block = nullptr);
+// moves at the first migration); else an even share of the ids.  Instantiated for double and
+// float.
+template <typename Real>
+Particles<Real> make_particles(const Config& config, const cunumpy::Comm& comm,
+                               cunumpy::Backend backend, long long spare,
+                               const LocalGrid* block = nullptr);
 
 }  // namespace pic

@@ -77,13 +77,14 @@ void sort_rows(const cn::Array<std::uint64_t>& keys, long long n, A&... columns)
 
 // The particles re-sorted along a Morton curve of their cells (the grid accesses of the next
 // steps stay local).  Only rows [0, n) move; spare rows stay where they are.
-void resort(Particles& p, const LocalGrid& grid) {
+template <typename Real>
+void resort(Particles<Real>& p, const LocalGrid& grid) {
   const int dim = p.dim;
   const long long nx = grid.nx, ny = grid.ny, nz = grid.nz, n = p.n;
   const double inv_dx = 1.0 / grid.dx, inv_dy = 1.0 / grid.dy, inv_dz = 1.0 / grid.dz;
-  const double* x = p.x.data();
-  const double* y = dim >= 2 ? p.y.data() : nullptr;
-  const double* z = dim == 3 ? p.z.data() : nullptr;
+  const Real* x = p.x.data();
+  const Real* y = dim >= 2 ? p.y.data() : nullptr;
+  const Real* z = dim == 3 ? p.z.data() : nullptr;
   auto keys = cn::empty<std::uint64_t>({n}, p.x.backend());
   std::uint64_t* k = keys.data();
   CUNUMPY_FOR_ON(
@@ -115,31 +116,38 @@ std::vector<T> rows_of(const cn::Array<T>& a, long long n) {
   return std::vector<T>(h.host_span().begin(), h.host_span().end());
 }
 
-Checkpoint checkpoint_of(const Config& config, const Particles& p, const Results& r,
+template <typename Real>
+Checkpoint checkpoint_of(const Config& config, const Particles<Real>& p, const Results& r,
                          int steps_done) {
   Checkpoint c;
   c.config = config;
   c.step = steps_done;
   c.history = r;
   c.total = p.global;
-  c.x = rows_of(p.x, p.n);
-  c.vx = rows_of(p.vx, p.n);
+  // Float particles as doubles (exact: written back as floats, read back as the same floats).
+  auto columns = [&](std::vector<double>& out, const cn::Array<Real>& a) {
+    const std::vector<Real> rows = rows_of(a, p.n);
+    out.assign(rows.begin(), rows.end());
+  };
+  columns(c.x, p.x);
+  columns(c.vx, p.vx);
   if (p.dim >= 2) {
-    c.y = rows_of(p.y, p.n);
-    c.vy = rows_of(p.vy, p.n);
+    columns(c.y, p.y);
+    columns(c.vy, p.vy);
   }
   if (p.dim == 3) {
-    c.z = rows_of(p.z, p.n);
-    c.vz = rows_of(p.vz, p.n);
+    columns(c.z, p.z);
+    columns(c.vz, p.vz);
   }
   c.id = rows_of(p.id, p.n);
   return c;
 }
 
 // The checkpoint's particles in arrays of the run's backend (with the layout's spare rows).
-Particles particles_of(const Config& config, const Checkpoint& c, const FieldLayout& layout,
-                       cn::Backend backend) {
-  Particles p;
+template <typename Real>
+Particles<Real> particles_of(const Config& config, const Checkpoint& c, const FieldLayout& layout,
+                             cn::Backend backend) {
+  Particles<Real> p;
   p.dim = config.dim;
   p.global = c.total;
   p.n = static_cast<long long>(c.id.size());
@@ -147,7 +155,7 @@ Particles particles_of(const Config& config, const Checkpoint& c, const FieldLay
   p.mass = particle_weight(config);
   const long long rows = p.n + layout.spare_rows(p.n);
   auto put = [&](auto& a, const auto& v) {
-    using T = typename std::decay_t<decltype(v)>::value_type;
+    using T = typename std::decay_t<decltype(a)>::value_type;  // the array's type
     auto h = cn::zeros<T>({rows}, cn::Backend::host);
     std::copy(v.begin(), v.end(), h.host_span().begin());
     a = cn::empty<T>({rows}, backend);
@@ -176,7 +184,9 @@ struct FieldSums {
 // After a push that deposited the next density: fold it into ne and start its reduction, so
 // that the migration and the diagnostics overlap the guard sum's messages.  Returns whether
 // the reduction is in flight (fields_of completes it).
-bool post_density(Particles& p, FieldLayout& layout, ParticleStep& step, Phases& phases) {
+template <typename Real>
+bool post_density(Particles<Real>& p, FieldLayout& layout, ParticleStep<Real>& step,
+                  Phases& phases) {
   if (!step.deposited_by_push()) return false;
   // Speculative: no particle left out anywhere (the ranks learn it in the diagnostics);
   // fields_of deposits again if one was.
@@ -188,8 +198,9 @@ bool post_density(Particles& p, FieldLayout& layout, ParticleStep& step, Phases&
 // The fields of the particles where they are now: deposit, reduce (completed when
 // post_density started it), solve, fill; the field diagnostics are summed while E's guards
 // travel.
-FieldSums fields_of(Particles& p, FieldLayout& layout, ParticleStep& step, Phases& phases,
-                    long long undeposited, bool density_posted) {
+template <typename Real>
+FieldSums fields_of(Particles<Real>& p, FieldLayout& layout, ParticleStep<Real>& step,
+                    Phases& phases, long long undeposited, bool density_posted) {
   if (density_posted) phases.run("reduce", [&] { layout.end_reduce_density(); });
   FieldSums sums;
   sums.redeposited = density_posted && undeposited != 0;  // then that density is dropped
@@ -210,11 +221,13 @@ FieldSums fields_of(Particles& p, FieldLayout& layout, ParticleStep& step, Phase
 
 }  // namespace
 
-Results run(const Config& config, const cn::Comm& comm) {
-  validate(config, comm.size());
+namespace {
+// The run with particles of precision Real.
+template <typename Real>
+Results run_as(const Config& config, const cn::Comm& comm) {
   const cn::Backend backend = cn::get_backend();
   const std::unique_ptr<FieldLayout> layout = make_layout(config, comm, backend);
-  const std::unique_ptr<ParticleStep> step = make_step(config, backend, *layout);
+  const std::unique_ptr<ParticleStep<Real>> step = make_step<Real>(config, backend, *layout);
   // The output folders are checked before the first step.
   std::unique_ptr<StagedOutput> snapshots;
   if (config.output_every > 0)
@@ -236,7 +249,7 @@ Results run(const Config& config, const cn::Comm& comm) {
 
   // The particles at x_n and v_{n-1/2}: a checkpoint's, or the initial ones with their
   // velocities taken back half a step (leapfrog).
-  Particles p;
+  Particles<Real> p;
   int first_step = 0;
   if (!config.restart.empty()) {
     const Checkpoint c = read_checkpoint(config.restart, comm);
@@ -247,11 +260,11 @@ Results run(const Config& config, const cn::Comm& comm) {
     for (auto m : {&Results::time, &Results::field_energy, &Results::mode_energy,
                    &Results::kinetic_energy, &Results::momentum, &Results::total_charge})
       r.*m = c.history.*m;
-    p = particles_of(config, c, *layout, backend);
+    p = particles_of<Real>(config, c, *layout, backend);
     layout->migrate(p);  // to their owners (another rank count, or none moves)
   } else {
     const long long n = config.particles / comm.size() + 1;
-    p = make_particles(config, comm, backend, layout->spare_rows(n), &layout->grid());
+    p = make_particles<Real>(config, comm, backend, layout->spare_rows(n), &layout->grid());
     layout->migrate(p);  // born on their owners: none moves (checked by the migration)
     if (config.sort_every > 0) resort(p, layout->grid());
     fields_of(p, *layout, *step, phases, -1, false);
@@ -369,18 +382,27 @@ Results run(const Config& config, const cn::Comm& comm) {
   r.fit_points = fit.points;
   r.fit_t_begin = fit.t_begin;
   r.fit_t_end = fit.t_end;
+  r.precision = config.precision;
+  r.bytes_per_particle = static_cast<double>(Particles<Real>::bytes_per_particle(config.dim));
   r.complete = true;
   return r;
 }
+}  // namespace
 
-cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
+Results run(const Config& config, const cn::Comm& comm) {
   validate(config, comm.size());
+  return config.precision == "single" ? run_as<float>(config, comm) : run_as<double>(config, comm);
+}
+
+namespace {
+template <typename Real>
+cn::Array<double> initial_density_as(const Config& config, const cn::Comm& comm) {
   const cn::Backend backend = cn::get_backend();
   const auto layout = make_layout(config, comm, backend);
-  const auto step = make_step(config, backend, *layout);
-  Particles p =
-      make_particles(config, comm, backend, layout->spare_rows(config.particles / comm.size() + 1),
-                     &layout->grid());
+  const auto step = make_step<Real>(config, backend, *layout);
+  Particles<Real> p =
+      make_particles<Real>(config, comm, backend,
+                           layout->spare_rows(config.particles / comm.size() + 1), &layout->grid());
   layout->migrate(p);
   step->deposit(p, *layout, -1);
   layout->reduce_density();
@@ -419,17 +441,31 @@ cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   return out;
 }
 
-cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) {
-  validate(config, comm.size());
-  const Particles p = make_particles(config, comm, cn::get_backend(), 0);
+template <typename Real>
+cn::Array<double> initial_particles_as(const Config& config, const cn::Comm& comm) {
+  const Particles<Real> p = make_particles<Real>(config, comm, cn::get_backend(), 0);
   const int cols = 2 * config.dim;
   auto out = cn::zeros<double>({p.n, cols}, cn::Backend::host);
-  const cn::Array<double>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
+  const cn::Array<Real>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
   for (int c = 0; c < cols; ++c) {
     auto h = cn::to_host(*columns[c]);
     for (long long i = 0; i < p.n; ++i) out(i, c) = h(i);
   }
   return out;
+}
+
+}  // namespace
+
+cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
+  validate(config, comm.size());
+  return config.precision == "single" ? initial_density_as<float>(config, comm)
+                                      : initial_density_as<double>(config, comm);
+}
+
+cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) {
+  validate(config, comm.size());
+  return config.precision == "single" ? initial_particles_as<float>(config, comm)
+                                      : initial_particles_as<double>(config, comm);
 }
 
 }  // namespace pic

@@ -14,9 +14,9 @@ namespace pic {
 
 namespace cn = cunumpy;
 
-void deposit_into_thread_grids(const kernels::Grid& grid, const double* px, const double* py,
-                               const double* pz, double* out, long long cells, double q,
-                               long long n) {
+template <typename P>
+void deposit_into_thread_grids(const kernels::Grid& grid, const P* px, const P* py, const P* pz,
+                               double* out, long long cells, double q, long long n) {
   int threads = 1;
 #if defined(_OPENMP)
   threads = omp_get_max_threads();
@@ -47,6 +47,12 @@ void deposit_into_thread_grids(const kernels::Grid& grid, const double* px, cons
     }
   }
 }
+
+template void deposit_into_thread_grids<double>(const kernels::Grid&, const double*, const double*,
+                                                const double*, double*, long long, double,
+                                                long long);
+template void deposit_into_thread_grids<float>(const kernels::Grid&, const float*, const float*,
+                                               const float*, double*, long long, double, long long);
 
 void deposit_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ne, long long x0,
                   long long y0, long long z0, long long guard, long long row, long long col,

@@ -43,8 +43,10 @@ using DepositKernel = cunumpy::Kernel<decltype(&deposit_host)>;
 // deposit_host's work on any grid (1D to 3D): ne[0, cells) = the density of particles [0, n) at
 // (x, y, z) (y and z read only where the grid has the axis), summed in per-thread private grids
 // (OpenMP) in thread order.
-void deposit_into_thread_grids(const kernels::Grid& grid, const double* x, const double* y,
-                               const double* z, double* ne, long long cells, double q, long long n);
+// P: the positions' type (double or float).
+template <typename P>
+void deposit_into_thread_grids(const kernels::Grid& grid, const P* x, const P* y, const P* z,
+                               double* ne, long long cells, double q, long long n);
 using GatherKernel = cunumpy::Kernel<decltype(&gather_host)>;
 using PushKernel = cunumpy::Kernel<decltype(&push_host)>;
 

@@ -179,6 +179,23 @@ CUNUMPY_HD_INLINE double periodic(double x, double length) {
   return (r >= 0.0 && r < length) ? r : 0.0;
 }
 
+// A position p in [0, length) as the particle arrays store it (R: double or float), still
+// below `length`: a float that rounds up to it takes the float below.
+template <typename R>
+CUNUMPY_HD_INLINE R inside_as(double p, double length) {
+  if constexpr (sizeof(R) == sizeof(double)) {
+    return p;
+  } else {
+    R r = static_cast<R>(p);
+    if (static_cast<double>(r) >= length) r = nextafterf(r, 0.0f);
+    return r;
+  }
+}
+template <typename R>
+CUNUMPY_HD_INLINE R periodic_as(double x, double length) {
+  return inside_as<R>(periodic(x, length), length);  // periodic(x, length), as stored
+}
+
 // The radical inverse of i in `base` (van der Corput): a low-discrepancy sequence in [0, 1).
 CUNUMPY_HD_INLINE double van_der_corput(unsigned long long i, unsigned base) {
   double result = 0.0, f = 1.0 / base;

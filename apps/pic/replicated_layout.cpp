@@ -26,7 +26,8 @@ class ReplicatedLayout final : public FieldLayout {
   }
   void end_reduce_density() override {}
 
-  void migrate(Particles&) override {}
+  void migrate(Particles<double>&) override {}
+  void migrate(Particles<float>&) override {}
 
   long long spare_rows(long long) const override { return 0; }
   double bytes_sent_per_step(int) const override {

@@ -15,6 +15,8 @@ struct Results {
   double fit_t_begin = 0, fit_t_end = 0;
   int fit_points = 0;
   double seconds = 0, ns_per_particle_step = 0, particle_steps_per_second = 0;
+  std::string precision = "double";   // the particles' (Config::precision)
+  double bytes_per_particle = 0;      // in the particle arrays: positions, velocities, id
   long long transfers_in_loop = 0;    // host/device transfers of the time loop (MPI staging aside)
   long long mpi_staging_in_loop = 0;  // copies through host memory for a non-CUDA-aware MPI
   std::map<std::string, double> phase_seconds;      // this rank's (rank 0's in the reports)

@@ -17,7 +17,7 @@ double sum_of(const cn::Array<double>& values, long long n) {
   const double* e = values.data();
   return CUNUMPY_REDUCE_ON(cn::on(values), "kinetic energy", n, cn::ReduceOp::sum, i, return e[i];);
 }
-double momentum_of(const Particles& p) {
+double momentum_of(const Particles<double>& p) {
   const double* vx = p.vx.data();
   const double mass = p.mass;
   return CUNUMPY_REDUCE_ON(cn::on(p.vx), "momentum", p.n, cn::ReduceOp::sum, i,
@@ -33,7 +33,7 @@ const cn::Array<double>& or_x(const cn::Array<double>& a, const cn::Array<double
   return a.ndim() == 0 ? x : a;
 }
 
-class RtcStep final : public ParticleStep {
+class RtcStep final : public ParticleStep<double> {
  public:
   RtcStep(const Config& config, cn::Backend backend) : dt_(config.dt) {
     // At setup, so the first step pays no compilation; only the cuda backend runs the NVRTC
@@ -42,7 +42,7 @@ class RtcStep final : public ParticleStep {
   }
   std::string name() const override { return "rtc"; }
 
-  void deposit(const Particles& p, FieldLayout& layout, long long) override {
+  void deposit(const Particles<double>& p, FieldLayout& layout, long long) override {
     const LocalGrid& g = layout.grid();
     layout.ne.fill(0.0);
     kernel_catalog().get<decltype(&deposit_host)>("deposit")(
@@ -50,7 +50,7 @@ class RtcStep final : public ParticleStep {
         g.row, g.col, g.order, g.dim, 1.0 / g.dx, 1.0 / g.dy, 1.0 / g.dz, p.charge_density, p.n);
   }
 
-  StepSums push(Particles& p, FieldLayout& layout, double factor, bool move) override {
+  StepSums push(Particles<double>& p, FieldLayout& layout, double factor, bool move) override {
     const LocalGrid& g = layout.grid();
     p.use_work_arrays(true, true);
     kernel_catalog().get<decltype(&gather_host)>("gather")(
@@ -72,7 +72,7 @@ class RtcStep final : public ParticleStep {
 
 }  // namespace
 
-std::unique_ptr<ParticleStep> make_rtc_step(const Config& config, cn::Backend backend) {
+std::unique_ptr<ParticleStep<double>> make_rtc_step(const Config& config, cn::Backend backend) {
   return std::make_unique<RtcStep>(config, backend);
 }
 

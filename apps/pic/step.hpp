@@ -24,6 +24,7 @@
 namespace pic {
 
 struct Config;
+template <typename Real>
 struct Particles;
 class FieldLayout;
 
@@ -34,6 +35,8 @@ struct StepSums {
   double undeposited = 0;  // particles a pushing deposit left out (a count)
 };
 
+// Real: the particles' precision (double or float, particles.hpp).
+template <typename Real>
 class ParticleStep {
  public:
   virtual ~ParticleStep() = default;
@@ -42,30 +45,38 @@ class ParticleStep {
   // layout.ne (guards included) = the density of this rank's particles at their positions.
   // A step that deposits in push() keeps that deposit unless `undeposited_anywhere` (the ranks'
   // sum of StepSums::undeposited) is not 0, or there was no push since the last deposit (-1).
-  virtual void deposit(const Particles& particles, FieldLayout& layout,
+  virtual void deposit(const Particles<Real>& particles, FieldLayout& layout,
                        long long undeposited_anywhere) = 0;
   // Whether the last push deposited the next density already (deposit() with no particle left
   // out only folds it into layout.ne): the driver then starts the density's reduction before
   // the migration, whose work overlaps its messages.
   virtual bool deposited_by_push() const { return false; }
   // The factor of ne in the charge (1; the deterministic deposit sums integers).
-  virtual double density_scale(const Particles& particles) const;
+  virtual double density_scale(const Particles<Real>&) const { return 1.0; }
   // The field at x_n gathered, v += factor * dt * (q/m) E (q/m = -1), then, if `move`,
   // x += dt v (wrapped into the box).  This rank's sums.
-  virtual StepSums push(Particles& particles, FieldLayout& layout, double velocity_factor,
+  virtual StepSums push(Particles<Real>& particles, FieldLayout& layout, double velocity_factor,
                         bool move) = 0;
 };
 
-// The step of a configuration on a backend, from the table in step.cpp.
-std::unique_ptr<ParticleStep> make_step(const Config& config, cunumpy::Backend backend,
-                                        const FieldLayout& layout);
+// The step of a configuration on a backend, from the table in step.cpp (instantiated for
+// double and float particles).
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_step(const Config& config, cunumpy::Backend backend,
+                                              const FieldLayout& layout);
 
-// The steps (one file each).
-std::unique_ptr<ParticleStep> make_fused_host_step(const Config& config, const FieldLayout& layout);
-std::unique_ptr<ParticleStep> make_builtin_step(const Config& config, cunumpy::Backend backend);
-std::unique_ptr<ParticleStep> make_deterministic_step(const Config& config,
+// The steps (one file each; the rtc step takes double particles only: Config's validation
+// refuses the other precisions with it).
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_fused_host_step(const Config& config,
+                                                         const FieldLayout& layout);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_builtin_step(const Config& config,
                                                       cunumpy::Backend backend);
-std::unique_ptr<ParticleStep> make_rtc_step(const Config& config, cunumpy::Backend backend);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_deterministic_step(const Config& config,
+                                                            cunumpy::Backend backend);
+std::unique_ptr<ParticleStep<double>> make_rtc_step(const Config& config, cunumpy::Backend backend);
 
 // Whether the fused host step can run this configuration on this layout (the host backend,
 // builtin kernels, --host-step fused, a grid whose node indices fit 32 bits).

@@ -1,7 +1,7 @@
 // The mini-app's CIC vector loops, 2D and 3D (apps/pic/host_step_simd.cpp) against the scalar loop:
 // positions, velocities and density bit for bit, far movers included, on the whole box and on a
-// block, with real and integer grids (tests/pic/host_step_case.hpp).  Built and run by
-// scripts/arm_check.sh under qemu-user for NEON, SVE and SVE2.
+// block, with real and integer grids, double and float particles (tests/pic/host_step_case.hpp).
+// Built and run by scripts/arm_check.sh under qemu-user for NEON, SVE and SVE2.
 #include <cstdio>
 
 #include <cunumpy/algorithms.hpp>
@@ -17,18 +17,22 @@ std::string cunumpy::host_simd() {
 
 int main() {
   int failures = 0;
-  for (const auto& g : pic::host_step::vector_loop_cases())
-    for (bool integer : {false, true}) {
-      const auto scalar = pic::host_step::run_case(false, g, integer);
-      const auto vector = pic::host_step::run_case(true, g, integer);
-      const bool same = vector.x == scalar.x && vector.y == scalar.y && vector.z == scalar.z &&
-                        vector.vx == scalar.vx && vector.vy == scalar.vy &&
-                        vector.vz == scalar.vz && vector.ne == scalar.ne &&
-                        vector.energies == scalar.energies &&
-                        vector.sums.undeposited == scalar.sums.undeposited;
-      std::printf("%dD %s, %s grids: %s\n", g.dim, g.whole() ? "whole box" : "block",
-                  integer ? "integer" : "real", same ? "vector loop == scalar loop" : "DIFFERENT");
-      failures += same ? 0 : 1;
-    }
+  for (bool single : {false, true})
+    for (const auto& g : pic::host_step::vector_loop_cases())
+      for (bool integer : {false, true}) {
+        const auto scalar = single ? pic::host_step::run_case<float>(false, g, integer)
+                                   : pic::host_step::run_case<double>(false, g, integer);
+        const auto vector = single ? pic::host_step::run_case<float>(true, g, integer)
+                                   : pic::host_step::run_case<double>(true, g, integer);
+        const bool same = vector.x == scalar.x && vector.y == scalar.y && vector.z == scalar.z &&
+                          vector.vx == scalar.vx && vector.vy == scalar.vy &&
+                          vector.vz == scalar.vz && vector.ne == scalar.ne &&
+                          vector.energies == scalar.energies &&
+                          vector.sums.undeposited == scalar.sums.undeposited;
+        std::printf("%dD %s, %s grids, %s particles: %s\n", g.dim,
+                    g.whole() ? "whole box" : "block", integer ? "integer" : "real",
+                    single ? "float" : "double", same ? "vector loop == scalar loop" : "DIFFERENT");
+        failures += same ? 0 : 1;
+      }
   return failures == 0 ? 0 : 1;
 }

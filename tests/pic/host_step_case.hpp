@@ -63,7 +63,9 @@ inline std::vector<CaseGrid> vector_loop_cases() {
   return {whole, block, whole3, block3};
 }
 
-inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) {
+// Real: the particles' precision (the arrays of the step; the result holds their values).
+template <typename Real = double>
+CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) {
   const long long n = 1003;
   std::mt19937_64 gen(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -113,13 +115,28 @@ inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = 
   r.vx[40] = 30.0;
   r.x[17] = static_cast<double>(g.x0 + g.lnx) - 0.25;  // 49.6 cells on: beyond them too
   if (g.whole()) r.x[19] = std::nextafter(static_cast<double>(g.nx), 0.0);  // the last node
-  Step s{};
-  s.x = r.x.data();
-  s.y = r.y.data();
-  s.z = three ? r.z.data() : nullptr;
-  s.vx = r.vx.data();
-  s.vy = r.vy.data();
-  s.vz = three ? r.vz.data() : nullptr;
+  // The particles in the step's precision (rounded once from the doubles drawn above; a
+  // position kept below the box's end, as the mini-app stores it: particle 19 rounds up to it
+  // in float).
+  const auto positions = [](const std::vector<double>& v, long long length) {
+    std::vector<Real> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      out[i] = static_cast<Real>(v[i]);
+      if (static_cast<double>(out[i]) >= static_cast<double>(length))
+        out[i] = std::nextafter(out[i], Real(0));
+    }
+    return out;
+  };
+  std::vector<Real> px = positions(r.x, g.nx), py = positions(r.y, g.ny), pz = positions(r.z, g.nz),
+                    pvx(r.vx.begin(), r.vx.end()), pvy(r.vy.begin(), r.vy.end()),
+                    pvz(r.vz.begin(), r.vz.end());
+  Step<Real> s{};
+  s.x = px.data();
+  s.y = py.data();
+  s.z = three ? pz.data() : nullptr;
+  s.vx = pvx.data();
+  s.vy = pvy.data();
+  s.vz = three ? pvz.data() : nullptr;
   s.n = n;
   s.dim = g.dim;
   s.order = 1;
@@ -156,6 +173,12 @@ inline CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = 
   ThreadGrids grids;
   grids.ensure(1, g.nodes(), integer);
   r.sums = push_and_deposit(s, grids);
+  r.x.assign(px.begin(), px.end());
+  r.y.assign(py.begin(), py.end());
+  r.z.assign(pz.begin(), pz.end());
+  r.vx.assign(pvx.begin(), pvx.end());
+  r.vy.assign(pvy.begin(), pvy.end());
+  r.vz.assign(pvz.begin(), pvz.end());
   r.ne.assign(g.nodes(), 0.0);
   fold(grids, g.nodes(), r.ne.data());
   return r;

@@ -11,7 +11,9 @@
 #  6. a restart refuses a changed physics option (--host-step) by name, and a checkpoint of the
 #     separate step restarts with it (summary.json says so), saying what the restart changed;
 #  7. 3D, decomposed: checkpoints and openPMD output pass the validator, openPMD-api reads the
-#     3D meshes and particles, the restart continues bit for bit, the picture draws a slice.
+#     3D meshes and particles, the restart continues bit for bit, the picture draws a slice;
+#  8. single precision: float32 particle records in the output and the checkpoint (validated,
+#     read by openPMD-api), a decomposed restart bit for bit.
 # Usage: run_restart_checks.sh <pic> <work dir> <venv> <mpiexec, or "" without MPI>
 set -uo pipefail
 pic="$1" work="$2" venv="$3" mpiexec="$4"
@@ -155,4 +157,36 @@ if "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
   "$venv/bin/python" "$root/scripts/plot_phase_space.py" d3 || fail "3D picture"
   test -s d3/phase_space.png || fail "no 3D picture"
 fi
+echo "== single precision: float32 records, a decomposed 2D restart bit for bit"
+single=(--dim 2 --cells 32 --particles 65536 --precision single --deterministic --no-progress
+        --steps 40 --checkpoint-every 20 --output-every 20)
+"${launch[@]}" "$pic" "${single[@]}" --decompose --output s2 >s2.log 2>&1 || { cat s2.log; fail "single-precision run"; }
+grep -q "particles in single precision (24 bytes each)" s2.log || { cat s2.log; fail "not single precision"; }
+for f in s2/checkpoints/checkpoint_20.h5 s2/openpmd/data_20.h5; do
+  "$check_h5" -i "$f" >/dev/null || fail "$f does not pass the validator"
+done
+"$venv/bin/python" - s2/openpmd/data_20.h5 s2/checkpoints/checkpoint_20.h5 <<'PY' || fail "single precision: not float32 records"
+import sys
+import numpy as np
+import openpmd_api as io
+for path in sys.argv[1:]:
+    s = io.Series(path, io.Access.read_only)
+    it = s.iterations[20]
+    e = it.particles["electrons"]
+    for record in ("position", "momentum"):
+        for axis in ("x", "y"):
+            c = e[record][axis]
+            assert c.dtype == np.float32, (path, record, axis, c.dtype)
+            v = c.load_chunk()
+            s.flush()
+            assert v.dtype == np.float32 and v.shape == (65536,), (v.dtype, v.shape)
+    if "checkpoint" not in path:  # the output's fields stay double
+        assert it.meshes["rho"][io.Mesh_Record_Component.SCALAR].dtype == np.float64
+print("single precision: position and momentum float32 (fields float64) in the output and the checkpoint")
+PY
+"${launch[@]}" "$pic" --no-progress --restart s2/checkpoints/checkpoint_20.h5 --output s2r \
+  >s2r.log 2>&1 || { cat s2r.log; fail "single-precision restart"; }
+grep -q "particles in single precision" s2r.log || fail "the restart left single precision"
+cmp s2/energy.csv s2r/energy.csv || fail "the single-precision restart's energy history differs"
+echo "single-precision restart: energy.csv identical to the uninterrupted run's"
 echo "all restart checks passed"
