@@ -77,9 +77,6 @@ void validate(const Config& c, int ranks) {
   // 3D runs every particle step on both layouts, with the spectral solver.
   if (c.dim == 3 && c.solver == "petsc")
     fail("--dim 3 runs the spectral solver (--solver fft); the PETSc one is 1D and 2D");
-  if (c.precision != "double" && c.kernels == "rtc" && !c.deterministic)
-    fail("--precision " + c.precision +
-         " runs the builtin kernels; the kernel catalog's (--kernels rtc) take double particles");
   if (c.beam_velocity != 0.0 && c.beam_velocity < 1e-12)
     fail("--beam-velocity must be 0 (one Maxwellian) or at least 1e-12");
   if ((c.output_every > 0 || c.checkpoint_every > 0) && c.output_folder.empty())

@@ -31,9 +31,12 @@ namespace cn = cunumpy;
 int print_status() {
   const cn::KernelCatalog& catalog = pic::kernel_catalog();
   std::printf("%s\n", catalog.summary().c_str());
+  int width = 0;  // the names in one column
+  for (const std::string& name : catalog.names())
+    width = std::max(width, static_cast<int>(name.size()));
   for (const std::string& name : catalog.names()) {
     const cn::KernelBase& k = catalog[name];
-    std::printf("  %-8s %-4s %s\n", name.c_str(), k.has_cuda() ? "cuda" : "host",
+    std::printf("  %-*s %-4s %s\n", width, name.c_str(), k.has_cuda() ? "cuda" : "host",
                 k.cuda_path().c_str());
   }
   catalog.check_signatures();

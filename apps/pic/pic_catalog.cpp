@@ -54,24 +54,27 @@ template void deposit_into_thread_grids<double>(const kernels::Grid&, const doub
 template void deposit_into_thread_grids<float>(const kernels::Grid&, const float*, const float*,
                                                const float*, double*, long long, double, long long);
 
-void deposit_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ne, long long x0,
-                  long long y0, long long z0, long long guard, long long row, long long col,
-                  int order, int dim, double inv_dx, double inv_dy, double inv_dz, double q,
-                  long long n) {
+template <typename R>
+void deposit_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z, const Vec& ne,
+                  long long x0, long long y0, long long z0, long long guard, long long row,
+                  long long col, int order, int dim, double inv_dx, double inv_dy, double inv_dz,
+                  double q, long long n) {
   deposit_into_thread_grids(
       kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col),
       x.data(), y.data(), z.data(), ne.data(), ne.size(), q, n);
 }
 
-void gather_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ex, const Vec& ey,
-                 const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, long long x0,
-                 long long y0, long long z0, long long guard, long long row, long long col,
-                 int order, int dim, double inv_dx, double inv_dy, double inv_dz, long long n) {
+template <typename R>
+void gather_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z, const Vec& ex,
+                 const Vec& ey, const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p,
+                 long long x0, long long y0, long long z0, long long guard, long long row,
+                 long long col, int order, int dim, double inv_dx, double inv_dy, double inv_dz,
+                 long long n) {
   const kernels::Grid grid =
       kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col);
-  const double* px = x.data();
-  const double* py = y.data();
-  const double* pz = z.data();
+  const R* px = x.data();
+  const R* py = y.data();
+  const R* pz = z.data();
   const double* fx = ex.data();
   const double* fy = ey.data();
   const double* fz = ez.data();
@@ -79,37 +82,40 @@ void gather_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ex, const 
   double* oy = ey_p.data();
   double* oz = ez_p.data();
 #pragma omp parallel for schedule(static)
-  for (long long i = 0; i < n; ++i) {
-    double e[3];
-    kernels::field_at(grid, px[i], py[i], pz[i], fx, fy, fz, e);
-    ox[i] = e[0];
-    if (dim >= 2) oy[i] = e[1];
-    if (dim == 3) oz[i] = e[2];
-  }
+  for (long long i = 0; i < n; ++i)
+    kernels::gather_particle(grid, px, py, pz, fx, fy, fz, ox, oy, oz, dim, i);
 }
 
-void push_host(const Vec& x, const Vec& y, const Vec& z, const Vec& vx, const Vec& vy,
-               const Vec& vz, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, const Vec& energy,
-               double dv, double dt, double lx, double ly, double lz, double mass, bool move,
-               int dim, long long n) {
-  double* p[3] = {x.data(), y.data(), z.data()};
-  double* v[3] = {vx.data(), vy.data(), vz.data()};
-  const double* f[3] = {ex_p.data(), ey_p.data(), ez_p.data()};
+template <typename R>
+void push_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z,
+               const Particle<R>& vx, const Particle<R>& vy, const Particle<R>& vz, const Vec& ex_p,
+               const Vec& ey_p, const Vec& ez_p, const Vec& energy, double dv, double dt, double lx,
+               double ly, double lz, double mass, bool move, int dim, long long n) {
+  R* const p[3] = {x.data(), y.data(), z.data()};
+  R* const v[3] = {vx.data(), vy.data(), vz.data()};
+  const double* const f[3] = {ex_p.data(), ey_p.data(), ez_p.data()};
   const double l[3] = {lx, ly, lz};
   double* e = energy.data();
 #pragma omp parallel for schedule(static)
-  for (long long i = 0; i < n; ++i) {
-    double k = 0.0;
-    for (int a = 0; a < dim; ++a) {
-      const double old_v = v[a][i];
-      const double new_v = old_v + dv * f[a][i];
-      v[a][i] = new_v;
-      k = a == 0 ? old_v * new_v : k + old_v * new_v;
-      if (move) p[a][i] = kernels::periodic(p[a][i] + dt * new_v, l[a]);
-    }
-    e[i] = 0.5 * mass * k;
-  }
+  for (long long i = 0; i < n; ++i)
+    e[i] = kernels::push_particle(p, v, f, l, dv, dt, mass, move, dim, i);
 }
+
+#define PIC_CATALOG_HOST(R)                                                                        \
+  template void deposit_host<R>(const Particle<R>&, const Particle<R>&, const Particle<R>&,        \
+                                const Vec&, long long, long long, long long, long long, long long, \
+                                long long, int, int, double, double, double, double, long long);   \
+  template void gather_host<R>(const Particle<R>&, const Particle<R>&, const Particle<R>&,         \
+                               const Vec&, const Vec&, const Vec&, const Vec&, const Vec&,         \
+                               const Vec&, long long, long long, long long, long long, long long,  \
+                               long long, int, int, double, double, double, long long);            \
+  template void push_host<R>(const Particle<R>&, const Particle<R>&, const Particle<R>&,           \
+                             const Particle<R>&, const Particle<R>&, const Particle<R>&,           \
+                             const Vec&, const Vec&, const Vec&, const Vec&, double, double,       \
+                             double, double, double, double, bool, int, long long);
+PIC_CATALOG_HOST(double)
+PIC_CATALOG_HOST(float)
+#undef PIC_CATALOG_HOST
 
 std::filesystem::path kernel_folder() {
   if (const char* env = std::getenv("CUNUMPY_PIC_KERNELS"); env != nullptr && *env != '\0')
@@ -125,9 +131,12 @@ cn::KernelCatalog& kernel_catalog() {
     // pic_kernels.hpp: beside a relocated kernel folder, else the source tree's.
     o.cuda.include_dirs = {kernel_folder().parent_path(), PIC_SOURCE_DIR};
     auto* c = new cn::KernelCatalog(o);
-    c->add("deposit", &deposit_host);
-    c->add("gather", &gather_host);
-    c->add("push", &push_host);
+    c->add("deposit", &deposit_host<double>);
+    c->add("gather", &gather_host<double>);
+    c->add("push", &push_host<double>);
+    c->add("deposit_single", &deposit_host<float>);
+    c->add("gather_single", &gather_host<float>);
+    c->add("push_single", &push_host<float>);
     return c;
   }();
   return *catalog;

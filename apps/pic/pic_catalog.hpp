@@ -15,30 +15,38 @@
 namespace pic {
 
 using Vec = cunumpy::Array<double>;
+// The particles' arrays: double, or float for --precision single (the kernels *_single).
+template <typename R>
+using Particle = cunumpy::Array<R>;
 
 // The grid is a rank's guarded local grid (grid.hpp): node (i, j, l) of the whole grid at
 // (i - x0 + guard) * row + (j - y0 + guard) * col + (l - z0 + guard) in 3D (2D: col 1, no l;
 // 1D: row 1).  `dim` is 1, 2 or 3: past it the coordinates, velocities and field components are
-// not read or written (pass x, vx, ex and ex_p in their places).
+// not read or written (pass x, vx, ex and ex_p in their places).  R: the particles' precision
+// (double: deposit, gather, push; float: deposit_single, gather_single, push_single).
 //
 // ne = the density at the nodes (each particle adds q * w to its stencil's nodes).  Per-thread
 // private grids summed in thread order (no atomics on CPUs).
-void deposit_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ne, long long x0,
-                  long long y0, long long z0, long long guard, long long row, long long col,
-                  int order, int dim, double inv_dx, double inv_dy, double inv_dz, double q,
-                  long long n);
+template <typename R>
+void deposit_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z, const Vec& ne,
+                  long long x0, long long y0, long long z0, long long guard, long long row,
+                  long long col, int order, int dim, double inv_dx, double inv_dy, double inv_dz,
+                  double q, long long n);
 // The field at the particles.
-void gather_host(const Vec& x, const Vec& y, const Vec& z, const Vec& ex, const Vec& ey,
-                 const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, long long x0,
-                 long long y0, long long z0, long long guard, long long row, long long col,
-                 int order, int dim, double inv_dx, double inv_dy, double inv_dz, long long n);
+template <typename R>
+void gather_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z, const Vec& ex,
+                 const Vec& ey, const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p,
+                 long long x0, long long y0, long long z0, long long guard, long long row,
+                 long long col, int order, int dim, double inv_dx, double inv_dy, double inv_dz,
+                 long long n);
 // v += dv E, then x += dt v when `move`; energy[i] = mass / 2 * v_old . v_new.
-void push_host(const Vec& x, const Vec& y, const Vec& z, const Vec& vx, const Vec& vy,
-               const Vec& vz, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p, const Vec& energy,
-               double dv, double dt, double lx, double ly, double lz, double mass, bool move,
-               int dim, long long n);
+template <typename R>
+void push_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z,
+               const Particle<R>& vx, const Particle<R>& vy, const Particle<R>& vz, const Vec& ex_p,
+               const Vec& ey_p, const Vec& ez_p, const Vec& energy, double dv, double dt, double lx,
+               double ly, double lz, double mass, bool move, int dim, long long n);
 
-using DepositKernel = cunumpy::Kernel<decltype(&deposit_host)>;
+using DepositKernel = cunumpy::Kernel<decltype(&deposit_host<double>)>;
 
 // deposit_host's work on any grid (1D to 3D): ne[0, cells) = the density of particles [0, n) at
 // (x, y, z) (y and z read only where the grid has the axis), summed in per-thread private grids
@@ -47,12 +55,13 @@ using DepositKernel = cunumpy::Kernel<decltype(&deposit_host)>;
 template <typename P>
 void deposit_into_thread_grids(const kernels::Grid& grid, const P* x, const P* y, const P* z,
                                double* ne, long long cells, double q, long long n);
-using GatherKernel = cunumpy::Kernel<decltype(&gather_host)>;
-using PushKernel = cunumpy::Kernel<decltype(&push_host)>;
+using GatherKernel = cunumpy::Kernel<decltype(&gather_host<double>)>;
+using PushKernel = cunumpy::Kernel<decltype(&push_host<double>)>;
 
 // The folder of the CUDA sources: CUNUMPY_PIC_KERNELS when set, else the source tree's.
 std::filesystem::path kernel_folder();
-// deposit, gather and push (built at first use; the CUDA sources are read then).
+// deposit, gather and push, and their *_single versions (built at first use; the CUDA sources
+// are read then).
 cunumpy::KernelCatalog& kernel_catalog();
 
 }  // namespace pic

@@ -196,6 +196,37 @@ CUNUMPY_HD_INLINE R periodic_as(double x, double length) {
   return inside_as<R>(periodic(x, length), length);  // periodic(x, length), as stored
 }
 
+// The kernel catalog's gather and push of particle i (their host versions and CUDA sources,
+// double or float particles: R).  Past `dim` the coordinates, velocities and components are
+// not read or written.
+template <typename R>
+CUNUMPY_HD_INLINE void gather_particle(const Grid& g, const R* x, const R* y, const R* z,
+                                       const double* ex, const double* ey, const double* ez,
+                                       double* ex_p, double* ey_p, double* ez_p, int dim,
+                                       long long i) {
+  double e[3];
+  field_at(g, x[i], y[i], z[i], ex, ey, ez, e);
+  ex_p[i] = e[0];
+  if (dim >= 2) ey_p[i] = e[1];
+  if (dim == 3) ez_p[i] = e[2];
+}
+// v += dv E at the particle, then x += dt v (wrapped, as stored) when `move`; returns the
+// kinetic energy with time-centred velocities (mass / 2 * v_old . v_new).
+template <typename R>
+CUNUMPY_HD_INLINE double push_particle(R* const (&p)[3], R* const (&v)[3],
+                                       const double* const (&f)[3], const double (&l)[3], double dv,
+                                       double dt, double mass, bool move, int dim, long long i) {
+  double k = 0.0;
+  for (int a = 0; a < dim; ++a) {
+    const double old_v = v[a][i];
+    const double new_v = old_v + dv * f[a][i];
+    v[a][i] = static_cast<R>(new_v);
+    k = a == 0 ? old_v * new_v : k + old_v * new_v;
+    if (move) p[a][i] = periodic_as<R>(p[a][i] + dt * new_v, l[a]);
+  }
+  return 0.5 * mass * k;
+}
+
 // The radical inverse of i in `base` (van der Corput): a low-discrepancy sequence in [0, 1).
 CUNUMPY_HD_INLINE double van_der_corput(unsigned long long i, unsigned base) {
   double result = 0.0, f = 1.0 / base;

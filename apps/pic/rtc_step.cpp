@@ -1,6 +1,9 @@
 // The rtc step (step.hpp): the kernel catalog's deposit, gather and push (pic_catalog.hpp):
 // their host versions on host, their CUDA sources compiled at run time on cuda (NVRTC) and
 // emulated (the kernel emulator).  Compiled as CUDA when the CUDA backend is built.
+#include <string>
+#include <type_traits>
+
 #include "layout.hpp"
 #include "particles.hpp"
 #include "pic.hpp"
@@ -17,8 +20,9 @@ double sum_of(const cn::Array<double>& values, long long n) {
   const double* e = values.data();
   return CUNUMPY_REDUCE_ON(cn::on(values), "kinetic energy", n, cn::ReduceOp::sum, i, return e[i];);
 }
-double momentum_of(const Particles<double>& p) {
-  const double* vx = p.vx.data();
+template <typename Real>
+double momentum_of(const Particles<Real>& p) {
+  const Real* vx = p.vx.data();
   const double mass = p.mass;
   return CUNUMPY_REDUCE_ON(cn::on(p.vx), "momentum", p.n, cn::ReduceOp::sum, i,
                            return mass * vx[i];);
@@ -29,11 +33,19 @@ double momentum_of(const Particles<double>& p) {
 namespace {
 
 // An array of the dimension, or the x one in its place past it (not read by the kernels).
-const cn::Array<double>& or_x(const cn::Array<double>& a, const cn::Array<double>& x) {
+template <typename T>
+const cn::Array<T>& or_x(const cn::Array<T>& a, const cn::Array<T>& x) {
   return a.ndim() == 0 ? x : a;
 }
 
-class RtcStep final : public ParticleStep<double> {
+// The catalog's kernel of the particles' precision: "deposit", or "deposit_single" for float.
+template <typename Real>
+std::string kernel_name(const char* name) {
+  return std::is_same_v<Real, float> ? std::string(name) + "_single" : std::string(name);
+}
+
+template <typename Real>
+class RtcStep final : public ParticleStep<Real> {
  public:
   RtcStep(const Config& config, cn::Backend backend) : dt_(config.dt) {
     // At setup, so the first step pays no compilation; only the cuda backend runs the NVRTC
@@ -42,24 +54,24 @@ class RtcStep final : public ParticleStep<double> {
   }
   std::string name() const override { return "rtc"; }
 
-  void deposit(const Particles<double>& p, FieldLayout& layout, long long) override {
+  void deposit(const Particles<Real>& p, FieldLayout& layout, long long) override {
     const LocalGrid& g = layout.grid();
     layout.ne.fill(0.0);
-    kernel_catalog().get<decltype(&deposit_host)>("deposit")(
+    kernel_catalog().get<decltype(&deposit_host<Real>)>(kernel_name<Real>("deposit"))(
         cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ne, g.x0, g.y0, g.z0, g.guard,
         g.row, g.col, g.order, g.dim, 1.0 / g.dx, 1.0 / g.dy, 1.0 / g.dz, p.charge_density, p.n);
   }
 
-  StepSums push(Particles<double>& p, FieldLayout& layout, double factor, bool move) override {
+  StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {
     const LocalGrid& g = layout.grid();
     p.use_work_arrays(true, true);
-    kernel_catalog().get<decltype(&gather_host)>("gather")(
+    kernel_catalog().get<decltype(&gather_host<Real>)>(kernel_name<Real>("gather"))(
         cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ex,
         or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), p.ex, or_x(p.ey, p.ex),
         or_x(p.ez, p.ex), g.x0, g.y0, g.z0, g.guard, g.row, g.col, g.order, g.dim, 1.0 / g.dx,
         1.0 / g.dy, 1.0 / g.dz, p.n);
     const double dv = -factor * dt_;
-    kernel_catalog().get<decltype(&push_host)>("push")(
+    kernel_catalog().get<decltype(&push_host<Real>)>(kernel_name<Real>("push"))(
         cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.vx, or_x(p.vy, p.vx),
         or_x(p.vz, p.vx), p.ex, or_x(p.ey, p.ex), or_x(p.ez, p.ex), p.work, dv, dt_, g.lx, g.ly,
         g.lz, p.mass, move, g.dim, p.n);
@@ -72,8 +84,11 @@ class RtcStep final : public ParticleStep<double> {
 
 }  // namespace
 
-std::unique_ptr<ParticleStep<double>> make_rtc_step(const Config& config, cn::Backend backend) {
-  return std::make_unique<RtcStep>(config, backend);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_rtc_step(const Config& config, cn::Backend backend) {
+  return std::make_unique<RtcStep<Real>>(config, backend);
 }
+template std::unique_ptr<ParticleStep<double>> make_rtc_step<double>(const Config&, cn::Backend);
+template std::unique_ptr<ParticleStep<float>> make_rtc_step<float>(const Config&, cn::Backend);
 
 }  // namespace pic

@@ -2,8 +2,6 @@
 // backend and its layout is the run's step.  A new step is a new file and a row here.
 #include "step.hpp"
 
-#include <type_traits>
-
 #include "layout.hpp"
 #include "pic.hpp"
 
@@ -20,18 +18,12 @@ std::unique_ptr<ParticleStep<Real>> make_step(const Config& config, cn::Backend 
     Made (*make)(const Config&, cn::Backend, const FieldLayout&);
   };
   static constexpr Row rows[] = {
-      // The kernel catalog's kernels (the deterministic deposit is the builtin one): double
-      // particles (validate() refuses the other precisions with them).
+      // The kernel catalog's kernels (the deterministic deposit is the builtin one).
       {[](const Config& c, cn::Backend, const FieldLayout&) {
          return c.kernels == "rtc" && !c.deterministic;
        },
        [](const Config& c, cn::Backend b, const FieldLayout&) -> Made {
-         if constexpr (std::is_same_v<Real, double>)
-           return make_rtc_step(c, b);
-         else
-           throw cn::ValueError(
-               "pic: --kernels rtc runs double-precision particles only; use "
-               "--precision double or --kernels builtin");
+         return make_rtc_step<Real>(c, b);
        }},
       // The host's one pass, plain or deterministic.
       {&fused_host_step_applies,

@@ -65,8 +65,7 @@ template <typename Real>
 std::unique_ptr<ParticleStep<Real>> make_step(const Config& config, cunumpy::Backend backend,
                                               const FieldLayout& layout);
 
-// The steps (one file each; the rtc step takes double particles only: Config's validation
-// refuses the other precisions with it).
+// The steps (one file each).
 template <typename Real>
 std::unique_ptr<ParticleStep<Real>> make_fused_host_step(const Config& config,
                                                          const FieldLayout& layout);
@@ -76,7 +75,8 @@ std::unique_ptr<ParticleStep<Real>> make_builtin_step(const Config& config,
 template <typename Real>
 std::unique_ptr<ParticleStep<Real>> make_deterministic_step(const Config& config,
                                                             cunumpy::Backend backend);
-std::unique_ptr<ParticleStep<double>> make_rtc_step(const Config& config, cunumpy::Backend backend);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_rtc_step(const Config& config, cunumpy::Backend backend);
 
 // Whether the fused host step can run this configuration on this layout (the host backend,
 // builtin kernels, --host-step fused, a grid whose node indices fit 32 bits).

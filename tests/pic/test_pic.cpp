@@ -135,18 +135,6 @@ TEST(Pic, SinglePrecisionParticlesKeepThePhysicsOfDouble) {
       EXPECT_LT(energy_drift(rf), 1.1 * energy_drift(rd) + 1e-6) << what;
     }
   }
-  // The kernel catalog's kernels take double particles: refused by name.
-  pic::Config rtc = landau();
-  rtc.precision = "single";
-  rtc.kernels = "rtc";
-  try {
-    pic::validate(rtc, 1);
-    ADD_FAILURE() << "no error";
-  } catch (const cn::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("--precision single runs the builtin kernels"),
-              std::string::npos)
-        << e.what();
-  }
   pic::Config bad = landau();
   bad.precision = "half";
   EXPECT_THROW(pic::validate(bad, 1), cn::ValueError);

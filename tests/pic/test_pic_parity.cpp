@@ -1,7 +1,9 @@
 // Parity of the mini-app's kernel catalog: every kernel with a CUDA source against its host
 // version, through cunumpy::testing (the CUDA kernels on the emulator here, on a GPU when one
-// is present), on random particles of a 3D grid with TSC shapes.
+// is present), on random particles of a 3D grid with TSC shapes, double and float particles.
 #include <gtest/gtest.h>
+
+#include <type_traits>
 
 #include <cunumpy/testing.hpp>
 
@@ -20,8 +22,20 @@ constexpr long long kGuard = 3, kCol = kNz + 2 * kGuard, kRow = (kNy + 2 * kGuar
                     kNodes = (kNx + 2 * kGuard) * kRow;
 
 // The same values on both sides: drawn on the host from the seed, then moved.
-cn::Array<double> on(cn::Backend b, const cn::Array<double>& host) {
+template <typename T>
+cn::Array<T> on(cn::Backend b, const cn::Array<T>& host) {
   return b == cn::Backend::host ? host : cn::to_device(host);
+}
+// Particle coordinates in the precision R (float: the doubles rounded).
+template <typename R>
+cn::Array<R> as(const cn::Array<double>& a) {
+  if constexpr (std::is_same_v<R, double>) {
+    return a;
+  } else {
+    auto out = cn::empty<R>({a.size()}, cn::Backend::host);
+    for (long long i = 0; i < a.size(); ++i) out.host_span()[i] = static_cast<R>(a.host_span()[i]);
+    return out;
+  }
 }
 cn::Array<double> uniform(std::uint64_t seed, std::uint64_t stream, long long n, double scale) {
   cn::Generator g(seed, stream, cn::Backend::host);
@@ -32,26 +46,30 @@ cn::Array<double> zeros(cn::Backend b, long long n) {
   return on(b, cn::zeros<double>({n}, cn::Backend::host));
 }
 
+// R: the particles' precision (double: deposit, gather, push; float: their *_single kernels).
+template <typename R>
 auto deposit_args(cn::Backend b, std::uint64_t seed) {
-  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy),
-             z = uniform(seed, 7, kN, kLz);
+  const auto x = as<R>(uniform(seed, 1, kN, kLx)), y = as<R>(uniform(seed, 2, kN, kLy)),
+             z = as<R>(uniform(seed, 7, kN, kLz));
   return std::make_tuple(on(b, x), on(b, y), on(b, z), zeros(b, kNodes), 0LL, 0LL, 0LL, kGuard,
                          kRow, kCol, 2, 3, kNx / kLx, kNy / kLy, kNz / kLz, 0.01, kN);
 }
+template <typename R>
 auto gather_args(cn::Backend b, std::uint64_t seed) {
-  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy),
-             z = uniform(seed, 7, kN, kLz);
+  const auto x = as<R>(uniform(seed, 1, kN, kLx)), y = as<R>(uniform(seed, 2, kN, kLy)),
+             z = as<R>(uniform(seed, 7, kN, kLz));
   const auto ex = uniform(seed, 3, kNodes, 1.0), ey = uniform(seed, 4, kNodes, 1.0),
              ez = uniform(seed, 8, kNodes, 1.0);
   return std::make_tuple(on(b, x), on(b, y), on(b, z), on(b, ex), on(b, ey), on(b, ez),
                          zeros(b, kN), zeros(b, kN), zeros(b, kN), 0LL, 0LL, 0LL, kGuard, kRow,
                          kCol, 2, 3, kNx / kLx, kNy / kLy, kNz / kLz, kN);
 }
+template <typename R>
 auto push_args(cn::Backend b, std::uint64_t seed) {
-  const auto x = uniform(seed, 1, kN, kLx), y = uniform(seed, 2, kN, kLy),
-             z = uniform(seed, 7, kN, kLz);
-  const auto vx = uniform(seed, 5, kN, 1.0), vy = uniform(seed, 6, kN, 1.0),
-             vz = uniform(seed, 9, kN, 1.0);
+  const auto x = as<R>(uniform(seed, 1, kN, kLx)), y = as<R>(uniform(seed, 2, kN, kLy)),
+             z = as<R>(uniform(seed, 7, kN, kLz));
+  const auto vx = as<R>(uniform(seed, 5, kN, 1.0)), vy = as<R>(uniform(seed, 6, kN, 1.0)),
+             vz = as<R>(uniform(seed, 9, kN, 1.0));
   const auto ex = uniform(seed, 3, kN, 1.0), ey = uniform(seed, 4, kN, 1.0),
              ez = uniform(seed, 8, kN, 1.0);
   return std::make_tuple(on(b, x), on(b, y), on(b, z), on(b, vx), on(b, vy), on(b, vz), on(b, ex),
@@ -65,13 +83,21 @@ std::vector<ct::ParityCase> cases() {
   // The deposit adds in another order on each side (private grids, atomics).
   const ct::AgreeOptions deposit{
       .launch = cn::threads(kN), .rtol = 1e-11, .atol = 1e-14, .outputs = {3}};
+  // Float particles: the same arithmetic on both sides, each stored value rounded once (the
+  // same tolerances as double's).
   return ct::parity_cases(
-      catalog,
-      {{"deposit",
-        ct::parity_check<decltype(&pic::deposit_host)>(catalog, "deposit", deposit_args, deposit)},
-       {"gather",
-        ct::parity_check<decltype(&pic::gather_host)>(catalog, "gather", gather_args, launch)},
-       {"push", ct::parity_check<decltype(&pic::push_host)>(catalog, "push", push_args, launch)}});
+      catalog, {{"deposit", ct::parity_check<decltype(&pic::deposit_host<double>)>(
+                                catalog, "deposit", deposit_args<double>, deposit)},
+                {"gather", ct::parity_check<decltype(&pic::gather_host<double>)>(
+                               catalog, "gather", gather_args<double>, launch)},
+                {"push", ct::parity_check<decltype(&pic::push_host<double>)>(
+                             catalog, "push", push_args<double>, launch)},
+                {"deposit_single", ct::parity_check<decltype(&pic::deposit_host<float>)>(
+                                       catalog, "deposit_single", deposit_args<float>, deposit)},
+                {"gather_single", ct::parity_check<decltype(&pic::gather_host<float>)>(
+                                      catalog, "gather_single", gather_args<float>, launch)},
+                {"push_single", ct::parity_check<decltype(&pic::push_host<float>)>(
+                                    catalog, "push_single", push_args<float>, launch)}});
 }
 
 class Parity : public ::testing::TestWithParam<ct::ParityCase> {};
@@ -89,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(PicCatalog, Parity, ::testing::ValuesIn(cases()), ct::p
 
 TEST(PicCatalog, EveryKernelIsPortedAndItsSignaturesAgree) {
   cn::KernelCatalog& catalog = pic::kernel_catalog();
-  EXPECT_EQ(catalog.summary(), "CUDA kernels: 3 of 3");
+  EXPECT_EQ(catalog.summary(), "CUDA kernels: 6 of 6");
   EXPECT_NO_THROW(catalog.check_signatures());
-  EXPECT_EQ(catalog.parity_cases(), (std::vector<std::string>{"deposit", "gather", "push"}));
+  EXPECT_EQ(catalog.parity_cases(),
+            (std::vector<std::string>{"deposit", "deposit_single", "gather", "gather_single",
+                                      "push", "push_single"}));
 }

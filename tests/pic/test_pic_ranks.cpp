@@ -379,7 +379,7 @@ TEST(PicDecomposed, TheOverlappedGuardSumGivesTheSeparatePassesBits) {
 }
 
 // Every particle step on both layouts, 1D to 3D, at this rank count, with double and single
-// precision particles (every step but rtc, which takes doubles): the table picks the step
+// precision particles (rtc: the catalog's *_single kernels): the table picks the step
 // asked for (by its name), the deterministic steps give the same bits as each other, the rest
 // the same run to rounding (their deposits sum in other orders).
 TEST(PicSteps, EveryStepRunsOnBothLayouts) {
@@ -424,7 +424,6 @@ TEST(PicSteps, EveryStepRunsOnBothLayouts) {
         ASSERT_EQ(ref.step, "deterministic") << where;
         ASSERT_EQ(ref.layout, decompose ? "decomposed" : "replicated");
         for (const Variant& v : variants) {
-          if (single && std::string(v.kernels) == "rtc") continue;  // double particles only
           pic::Config vc = c;
           vc.kernels = v.kernels;
           vc.host_step = v.host_step;

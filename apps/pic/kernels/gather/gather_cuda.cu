@@ -1,6 +1,6 @@
 // The field at the particles: E interpolated from the nodes of each particle's stencil.  Past
 // the dimension the coordinates and components are not read or written (pass x, ex and ex_p).
-// The grid: a rank's guarded local grid (deposit_cuda.cu).
+// The grid: a rank's guarded local grid (deposit_cuda.cu).  gather_single: float particles.
 #include "pic_kernels.hpp"
 
 extern "C" __global__ void gather(const double* x, const double* y, const double* z,
@@ -13,9 +13,5 @@ extern "C" __global__ void gather(const double* x, const double* y, const double
   if (i >= n) return;
   const pic::kernels::Grid grid =
       pic::kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col);
-  double e[3];
-  pic::kernels::field_at(grid, x[i], y[i], z[i], ex, ey, ez, e);
-  ex_p[i] = e[0];
-  if (dim >= 2) ey_p[i] = e[1];
-  if (dim == 3) ez_p[i] = e[2];
+  pic::kernels::gather_particle(grid, x, y, z, ex, ey, ez, ex_p, ey_p, ez_p, dim, i);
 }
