@@ -220,22 +220,17 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
-long long CicVectors(const Step<double>& s, long long begin, long long end, double* HWY_RESTRICT ne,
-                     Sums& sums) {
-  return CicVectorsOf(s, begin, end, ne, sums);
-}
-long long CicVectorsInt(const Step<double>& s, long long begin, long long end,
-                        std::int64_t* HWY_RESTRICT ne, Sums& sums) {
-  return CicVectorsOf(s, begin, end, ne, sums);
-}
-long long CicVectorsF(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
-                      Sums& sums) {
-  return CicVectorsOf(s, begin, end, ne, sums);
-}
-long long CicVectorsIntF(const Step<float>& s, long long begin, long long end,
-                         std::int64_t* HWY_RESTRICT ne, Sums& sums) {
-  return CicVectorsOf(s, begin, end, ne, sums);
-}
+// The entry points HWY_EXPORT names: 2D and 3D, double and float particles, real and integer
+// grids.
+#define PIC_VECTORS_OF(name, of, R, G)                                                 \
+  long long name(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne, \
+                 Sums& sums) {                                                         \
+    return of(s, begin, end, ne, sums);                                                \
+  }
+PIC_VECTORS_OF(CicVectors, CicVectorsOf, double, double)
+PIC_VECTORS_OF(CicVectorsInt, CicVectorsOf, double, std::int64_t)
+PIC_VECTORS_OF(CicVectorsF, CicVectorsOf, float, double)
+PIC_VECTORS_OF(CicVectorsIntF, CicVectorsOf, float, std::int64_t)
 
 // 3D CIC: the same scheme with E's three components interleaved at the guarded nodes (3
 // doubles a node, gathered from the 8 corners: the pairs along z share a line), the weights in
@@ -415,22 +410,11 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
-long long Cic3Vectors(const Step<double>& s, long long begin, long long end,
-                      double* HWY_RESTRICT ne, Sums& sums) {
-  return Cic3VectorsOf(s, begin, end, ne, sums);
-}
-long long Cic3VectorsInt(const Step<double>& s, long long begin, long long end,
-                         std::int64_t* HWY_RESTRICT ne, Sums& sums) {
-  return Cic3VectorsOf(s, begin, end, ne, sums);
-}
-long long Cic3VectorsF(const Step<float>& s, long long begin, long long end,
-                       double* HWY_RESTRICT ne, Sums& sums) {
-  return Cic3VectorsOf(s, begin, end, ne, sums);
-}
-long long Cic3VectorsIntF(const Step<float>& s, long long begin, long long end,
-                          std::int64_t* HWY_RESTRICT ne, Sums& sums) {
-  return Cic3VectorsOf(s, begin, end, ne, sums);
-}
+PIC_VECTORS_OF(Cic3Vectors, Cic3VectorsOf, double, double)
+PIC_VECTORS_OF(Cic3VectorsInt, Cic3VectorsOf, double, std::int64_t)
+PIC_VECTORS_OF(Cic3VectorsF, Cic3VectorsOf, float, double)
+PIC_VECTORS_OF(Cic3VectorsIntF, Cic3VectorsOf, float, std::int64_t)
+#undef PIC_VECTORS_OF
 #else
 // One lane: host_step.cpp's scalar loop does the work.
 #define PIC_NO_VECTORS(name, R, G)                                        \

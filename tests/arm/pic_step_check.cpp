@@ -20,15 +20,7 @@ int main() {
   for (bool single : {false, true})
     for (const auto& g : pic::host_step::vector_loop_cases())
       for (bool integer : {false, true}) {
-        const auto scalar = single ? pic::host_step::run_case<float>(false, g, integer)
-                                   : pic::host_step::run_case<double>(false, g, integer);
-        const auto vector = single ? pic::host_step::run_case<float>(true, g, integer)
-                                   : pic::host_step::run_case<double>(true, g, integer);
-        const bool same = vector.x == scalar.x && vector.y == scalar.y && vector.z == scalar.z &&
-                          vector.vx == scalar.vx && vector.vy == scalar.vy &&
-                          vector.vz == scalar.vz && vector.ne == scalar.ne &&
-                          vector.energies == scalar.energies &&
-                          vector.sums.undeposited == scalar.sums.undeposited;
+        const bool same = pic::host_step::scalar_and_vector(single, g, integer).same();
         std::printf("%dD %s, %s grids, %s particles: %s\n", g.dim,
                     g.whole() ? "whole box" : "block", integer ? "integer" : "real",
                     single ? "float" : "double", same ? "vector loop == scalar loop" : "DIFFERENT");

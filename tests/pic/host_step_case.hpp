@@ -184,4 +184,20 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   return r;
 }
 
+// The scalar loop's and the vector loop's result of one case, with double or float particles.
+struct ScalarAndVector {
+  CaseResult scalar, vector;
+  // Positions, velocities, density, energies and undeposited counts bit for bit.
+  bool same() const {
+    return vector.x == scalar.x && vector.y == scalar.y && vector.z == scalar.z &&
+           vector.vx == scalar.vx && vector.vy == scalar.vy && vector.vz == scalar.vz &&
+           vector.ne == scalar.ne && vector.energies == scalar.energies &&
+           vector.sums.undeposited == scalar.sums.undeposited;
+  }
+};
+inline ScalarAndVector scalar_and_vector(bool single, const CaseGrid& g, bool integer) {
+  if (single) return {run_case<float>(false, g, integer), run_case<float>(true, g, integer)};
+  return {run_case<double>(false, g, integer), run_case<double>(true, g, integer)};
+}
+
 }  // namespace pic::host_step

@@ -416,10 +416,7 @@ TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
   for (bool single : {false, true})
     for (const auto& g : pic::host_step::vector_loop_cases())
       for (bool integer : {false, true}) {
-        const auto scalar = single ? pic::host_step::run_case<float>(false, g, integer)
-                                   : pic::host_step::run_case<double>(false, g, integer);
-        const auto vector = single ? pic::host_step::run_case<float>(true, g, integer)
-                                   : pic::host_step::run_case<double>(true, g, integer);
+        const auto [scalar, vector] = pic::host_step::scalar_and_vector(single, g, integer);
         const std::string what = std::to_string(g.dim) + "D, " +
                                  std::string(g.whole() ? "whole box" : "block") +
                                  (integer ? ", integer grids" : "") + (single ? ", float" : "");
