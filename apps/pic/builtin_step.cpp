@@ -36,6 +36,7 @@ template <typename Real>
 StepSums push(Particles<Real>& p, const FieldLayout& layout, double dv, double dt, bool move) {
   const LocalGrid& g = layout.grid();
   const bool has_y = g.has_y(), has_z = g.has_z();
+  const int dim = g.dim;
   const double lx = g.lx, ly = g.ly, lz = g.lz, mass = p.mass;
   Real* x = p.x.data();
   Real* y = has_y ? p.y.data() : nullptr;
@@ -47,22 +48,12 @@ StepSums push(Particles<Real>& p, const FieldLayout& layout, double dv, double d
   const double* eyp = has_y ? p.ey.data() : nullptr;
   const double* ezp = has_z ? p.ez.data() : nullptr;
   StepSums sums;
+  // The kernel catalog's push, per particle (kernels::push_particle).
   sums.kinetic = CUNUMPY_REDUCE_ON(
-      cn::on(p.x), "push", p.n, cn::ReduceOp::sum, i, const double old_x = vx[i];
-      const double new_x = old_x + dv * exp_[i]; vx[i] = new_x; double energy = old_x * new_x;
-      if (move) x[i] = kernels::periodic_as<Real>(x[i] + dt * new_x, lx); if (has_y) {
-        const double old_y = vy[i];
-        const double new_y = old_y + dv * eyp[i];
-        vy[i] = new_y;
-        energy += old_y * new_y;
-        if (move) y[i] = kernels::periodic_as<Real>(y[i] + dt * new_y, ly);
-      } if (has_z) {
-        const double old_z = vz[i];
-        const double new_z = old_z + dv * ezp[i];
-        vz[i] = new_z;
-        energy += old_z * new_z;
-        if (move) z[i] = kernels::periodic_as<Real>(z[i] + dt * new_z, lz);
-      } return 0.5 * mass * energy;);
+      cn::on(p.x), "push", p.n, cn::ReduceOp::sum, i, Real* const pos[3] = {x, y, z};
+      Real* const vel[3] = {vx, vy, vz}; const double* const f[3] = {exp_, eyp, ezp};
+      const double l[3] = {lx, ly, lz};
+      return kernels::push_particle(pos, vel, f, l, dv, dt, mass, move, dim, i););
   sums.momentum =
       CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * vx[i];);
   return sums;

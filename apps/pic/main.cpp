@@ -13,7 +13,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -44,22 +43,17 @@ int print_status() {
   return 0;
 }
 
-void print_results(const pic::Config& config, const pic::Results& r) {
+void print_results(const pic::Config& config, const pic::Results& r, const pic::Health& health) {
   std::printf("\n%s, %dD, %lld particles, %d steps on %d rank(s), backend %s\n",
               config.case_name.c_str(), config.dim, config.particles, config.steps, r.ranks,
               r.backend.c_str());
   std::printf("  layout %s, particle step %s, solver %s\n", r.layout.c_str(), r.step.c_str(),
               r.solver.c_str());
   // The particles' precision and what it costs and keeps: bytes a particle, total energy.
-  double drift = 0.0;
-  for (std::size_t n = 0; n < r.kinetic_energy.size(); ++n) {
-    const double e0 = r.kinetic_energy[0] + r.field_energy[0];
-    drift = std::max(drift, std::abs((r.kinetic_energy[n] + r.field_energy[n]) / e0 - 1.0));
-  }
   std::printf(
       "  particles in %s precision (%.0f bytes each); total energy within %.1e of its "
       "start\n",
-      r.precision.c_str(), r.bytes_per_particle, drift);
+      r.precision.c_str(), r.bytes_per_particle, health.max_relative_energy_error);
   std::printf("  gamma: fit %+.4f, theory %+.4f (%+.1f%%)\n", r.gamma_fit, r.gamma_theory,
               100.0 * (r.gamma_fit / r.gamma_theory - 1.0));
   if (r.omega_theory > 1e-9)
@@ -173,7 +167,7 @@ int main(int argc, char** argv) {
                    "(reduce --dt, check --k, --vth and the cells)\n",
                    health.reason.c_str());
     if (world.rank() == 0) {
-      print_results(config, r);
+      print_results(config, r, health);
       if (!output.empty()) {
         pic::write_outputs(output, config, r);
         std::printf("\n  wrote %s/energy.csv and %s/summary.json\n", output.c_str(),

@@ -12,6 +12,7 @@
 
 #include "host_step.hpp"
 #include "host_step_simd.hpp"
+#include "pic_kernels.hpp"
 
 namespace pic::host_step {
 
@@ -120,11 +121,8 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   // in float).
   const auto positions = [](const std::vector<double>& v, long long length) {
     std::vector<Real> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      out[i] = static_cast<Real>(v[i]);
-      if (static_cast<double>(out[i]) >= static_cast<double>(length))
-        out[i] = std::nextafter(out[i], Real(0));
-    }
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out[i] = kernels::inside_as<Real>(v[i], static_cast<double>(length));
     return out;
   };
   std::vector<Real> px = positions(r.x, g.nx), py = positions(r.y, g.ny), pz = positions(r.z, g.nz),
