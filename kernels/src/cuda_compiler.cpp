@@ -107,12 +107,29 @@ void check(const Nvrtc& n, int result, const char* call) {
     throw CompileError(std::string("CudaKernel: ") + call + " failed: " + n.error_string(result));
 }
 
-// An entry's payload: the lowered name, a NUL, the CUBIN.
-std::optional<CompiledCode> decode_entry(const std::string& payload) {
+// An entry's payload: the lowered names, each followed by a newline but the last (a lowered
+// name is an identifier), a NUL, the CUBIN.
+std::string encode_entry(const CompiledCode& code) {
+  std::string out;
+  for (const std::string& n : code.lowered_names) {
+    if (!out.empty()) out += '\n';
+    out += n;
+  }
+  out += '\0';
+  out += code.cubin;
+  return out;
+}
+std::optional<CompiledCode> decode_entry(const std::string& payload, std::size_t kernels) {
   const std::size_t nul = payload.find('\0');
   if (nul == std::string::npos || nul + 1 >= payload.size()) return std::nullopt;
   CompiledCode code;
-  code.lowered_name = payload.substr(0, nul);
+  for (std::size_t at = 0; at <= nul;) {
+    std::size_t end = payload.find('\n', at);
+    if (end == std::string::npos || end > nul) end = nul;
+    code.lowered_names.push_back(payload.substr(at, end - at));
+    at = end + 1;
+  }
+  if (code.lowered_names.size() != kernels) return std::nullopt;
   code.cubin = payload.substr(nul + 1);
   code.from_cache = true;
   return code;
@@ -139,7 +156,8 @@ int nvrtc_version() {
 std::string cache_key(const CompileRequest& r) {
   std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " +
                      std::to_string(nvrtc_version()) + "\ntoolkit " + toolkit_identity() +
-                     "\narch " + r.arch + "\nexpression " + r.expression + "\n";
+                     "\narch " + r.arch + "\n";
+  for (const std::string& e : r.expressions) text += "expression " + e + "\n";
   for (const std::string& o : r.options) text += "option " + o + "\n";
   text += "source " + std::to_string(r.source.size()) + "\n" + r.source;
   for (const auto& h : r.headers) {
@@ -157,7 +175,7 @@ CompiledCode compile_cuda(const CompileRequest& r) {
       dir.empty() ? std::filesystem::path() : dir / (key + ".cubin");
   if (!entry.empty())
     if (auto payload = read_cache_entry(entry))
-      if (auto cached = decode_entry(*payload)) {
+      if (auto cached = decode_entry(*payload, r.expressions.size())) {
         cached->key = key;
         return *cached;
       }
@@ -169,7 +187,8 @@ CompiledCode compile_cuda(const CompileRequest& r) {
     Program& p;
     ~Destroy() { n.destroy(&p); }
   } destroy{n, program};
-  check(n, n.add_name(program, r.expression.c_str()), "nvrtcAddNameExpression");
+  for (const std::string& e : r.expressions)
+    check(n, n.add_name(program, e.c_str()), "nvrtcAddNameExpression");
   std::vector<const char*> options;
   for (const std::string& o : r.options) options.push_back(o.c_str());
   const int result = n.compile(program, static_cast<int>(options.size()), options.data());
@@ -182,9 +201,8 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   if (result != 0) {
     std::string opts;
     for (const std::string& o : r.options) opts += " " + o;
-    throw CompileError("CudaKernel '" + r.expression + "': NVRTC could not compile " +
-                       r.program_name + " (" + n.error_string(result) + "):\n" + log +
-                       "\n  options:" + opts);
+    throw CompileError(r.owner + ": NVRTC could not compile " + r.program_name + " (" +
+                       n.error_string(result) + "):\n" + log + "\n  options:" + opts);
   }
   CompiledCode code;
   code.key = key;
@@ -192,10 +210,12 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   check(n, n.cubin_size(program, &size), "nvrtcGetCUBINSize");
   code.cubin.resize(size);
   check(n, n.cubin(program, code.cubin.data()), "nvrtcGetCUBIN");
-  const char* lowered = nullptr;
-  check(n, n.lowered_name(program, r.expression.c_str(), &lowered), "nvrtcGetLoweredName");
-  code.lowered_name = lowered;
-  if (!entry.empty()) write_cache_entry(entry, code.lowered_name + '\0' + code.cubin);
+  for (const std::string& e : r.expressions) {
+    const char* lowered = nullptr;
+    check(n, n.lowered_name(program, e.c_str(), &lowered), "nvrtcGetLoweredName");
+    code.lowered_names.emplace_back(lowered);
+  }
+  if (!entry.empty()) write_cache_entry(entry, encode_entry(code));
   return code;
 }
 

@@ -12,16 +12,17 @@ namespace cunumpy::detail {
 struct CompileRequest {
   std::string source;
   std::string program_name;  // shown in NVRTC's messages, e.g. "push_cuda.cu"
-  std::string
-      expression;  // the kernel: its name or a template instantiation (NVRTC's name expression)
-  std::vector<std::string> options;            // complete: include paths, defines, architecture
-  std::string arch;                            // "sm_90"
+  // The kernels: each a name or a template instantiation (NVRTC's name expressions).
+  std::vector<std::string> expressions;
+  std::string owner;                 // what errors name: "CudaKernel 'push'", "CudaModule 'pic.cu'"
+  std::vector<std::string> options;  // complete: include paths, defines, architecture
+  std::string arch;                  // "sm_90"
   std::vector<std::filesystem::path> headers;  // every header the source includes
 };
 
 struct CompiledCode {
   std::string cubin;
-  std::string lowered_name;  // the symbol to load
+  std::vector<std::string> lowered_names;  // the symbols to load, one per expression
   bool from_cache = false;
   std::string key;  // the cache key (64 hex digits)
 };
@@ -31,7 +32,7 @@ struct CompiledCode {
 CompiledCode compile_cuda(const CompileRequest& request);
 
 // The cache key of a request (SHA-256 over the library version, NVRTC's version, the
-// toolkit's CUDA_VERSION, the architecture, the expression, the options, the source and the
+// toolkit's CUDA_VERSION, the architecture, the expressions, the options, the source and the
 // headers' contents).
 std::string cache_key(const CompileRequest& request);
 

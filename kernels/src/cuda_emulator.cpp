@@ -65,22 +65,28 @@ namespace detail {
 namespace ctx = boost::context;
 namespace fc = boost::context::detail;  // make_fcontext and jump_fcontext: Boost.Context's switch
 
-class EmulatedKernel {
- public:
-  ~EmulatedKernel() {
+// One library compiled by the host compiler: the kernels of one source (a module), its
+// module-scope data.  Unloaded when its last kernel is gone.
+struct EmulatedLibrary {
+  ~EmulatedLibrary() {
     if (handle != nullptr) dlclose(handle);
   }
   void* handle = nullptr;
-  void (*entry)(void**, const uint3*) = nullptr;  // one thread (its index)
-  void (*block)(void**) = nullptr;                // every thread of a block without barriers
-  void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // before each block
-  bool barriers = false;
-  bool from_cache = false;  // loaded from the kernel cache
-  std::string name;
+  bool from_cache = false;     // loaded from the kernel cache
   std::filesystem::path file;  // the library loaded
   // Its data symbols by name: (offset from the load address, size); read on first use.
   std::optional<std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> objects;
   std::mutex objects_mutex;
+};
+
+class EmulatedKernel {
+ public:
+  std::shared_ptr<EmulatedLibrary> library;
+  void (*entry)(void**, const uint3*) = nullptr;  // one thread (its index)
+  void (*block)(void**) = nullptr;                // every thread of a block without barriers
+  void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // the library's, before each block
+  bool barriers = false;
+  std::string name;
 };
 
 namespace {
@@ -688,20 +694,28 @@ std::string translation_unit(const EmulationRequest& r) {
       R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;\[]*?)\s+(\w+)\s*\[\s*\]\s*;)");
   const std::string source = std::regex_replace(
       r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
-  return "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.source_name + "\"\n" + source +
-         "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n"
-         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry(void** args, const uint3* thread) { "
-         "::cunumpy_emulator::set_thread(*thread); ::cunumpy_emulator::call(&" +
-         r.expression +
-         ", args); }\n"
-         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_block(void** args) { "
-         "::cunumpy_emulator::loop<&" +
-         r.expression + ">(&" + r.expression +
-         ", args); }\n"
-         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
-         "::cunumpy_emulator::hooks = h; }\n"
-         "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_set_index(const ::cunumpy_emulator::Index* "
-         "i) { ::cunumpy_emulator::set_index(*i); }\n";
+  std::string tu = "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.source_name + "\"\n" + source +
+                   "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" "
+                   "__attribute__((visibility(\"default\")))\n";
+  // Kernel i's entries: cunumpy_emulator_entry_i (one thread) and cunumpy_emulator_block_i.
+  for (std::size_t i = 0; i < r.expressions.size(); ++i) {
+    const std::string& e = r.expressions[i];
+    const std::string n = std::to_string(i);
+    for (const std::string& piece :
+         {"CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry_" + n +
+              "(void** args, const uint3* thread) { ::cunumpy_emulator::set_thread(*thread); "
+              "::cunumpy_emulator::call(&" +
+              e + ", args); }\n",
+          "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_block_" + n +
+              "(void** args) { ::cunumpy_emulator::loop<&" + e + ">(&" + e + ", args); }\n"})
+      tu += piece;
+  }
+  tu +=
+      "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
+      "::cunumpy_emulator::hooks = h; }\n"
+      "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_set_index(const ::cunumpy_emulator::Index* "
+      "i) { ::cunumpy_emulator::set_index(*i); }\n";
+  return tu;
 }
 
 // A command of several words, as make and the shell split CXX ("ccache g++", "env c++"):
@@ -747,7 +761,7 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
+std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequest& r) {
   namespace fs = std::filesystem;
   const std::string tu = translation_unit(r);
   std::vector<std::string> flags = {"-std=c++20",
@@ -790,7 +804,7 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   static const std::regex extern_shared(R"(extern\s+__shared__)");
   for (std::size_t i = 0; i < headers.size(); ++i)
     if (std::regex_search(strip_comments(headers[i]), extern_shared))
-      throw CompileError("CudaKernel '" + r.expression + "': " + r.headers[i].string() +
+      throw CompileError(r.owner + ": " + r.headers[i].string() +
                          " declares extern __shared__ memory; the kernel emulator maps dynamic "
                          "shared memory where the kernel's own source declares it: declare it "
                          "there and pass the pointer to the header's device function");
@@ -799,8 +813,7 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
   // compilation of its own when the cache is off), checked whole before it is loaded.
   const fs::path dir = usable_cache_dir();
   const fs::path entry = dir.empty() ? fs::path() : dir / (key + ".so");
-  auto k = std::make_shared<EmulatedKernel>();
-  k->name = r.expression;
+  auto lib = std::make_shared<EmulatedLibrary>();
   fs::path load = entry;
   if (entry.empty() || !read_cache_entry(entry)) {
     // Compiled in a private folder of its own (removed after), so concurrent compilations of one
@@ -842,9 +855,8 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
       std::ifstream in(work / "kernel.log");
       std::ostringstream log;
       log << in.rdbuf();
-      throw CompileError("CudaKernel '" + r.expression + "': the emulator's compiler (" +
-                         emulation_compiler() + ") could not compile " + r.source_name + ":\n" +
-                         log.str());
+      throw CompileError(r.owner + ": the emulator's compiler (" + emulation_compiler() +
+                         ") could not compile " + r.source_name + ":\n" + log.str());
     }
     const std::string library = read_file(work / "kernel.so");
     if (!entry.empty() && write_cache_entry(entry, library)) {
@@ -854,22 +866,35 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
       write_file_atomically(load, library);
     }
   } else {
-    k->from_cache = true;
+    lib->from_cache = true;
   }
-  k->file = load;
-  k->handle = dlopen(load.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (k->handle == nullptr)
+  lib->file = load;
+  lib->handle = dlopen(load.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib->handle == nullptr)
     throw Error("the kernel emulator: cannot load " + load.string() + ": " + dlerror());
-  k->entry =
-      reinterpret_cast<void (*)(void**, const uint3*)>(dlsym(k->handle, "cunumpy_emulator_entry"));
-  k->block = reinterpret_cast<void (*)(void**)>(dlsym(k->handle, "cunumpy_emulator_block"));
   auto init = reinterpret_cast<void (*)(const cunumpy_emulator::Hooks*)>(
-      dlsym(k->handle, "cunumpy_emulator_init"));
-  k->set_index = reinterpret_cast<void (*)(const cunumpy_emulator::Index*)>(
-      dlsym(k->handle, "cunumpy_emulator_set_index"));
-  if (k->entry == nullptr || k->block == nullptr || init == nullptr || k->set_index == nullptr)
-    throw Error("the kernel emulator: " + load.string() +
-                " lacks its entry points; remove it and run again");
+      dlsym(lib->handle, "cunumpy_emulator_init"));
+  auto set_index = reinterpret_cast<void (*)(const cunumpy_emulator::Index*)>(
+      dlsym(lib->handle, "cunumpy_emulator_set_index"));
+  const auto lacks = [&] {
+    return Error("the kernel emulator: " + load.string() +
+                 " lacks its entry points; remove it and run again");
+  };
+  if (init == nullptr || set_index == nullptr) throw lacks();
+  std::vector<std::shared_ptr<EmulatedKernel>> kernels;
+  for (std::size_t i = 0; i < r.expressions.size(); ++i) {
+    auto k = std::make_shared<EmulatedKernel>();
+    k->library = lib;
+    k->name = r.expressions[i];
+    k->set_index = set_index;
+    const std::string n = std::to_string(i);
+    k->entry = reinterpret_cast<void (*)(void**, const uint3*)>(
+        dlsym(lib->handle, ("cunumpy_emulator_entry_" + n).c_str()));
+    k->block = reinterpret_cast<void (*)(void**)>(
+        dlsym(lib->handle, ("cunumpy_emulator_block_" + n).c_str()));
+    if (k->entry == nullptr || k->block == nullptr) throw lacks();
+    kernels.push_back(std::move(k));
+  }
   init(&kHooks);
   // Barriers and warp operations need the threads as fibers; other kernels run as loops.  The
   // headers the source includes count too (a device function there may hold the barrier), and
@@ -883,14 +908,17 @@ std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& r) {
     code += '\n';
     code += o;
   }
-  k->barriers = false;
+  // (Over the whole source: a kernel of a module whose other kernels hold the barriers runs
+  // as fibers too, correct and slower.)
+  bool barriers = false;
   for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})
-    k->barriers = k->barriers || code.find(sync) != std::string::npos;
-  return k;
+    barriers = barriers || code.find(sync) != std::string::npos;
+  for (auto& k : kernels) k->barriers = barriers;
+  return kernels;
 }
 
 bool from_cache(const EmulatedKernel& kernel) noexcept {
-  return kernel.from_cache;
+  return kernel.library->from_cache;
 }
 
 namespace {
@@ -1046,7 +1074,8 @@ ElfObjects elf_objects(const std::filesystem::path& file) {
 }
 }  // namespace
 
-void* emulated_global(EmulatedKernel& k, std::string_view name, std::size_t* bytes) {
+void* emulated_global(EmulatedKernel& kernel, std::string_view name, std::size_t* bytes) {
+  EmulatedLibrary& k = *kernel.library;
   std::lock_guard lock(k.objects_mutex);
   if (!k.objects) k.objects = elf_objects(k.file);
   const auto it = k.objects->find(std::string(name));

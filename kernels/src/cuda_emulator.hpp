@@ -1,8 +1,9 @@
 // kernels/src/cuda_emulator.hpp: the kernel emulator's engine (private to the kernels layer).
 //
-// A CudaKernel's source is compiled as C++ by the host compiler into a shared library (cached
-// like NVRTC's output, the compiler's identity in the key), with <cunumpy/emulator.hpp> for the
-// CUDA built-ins and an entry that unpacks the launch's argument buffer.  A launch runs every
+// A CudaKernel's (or CudaModule's) source is compiled as C++ by the host compiler into one
+// shared library (cached like NVRTC's output, the compiler's identity in the key), with
+// <cunumpy/emulator.hpp> for the CUDA built-ins and, per kernel, entries that unpack the
+// launch's argument buffer.  A launch runs every
 // block of the grid, blocks spread over host threads; a block's threads run as fibers
 // (Boost.Context) that meet at each __syncthreads, or as a plain loop when the kernel has no
 // barrier.  A barrier that not every thread reaches is an error naming the block and the
@@ -21,21 +22,24 @@ class EmulatedKernel;
 
 struct EmulationRequest {
   std::string source;
-  std::string expression;            // what the entry calls: name, or name<args>
+  std::vector<std::string> expressions;  // the kernels, each a name or name<args>
+  std::string owner;                 // what errors name: "CudaKernel 'push'", "CudaModule 'pic.cu'"
   std::string source_name;           // the file the compiler's messages name (kernel.cu)
   std::vector<std::string> options;  // the kernel's -D and -I options (others are NVRTC's)
   std::vector<std::filesystem::path> headers;
 };
 
-// Compiles (through the cache) and loads the kernel; CompileError with the compiler's output.
-std::shared_ptr<EmulatedKernel> emulate_compile(const EmulationRequest& request);
+// Compiles (through the cache) and loads the library of the source's kernels, one per
+// expression in that order (sharing the library and its module data); CompileError with the
+// compiler's output.
+std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequest& request);
 
 // Whether the kernel was loaded from the kernel cache.
 bool from_cache(const EmulatedKernel& kernel) noexcept;
 
 // The address and size of a module-scope variable (a __constant__ or __device__ variable at
-// global namespace scope) of the kernel's library, found in its symbol table; nullptr when it
-// has none of that name.
+// global namespace scope) of the kernel's library (shared by the kernels of its module), found in
+// its symbol table; nullptr when it has none of that name.
 void* emulated_global(EmulatedKernel& kernel, std::string_view name, std::size_t* bytes);
 
 // Runs the kernel over the grid with the packed arguments; synchronous.

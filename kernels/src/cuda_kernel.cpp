@@ -368,21 +368,35 @@ void PackedArgs::commit(std::size_t bytes) noexcept {
 
 // ---- the kernel ----------------------------------------------------------------------------
 
-struct CudaKernel::State {
-  std::string source, name, expression;
-  CudaKernelOptions o;
-  std::vector<std::string> struct_names;
-  std::vector<CudaParameter> signature;
+// The compiled images of one source, shared by the kernels of a module (a lone CudaKernel is
+// a module of one kernel): one NVRTC program, one emulator library, one copy of the module data.
+struct CudaKernel::Program {
+  std::string source;
+  CudaKernelOptions o;                   // module-wide: options, folders, file, debug, checks
+  std::vector<std::string> expressions;  // the kernels, in order
+  std::string owner;                     // what compile errors name
+  std::string program_name;              // the file compile errors give
   std::mutex mutex;
   bool compiled = false;
   detail::CompiledCode code;
   void* library = nullptr;
-  void* kernel = nullptr;
-  std::shared_ptr<detail::EmulatedKernel>
-      emulated;  // compiled by the host compiler on first emulated launch
+  std::vector<void*> kernels;  // per expression, once loaded
+  std::vector<std::shared_ptr<detail::EmulatedKernel>>
+      emulated;  // per expression: compiled by the host compiler on first emulated launch
+  ~Program() { detail::cuda_api::library_unload(library); }
+};
+
+// One kernel: its program and its place there, its signature and launch settings.
+struct CudaKernel::State {
+  std::shared_ptr<Program> program;
+  std::size_t index = 0;  // in program->expressions
+  std::string name, expression;
+  CudaKernelOptions o;
+  std::vector<std::string> struct_names;
+  std::vector<CudaParameter> signature;
+  std::mutex mutex;
   int shared_limit =
       default_shared_memory_per_block;  // the dynamic shared memory the kernel may use now
-  ~State() { detail::cuda_api::library_unload(library); }
 };
 
 namespace {
@@ -392,23 +406,72 @@ void check_block(const Dim3& b, const std::string& kernel) {
                      std::to_string(b.y) + ", " + std::to_string(b.z) +
                      ") must have positive extents and at most 1024 threads");
 }
+
+// The file compile errors give: source_file, else source_dir / name.cu, else name.cu.
+std::string program_name_of(const CudaKernelOptions& o, const std::string& name) {
+  if (o.source_file) return o.source_file->string();
+  return o.source_dir ? (*o.source_dir / (name + ".cu")).string() : name + ".cu";
+}
+
+// The same expression, blanks ignored ("scale<double,3>" names "scale<double, 3>").
+bool same_expression(std::string_view a, std::string_view b) {
+  auto next = [](std::string_view s, std::size_t& i) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
+    return i < s.size() ? s[i++] : '\0';
+  };
+  std::size_t i = 0, j = 0;
+  for (;;) {
+    const char x = next(a, i), y = next(b, j);
+    if (x != y) return false;
+    if (x == '\0') return true;
+  }
+}
 }  // namespace
 
-CudaKernel::CudaKernel(std::string source, std::string name, CudaKernelOptions options)
-    : state_(std::make_shared<State>()) {
-  State& s = *state_;
-  s.source = std::move(source);
+std::shared_ptr<CudaKernel::State> CudaKernel::make_state(std::shared_ptr<Program> program,
+                                                          std::size_t index, std::string name,
+                                                          std::vector<TemplateArg> template_args) {
+  auto state = std::make_shared<State>();
+  State& s = *state;
+  s.program = std::move(program);
+  s.index = index;
   s.name = std::move(name);
-  s.o = std::move(options);
+  s.o = s.program->o;
+  s.o.template_args = std::move(template_args);
   check_block(s.o.block_size, s.name);
   s.expression = template_expression(s.name, s.o.template_args);
   for (const CudaStruct* st : s.o.structs) {
     s.struct_names.push_back(st->name());
-    st->check_source(s.source);
+    st->check_source(s.program->source);
   }
   if (s.o.check_signature)
-    s.signature = parse_cuda_signature(s.source, s.name, s.struct_names, s.o.template_args);
+    s.signature =
+        parse_cuda_signature(s.program->source, s.name, s.struct_names, s.o.template_args);
+  return state;
 }
+
+CudaKernel::CudaKernel(std::string source, std::string name, CudaKernelOptions options) {
+  auto program = std::make_shared<Program>();
+  std::vector<TemplateArg> template_args = std::exchange(options.template_args, {});
+  program->source = std::move(source);
+  program->o = std::move(options);
+  program->expressions = {template_expression(name, template_args)};
+  program->owner = "CudaKernel '" + program->expressions.front() + "'";
+  program->program_name = program_name_of(program->o, name);
+  state_ = make_state(std::move(program), 0, std::move(name), std::move(template_args));
+}
+
+namespace {
+// The folder of `path` as from_file adds it: the source_dir, first of the include folders.
+void from_file_options(const std::filesystem::path& path, CudaKernelOptions& options) {
+  const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  options.source_dir = dir;
+  options.source_file = path;
+  if (std::find(options.include_dirs.begin(), options.include_dirs.end(), dir) ==
+      options.include_dirs.end())
+    options.include_dirs.insert(options.include_dirs.begin(), dir);
+}
+}  // namespace
 
 CudaKernel CudaKernel::from_file(const std::filesystem::path& path, std::optional<std::string> name,
                                  CudaKernelOptions options, std::string_view suffix) {
@@ -419,23 +482,104 @@ CudaKernel CudaKernel::from_file(const std::filesystem::path& path, std::optiona
                ? file.substr(0, file.size() - suffix.size())
                : path.stem().string();
   }
-  const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-  options.source_dir = dir;
-  options.source_file = path;
-  if (std::find(options.include_dirs.begin(), options.include_dirs.end(), dir) ==
-      options.include_dirs.end())
-    options.include_dirs.insert(options.include_dirs.begin(), dir);
+  from_file_options(path, options);
   return CudaKernel(std::move(source), std::move(*name), std::move(options));
 }
 
 std::vector<std::pair<std::string, CudaKernel>> CudaKernel::all_from_file(
     const std::filesystem::path& path, CudaKernelOptions options) {
-  const std::string source = detail::read_file(path);
+  const CudaModule module = CudaModule::from_file(path, {}, std::move(options));
   std::vector<std::pair<std::string, CudaKernel>> out;
-  for (const std::string& name : cuda_kernel_names(source))
-    out.emplace_back(name, from_file(path, name, options));
+  for (const CudaKernel& k : module.kernels()) out.emplace_back(k.name(), k);
   return out;
 }
+
+// ---- modules -------------------------------------------------------------------------------
+
+CudaModule::CudaModule(std::string source, std::vector<ModuleKernel> kernels,
+                       CudaKernelOptions options) {
+  auto program = std::make_shared<CudaKernel::Program>();
+  if (kernels.empty())
+    throw ValueError(
+        "CudaModule: no kernels named; list the __global__ functions to compile, e.g. "
+        "{\"push\", \"deposit\", {\"scale\", {\"double\", 3}}}");
+  if (!options.template_args.empty())
+    throw ValueError(
+        "CudaModule: options.template_args applies to one kernel; give each template kernel's "
+        "arguments with its name, e.g. {\"scale\", {\"double\", 3}}");
+  std::string names;
+  for (const ModuleKernel& k : kernels) {
+    std::string e = template_expression(k.name, k.template_args);
+    for (const std::string& before : program->expressions)
+      if (same_expression(before, e))
+        throw ValueError("CudaModule: kernel '" + e + "' is listed twice; list each once");
+    names += (names.empty() ? "" : ", ") + e;
+    program->expressions.push_back(std::move(e));
+  }
+  program->source = std::move(source);
+  program->o = std::move(options);
+  program->program_name = program_name_of(program->o, kernels.front().name);
+  program->owner = "CudaModule '" + program->program_name + "' (kernels " + names + ")";
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    kernels_.push_back(CudaKernel(CudaKernel::make_state(program, i, std::move(kernels[i].name),
+                                                         std::move(kernels[i].template_args))));
+}
+
+CudaModule CudaModule::from_file(const std::filesystem::path& path,
+                                 std::vector<ModuleKernel> kernels, CudaKernelOptions options) {
+  std::string source = detail::read_file(path);
+  if (kernels.empty())
+    for (std::string& n : cuda_kernel_names(source)) kernels.emplace_back(std::move(n));
+  if (kernels.empty())
+    throw ValueError("CudaModule: " + path.string() +
+                     " defines no __global__ function; give a file with kernels");
+  from_file_options(path, options);
+  return CudaModule(std::move(source), std::move(kernels), std::move(options));
+}
+
+CudaKernel CudaModule::kernel(std::string_view expression) const {
+  for (const CudaKernel& k : kernels_)
+    if (same_expression(k.expression(), expression) ||
+        (k.template_args().empty() && k.name() == expression))
+      return k;
+  std::string names;
+  for (const CudaKernel& k : kernels_) names += (names.empty() ? "" : ", ") + k.expression();
+  throw ValueError("CudaModule '" + program_name() + "': no kernel '" + std::string(expression) +
+                   "'; it holds " + names +
+                   " (a kernel is compiled only when listed when the module is made)");
+}
+
+const std::string& CudaModule::source() const noexcept {
+  return kernels_.front().source();
+}
+std::string CudaModule::program_name() const {
+  return kernels_.front().program_name();
+}
+void CudaModule::compile() {
+  kernels_.front().compile();
+}
+void CudaModule::compile_for(Backend backend) {
+  kernels_.front().compile_for(backend);
+}
+bool CudaModule::is_compiled_for(Backend backend) const noexcept {
+  return kernels_.front().is_compiled_for(backend);
+}
+bool CudaModule::loaded_from_cache() const noexcept {
+  return kernels_.front().loaded_from_cache();
+}
+void CudaModule::set_global_bytes(std::string_view name, std::span<const std::byte> bytes,
+                                  Backend backend, std::source_location where) {
+  kernels_.front().set_global_bytes(name, bytes, backend, where);
+}
+void CudaModule::get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
+                                  std::source_location where) {
+  kernels_.front().get_global_bytes(name, out, backend, where);
+}
+std::size_t CudaModule::global_bytes(std::string_view name, Backend backend) {
+  return kernels_.front().global_bytes(name, backend);
+}
+
+// ---- the kernel's accessors and compilation --------------------------------------------------
 
 const std::string& CudaKernel::name() const noexcept {
   return state_->name;
@@ -444,7 +588,7 @@ const std::string& CudaKernel::expression() const noexcept {
   return state_->expression;
 }
 const std::string& CudaKernel::source() const noexcept {
-  return state_->source;
+  return state_->program->source;
 }
 const Dim3& CudaKernel::block_size() const noexcept {
   return state_->o.block_size;
@@ -479,7 +623,8 @@ bool CudaKernel::debug_active() const noexcept {
 
 std::vector<std::filesystem::path> CudaKernel::included_headers() const {
   const std::filesystem::path shipped[] = {cuda_include_dir()};
-  return resolve_includes(state_->source, state_->o.include_dirs, state_->o.source_dir, shipped);
+  return resolve_includes(state_->program->source, state_->o.include_dirs, state_->o.source_dir,
+                          shipped);
 }
 
 std::string CudaKernel::architecture() const {
@@ -516,36 +661,46 @@ std::vector<std::string> CudaKernel::options_for(std::span<const std::filesystem
 }
 
 void CudaKernel::compile() {
-  State& s = *state_;
-  std::lock_guard lock(s.mutex);
-  if (s.compiled) return;
+  Program& p = *state_->program;
+  std::lock_guard lock(p.mutex);
+  if (p.compiled) return;
   detail::CompileRequest r;
-  r.source = s.source;
-  r.program_name = program_name();
-  r.expression = s.expression;
+  r.source = p.source;
+  r.program_name = p.program_name;
+  r.expressions = p.expressions;
+  r.owner = p.owner;
   r.arch = architecture();
   r.headers = included_headers();  // resolved once: for the options and the cache key
   r.options = options_for(r.headers, r.arch);
-  s.code = detail::compile_cuda(r);
+  p.code = detail::compile_cuda(r);
   if (cuda_available()) {
-    s.library = detail::cuda_api::library_load(s.code.cubin.data());
-    s.kernel = detail::cuda_api::library_kernel(s.library, s.code.lowered_name.c_str());
+    p.library = detail::cuda_api::library_load(p.code.cubin.data());
+    for (const std::string& lowered : p.code.lowered_names)
+      p.kernels.push_back(detail::cuda_api::library_kernel(p.library, lowered.c_str()));
   }
-  s.compiled = true;
+  p.compiled = true;
 }
 
 void CudaKernel::compile_for(Backend backend) {
   if (backend != Backend::emulated) return compile();
-  State& s = *state_;
-  std::lock_guard lock(s.mutex);
-  if (s.emulated) return;
+  Program& p = *state_->program;
+  std::lock_guard lock(p.mutex);
+  if (!p.emulated.empty()) return;
   detail::EmulationRequest r;
-  r.source = s.source;
-  r.expression = s.expression;
-  r.source_name = program_name();
+  r.source = p.source;
+  r.expressions = p.expressions;
+  r.owner = p.owner;
+  r.source_name = p.program_name;
   r.headers = included_headers();
   r.options = options_for(r.headers, architecture());
-  s.emulated = detail::emulate_compile(r);
+  p.emulated = detail::emulate_compile(r);
+}
+
+// The kernel emulator's kernel (after compile_for(emulated)).
+std::shared_ptr<detail::EmulatedKernel> CudaKernel::emulated() const {
+  Program& p = *state_->program;
+  std::lock_guard lock(p.mutex);
+  return p.emulated[state_->index];
 }
 
 void* CudaKernel::global_address(std::string_view name, Backend backend, std::size_t* bytes) {
@@ -557,12 +712,13 @@ void* CudaKernel::global_address(std::string_view name, Backend backend, std::si
   compile_for(backend);
   void* address = nullptr;
   if (backend == Backend::cuda) {
-    if (s.library == nullptr)
+    if (s.program->library == nullptr)
       throw BackendError("CudaKernel '" + s.expression + "': module data on cuda needs a device (" +
                          cuda_unavailable_reason() + "); use Backend::emulated");
-    address = detail::cuda_api::library_global(s.library, std::string(name).c_str(), bytes);
+    address =
+        detail::cuda_api::library_global(s.program->library, std::string(name).c_str(), bytes);
   } else {
-    address = detail::emulated_global(*s.emulated, name, bytes);
+    address = detail::emulated_global(*emulated(), name, bytes);
   }
   if (address == nullptr)
     throw ValueError("CudaKernel '" + s.expression +
@@ -628,28 +784,28 @@ void CudaKernel::get_global_bytes(std::string_view name, std::span<std::byte> ou
 }
 
 bool CudaKernel::is_compiled() const noexcept {
-  return state_->compiled;
+  std::lock_guard lock(state_->program->mutex);
+  return state_->program->compiled;
 }
 bool CudaKernel::is_compiled_for(Backend backend) const noexcept {
-  if (backend != Backend::emulated) return state_->compiled;
-  std::lock_guard lock(state_->mutex);
-  return state_->emulated != nullptr;
+  if (backend != Backend::emulated) return is_compiled();
+  std::lock_guard lock(state_->program->mutex);
+  return !state_->program->emulated.empty();
 }
 bool CudaKernel::loaded_from_cache() const noexcept {
-  if (state_->compiled) return state_->code.from_cache;
-  std::lock_guard lock(state_->mutex);
-  return state_->emulated != nullptr && detail::from_cache(*state_->emulated);
+  const Program& p = *state_->program;
+  std::lock_guard lock(state_->program->mutex);
+  if (p.compiled) return p.code.from_cache;
+  return !p.emulated.empty() && detail::from_cache(*p.emulated.front());
 }
 
 std::string CudaKernel::program_name() const {
-  const State& s = *state_;
-  if (s.o.source_file) return s.o.source_file->string();
-  return s.o.source_dir ? (*s.o.source_dir / (s.name + ".cu")).string() : s.name + ".cu";
+  return state_->program->program_name;
 }
 const std::string& CudaKernel::cubin() const {
-  if (!state_->compiled)
+  if (!is_compiled())
     throw Error("CudaKernel '" + state_->name + "': not compiled yet; call compile() first");
-  return state_->code.cubin;
+  return state_->program->code.cubin;
 }
 
 std::pair<Dim3, Dim3> CudaKernel::launch_shape(std::optional<Dim3> n_threads,
@@ -763,7 +919,7 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
     if (!now && stream.backend() == Backend::emulated && !debug_active()) {
       // Queued on the stream's worker (the default stream runs it now), with the packed
       // argument bytes; debug mode runs it now to report errors at the launch.
-      auto kernel = s.emulated;
+      auto kernel = emulated();
       auto args_now = std::make_shared<PackedArgs>(std::move(packed));
       const std::size_t shared = launch.shared_mem;
       std::function<void()> work = [kernel, grid, block, args_now, shared] {
@@ -773,7 +929,7 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
       return;
     }
     if (!now) detail::emulated_drain(stream);
-    detail::emulate_launch(*s.emulated, grid, block, packed.pointers(), launch.shared_mem);
+    detail::emulate_launch(*emulated(), grid, block, packed.pointers(), launch.shared_mem);
     return;
   }
   if (backend != Backend::cuda)
@@ -785,13 +941,14 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
                        "); pass device arrays, launch on a device stream or target, or on "
                        "host use a host implementation of the kernel");
   compile();
-  if (s.kernel == nullptr)
+  void* const kernel = s.program->kernels.empty() ? nullptr : s.program->kernels[s.index];
+  if (kernel == nullptr)
     throw BackendError("CudaKernel '" + s.expression +
                        "': compiled, but CUDA is unavailable to load it (" +
                        cuda_unavailable_reason() + ")");
   if (launch.shared_mem > static_cast<std::size_t>(s.shared_limit)) {
     std::lock_guard lock(s.mutex);
-    detail::cuda_api::set_max_dynamic_shared_memory(s.kernel, static_cast<int>(launch.shared_mem));
+    detail::cuda_api::set_max_dynamic_shared_memory(kernel, static_cast<int>(launch.shared_mem));
     s.shared_limit = static_cast<int>(launch.shared_mem);
   }
   detail::cuda_api::LaunchDims dims{};
@@ -800,7 +957,7 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
     dims.block[d] = static_cast<unsigned int>(block[d]);
   }
   const StreamRef stream = given.value_or(current_stream(Backend::cuda));
-  detail::cuda_api::launch_kernel(s.kernel, dims, packed.pointers(), launch.shared_mem,
+  detail::cuda_api::launch_kernel(kernel, dims, packed.pointers(), launch.shared_mem,
                                   stream.native_handle());
   if (debug_active()) {
     try {

@@ -24,7 +24,12 @@ void check(bool ok, const std::string& what) {
 }
 
 auto compile(const char* source, const char* name) {
-  return emulate_compile({.source = source, .expression = name, .options = {}, .headers = {}});
+  return emulate_compile({.source = source,
+                          .expressions = {name},
+                          .owner = std::string("CudaKernel '") + name + "'",
+                          .options = {},
+                          .headers = {}})
+      .front();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // of the kernel tests, shared by the host-compiled and the nvcc-compiled tests.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <exception>
 #include <functional>
@@ -119,6 +120,62 @@ inline std::vector<std::string> module_data_mismatches(cunumpy::CudaKernel& poly
   for (int i = 0; i < n; ++i)
     if (h(i) != c[0] + c[1] * i + c[2] * i * static_cast<double>(i) + (i % 4 + 1.0))
       bad.push_back("y[" + std::to_string(i) + "] " + std::to_string(h(i)));
+  return bad;
+}
+
+// A module of three kernels (one a template, one with barriers) and the data they share.
+inline const char* kModule = R"(
+    __device__ double offset;
+    __device__ unsigned long long launches;
+    extern "C" __global__ void fill(double* x, long long n) {
+      const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i == 0) atomicAdd(&launches, 1ULL);
+      if (i < n) x[i] = offset + i;
+    }
+    template <typename T, int K>
+    __global__ void times(T* x, long long n) {
+      const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i == 0) atomicAdd(&launches, 1ULL);
+      if (i < n) x[i] *= K;
+    }
+    extern "C" __global__ void block_total(const double* x, double* out, long long n) {
+      __shared__ double s[64];
+      const long long i = blockIdx.x * 64LL + threadIdx.x;
+      s[threadIdx.x] = i < n ? x[i] : 0.0;
+      for (int half = 32; half > 0; half /= 2) {
+        __syncthreads();
+        if (threadIdx.x < half) s[threadIdx.x] += s[threadIdx.x + half];
+      }
+      if (threadIdx.x == 0) out[blockIdx.x] = s[0] + offset;
+    })";
+
+// Runs kModule's kernels (made with block_size 64) on the active backend: sets the shared
+// offset through the module, fills, triples, sums per block, reads the launch counter through
+// another kernel; returns what differs from the host's values (empty: right).
+inline std::vector<std::string> module_mismatches(cunumpy::CudaModule& m) {
+  namespace cn = cunumpy;
+  std::vector<std::string> bad;
+  const long long n = 1000, blocks = (n + 63) / 64;
+  m.set_global("offset", 0.5);
+  m.kernel("fill").set_global("launches", 0ULL);
+  auto x = cn::zeros<double>({n});
+  auto out = cn::zeros<double>({blocks});
+  m.kernel("fill")(cn::threads(n), x, n);
+  m.kernel("times<double,3>")(cn::threads(n), x, n);
+  m.kernel("block_total")(cn::threads(n), x, out, n);
+  if (const auto l = m.kernel("block_total").get_global<unsigned long long>("launches"); l != 2)
+    bad.push_back("launches " + std::to_string(l));
+  const auto hx = cn::to_host(x);
+  const auto ho = cn::to_host(out);
+  for (long long i = 0; i < n; ++i)
+    if (hx(i) != 3.0 * (0.5 + static_cast<double>(i)))
+      bad.push_back("x[" + std::to_string(i) + "] " + std::to_string(hx(i)));
+  for (long long b = 0; b < blocks; ++b) {
+    double want = 0.5;
+    for (long long i = 64 * b; i < std::min(n, 64 * b + 64); ++i)
+      want += 3.0 * (0.5 + static_cast<double>(i));
+    if (ho(b) != want) bad.push_back("out[" + std::to_string(b) + "] " + std::to_string(ho(b)));
+  }
   return bad;
 }
 

@@ -469,6 +469,65 @@ TEST(EmulateCudaKernel, RunsOnHostArraysWithTheHostBackendActive) {
   cn::set_backend(cn::Backend::host);
 }
 
+// A module: several kernels of one source in one library, compiled once by the host compiler
+// (one cache entry; a second module of the same source loads it), its data shared by all of
+// them; each kernel checked against its own signature; the names looked up and refused.
+TEST_F(Emulator, AModuleCompilesItsKernelsOnceAndSharesItsData) {
+  ScopedCache cache;
+  const auto before = cn::kernel_cache_stats();
+  cn::CudaModule m(kModule, {"fill", {"times", {"double", 3}}, "block_total"}, {.block_size = 64});
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_FALSE(m.is_compiled_for(cn::Backend::emulated));
+  m.compile_for(cn::Backend::emulated);
+  EXPECT_TRUE(m.kernel("block_total").is_compiled_for(cn::Backend::emulated))
+      << "one compilation readies every kernel";
+  EXPECT_EQ(cn::kernel_cache_stats().host_compiles, before.host_compiles + 1);
+  EXPECT_EQ(cache.entries().size(), 1u);
+  const std::vector<std::string> bad = module_mismatches(m);
+  EXPECT_TRUE(bad.empty()) << bad.front();
+  EXPECT_EQ(cn::kernel_cache_stats().host_compiles, before.host_compiles + 1);
+
+  cn::CudaModule again(kModule, {"fill", {"times", {"double", 3}}, "block_total"},
+                       {.block_size = 64});
+  again.compile_for(cn::Backend::emulated);
+  EXPECT_TRUE(again.loaded_from_cache());
+  EXPECT_EQ(cn::kernel_cache_stats().host_compiles, before.host_compiles + 1);
+  EXPECT_TRUE(module_mismatches(again).empty()) << "its own copy of the data, from the cache";
+
+  // Lookups: by name, by instantiation with or without blanks; a kernel not listed is named.
+  EXPECT_EQ(m.kernel("times<double, 3>").expression(), "times<double, 3>");
+  EXPECT_EQ(m.kernel("times< double,3 >").expression(), "times<double, 3>");
+  EXPECT_EQ(m.kernel("fill").source(), m.source());
+  const std::string missing = message_of([&] { (void)m.kernel("times<float, 3>"); });
+  EXPECT_NE(missing.find("no kernel 'times<float, 3>'; it holds fill, times<double, 3>, "
+                         "block_total"),
+            std::string::npos)
+      << missing;
+  // Each kernel's own signature: block_total takes three arguments.
+  auto x = cn::zeros<double>({8});
+  const std::string count = message_of([&] { m.kernel("block_total")(cn::threads(8), x, 8LL); });
+  EXPECT_NE(count.find("CudaKernel 'block_total': 2 argument(s) given, the signature has 3"),
+            std::string::npos)
+      << count;
+  // Refused at construction: no kernels, a repeated one, template arguments in the options.
+  EXPECT_THROW(cn::CudaModule(kModule, {}), cn::ValueError);
+  EXPECT_NE(message_of([&] {
+              cn::CudaModule(kModule, {"fill", "fill"});
+            }).find("listed twice"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              cn::CudaModule(kModule, {"times"}, {.template_args = {"double", 3}});
+            }).find("give each template kernel's arguments with its name"),
+            std::string::npos);
+  // A compile error names the module and its kernels.
+  cn::CudaModule broken(
+      "extern \"C\" __global__ void a(int* x) { x[0] = y; }\n"
+      "extern \"C\" __global__ void b(int* x) {}",
+      {"a", "b"});
+  const std::string error = message_of([&] { broken.compile_for(cn::Backend::emulated); });
+  EXPECT_NE(error.find("CudaModule 'a.cu' (kernels a, b)"), std::string::npos) << error;
+}
+
 // Module-scope data: __constant__ and __device__ variables set and read from the host, each a
 // counted transfer; a value set later is the one the next launch reads (never folded into the
 // code); the sizes, names and backend checked.

@@ -670,6 +670,50 @@ TEST(Files, FromFileAndAllFromFile) {
   EXPECT_THROW((void)cn::CudaKernel::from_file(t.path / "missing_cuda.cu"), cn::ValueError);
 }
 
+// A module is one NVRTC program: one compilation, one cache entry, one CUBIN holding every
+// kernel (a template instantiation included); a second module of the same source is a hit; a
+// file's kernels (all_from_file) are one module.
+TEST(Modules, SeveralKernelsAreOneNvrtcProgram) {
+  REQUIRE_NVRTC();
+  ScopedCache cache;
+  const auto before = cn::kernel_cache_stats();
+  cn::CudaModule m(kModule, {"fill", {"times", {"double", 3}}, "block_total"});
+  m.compile();
+  EXPECT_EQ(cn::kernel_cache_stats().compiles, before.compiles + 1);
+  EXPECT_EQ(cache.entries().size(), 1u);
+  for (const cn::CudaKernel& k : m.kernels()) {
+    EXPECT_TRUE(k.is_compiled()) << k.expression();
+    EXPECT_EQ(&k.cubin(), &m.kernels().front().cubin()) << "one image";
+  }
+  const std::string& cubin = m.kernels().front().cubin();
+  for (const char* symbol : {"fill", "block_total", "_Z5timesIdLi3EEvPT_x"})
+    EXPECT_NE(cubin.find(symbol), std::string::npos) << symbol;
+  cn::CudaModule again(kModule, {"fill", {"times", {"double", 3}}, "block_total"});
+  again.compile();
+  EXPECT_TRUE(again.loaded_from_cache());
+  EXPECT_EQ(cn::kernel_cache_stats().compiles, before.compiles + 1);
+  // A kernel the module does not list is not in its image.
+  cn::CudaModule one(kModule, {"fill"});
+  one.compile();
+  EXPECT_EQ(one.kernels().front().cubin().find("_Z5timesIdLi3EEvPT_x"), std::string::npos);
+
+  TempDir t;
+  t.write("two_cuda.cu", R"(
+    extern "C" __global__ void up(double* x) { x[0] += 1; }
+    extern "C" __global__ void down(double* x) { x[0] -= 1; })");
+  auto all = cn::CudaKernel::all_from_file(t.path / "two_cuda.cu");
+  all[0].second.compile();
+  EXPECT_TRUE(all[1].second.is_compiled()) << "compiled with the first";
+  EXPECT_EQ(cn::kernel_cache_stats().compiles, before.compiles + 3);
+  // NVRTC's errors name the module.
+  cn::CudaModule broken(
+      "extern \"C\" __global__ void a(int* x) { x[0] = y; }\n"
+      "extern \"C\" __global__ void b(int* x) {}",
+      {"a", "b"});
+  EXPECT_NE(message_of([&] { broken.compile(); }).find("CudaModule 'a.cu' (kernels a, b)"),
+            std::string::npos);
+}
+
 // ---- structs --------------------------------------------------------------------------------
 
 TEST(Structs, DeclarationHeadersAndSourceChecks) {

@@ -119,3 +119,11 @@ TEST_F(OnGpu, ModuleScopeConstantAndDeviceData) {
   EXPECT_TRUE(bad.empty()) << bad.front();
   EXPECT_THROW((void)poly.get_global<int>("missing"), cn::ValueError);
 }
+
+// A module on the GPU: one NVRTC program, its kernels launched from it, its data shared.
+TEST_F(OnGpu, ModuleKernelsShareOneImageAndItsData) {
+  cn::CudaModule m(kModule, {"fill", {"times", {"double", 3}}, "block_total"}, {.block_size = 64});
+  const std::vector<std::string> bad = module_mismatches(m);
+  EXPECT_TRUE(bad.empty()) << bad.front();
+  EXPECT_EQ(&m.kernel("fill").cubin(), &m.kernel("block_total").cubin());
+}

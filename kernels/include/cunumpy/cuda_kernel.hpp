@@ -40,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,11 @@
 #include <cunumpy/target.hpp>
 
 namespace cunumpy {
+
+namespace detail {
+class EmulatedKernel;
+}
+class CudaModule;
 
 // Up to three extents; rank says how many were given.
 struct Dim3 {
@@ -369,7 +375,8 @@ class CudaKernel {
   static CudaKernel from_file(const std::filesystem::path& path,
                               std::optional<std::string> name = std::nullopt,
                               CudaKernelOptions options = {}, std::string_view suffix = "_cuda.cu");
-  // Every __global__ function of a file, in source order (they share source and options).
+  // Every __global__ function of a file, in source order: the kernels of one CudaModule (one
+  // source, compiled once for all of them).
   static std::vector<std::pair<std::string, CudaKernel>> all_from_file(
       const std::filesystem::path& path, CudaKernelOptions options = {});
 
@@ -495,8 +502,10 @@ class CudaKernel {
   void emulate_args(const Launch& launch, std::span<const KernelArg> args);
 
   struct State;
+  struct Program;
 
  private:
+  friend class CudaModule;
   template <typename F, typename... A>
   static void with_args(F&& f, const A&... args) {
     if constexpr ((!CudaArguments<A> && ...)) {
@@ -514,11 +523,93 @@ class CudaKernel {
            std::span<const KernelArg> args);
   PackedArgs prepare(std::span<const KernelArg> args, bool host_arrays) const;
   explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  // Kernel `index` of `program`, named `name` (instantiated with `template_args`).
+  static std::shared_ptr<State> make_state(std::shared_ptr<Program> program, std::size_t index,
+                                           std::string name,
+                                           std::vector<TemplateArg> template_args);
+  std::shared_ptr<detail::EmulatedKernel> emulated() const;
   std::vector<std::string> options_for(std::span<const std::filesystem::path> headers,
                                        const std::string& arch) const;
   // The device address of module-scope variable `name` in the image `backend` runs, and its size.
   void* global_address(std::string_view name, Backend backend, std::size_t* bytes);
   std::shared_ptr<State> state_;
+};
+
+// A kernel of a module: its name and, for a kernel template, the arguments of the
+// instantiation.
+struct ModuleKernel {
+  std::string name;
+  std::vector<TemplateArg> template_args;
+  ModuleKernel(const char* name_) : name(name_) {}                     // NOLINT: implicit by design
+  ModuleKernel(std::string name_, std::vector<TemplateArg> args = {})  // NOLINT
+      : name(std::move(name_)), template_args(std::move(args)) {}
+};
+
+// Several kernels of one source compiled once: one NVRTC program and one CUBIN on cuda (a
+// name expression per kernel), one host-compiled library on the emulated device, one cache
+// entry for each, and one copy of the module-scope data (__constant__ and __device__
+// variables) that every kernel of the module sees.  The C++ form of CuPy's RawModule
+// (get_function, get_global) and of a jitify2 program with several name expressions.
+//
+//   cunumpy::CudaModule pic(source, {"deposit", "push", {"scale", {"double", 3}}});
+//   cunumpy::CudaKernel push = pic.kernel("push");      // a CudaKernel like any other
+//   pic.set_global("dt", 0.1, cunumpy::Backend::emulated);  // seen by all three kernels
+//   push(cunumpy::threads(n), x, v, n);
+//
+// The options (block size, NVRTC options, include folders, structs, checks, debug) are the
+// module's, for each kernel; each kernel's arguments are checked against its own signature.
+// A kernel that is not listed is not compiled (NVRTC compiles only what is named).
+class CudaModule {
+ public:
+  // ValueError for an empty or repeated list, or options.template_args (give each template
+  // kernel's arguments with its name).
+  CudaModule(std::string source, std::vector<ModuleKernel> kernels, CudaKernelOptions options = {});
+  // The module of a .cu file: the given kernels, else every __global__ function the file
+  // defines (name a kernel template with its arguments); the file's folder is the source_dir
+  // and the first include folder, as in CudaKernel::from_file.
+  static CudaModule from_file(const std::filesystem::path& path,
+                              std::vector<ModuleKernel> kernels = {},
+                              CudaKernelOptions options = {});
+
+  // The kernel named `expression` (its name, or its instantiation "scale<double, 3>", blanks
+  // ignored), a handle sharing the module's images; ValueError listing the module's kernels.
+  CudaKernel kernel(std::string_view expression) const;
+  const std::vector<CudaKernel>& kernels() const noexcept { return kernels_; }
+  std::size_t size() const noexcept { return kernels_.size(); }
+  const std::string& source() const noexcept;
+  // The file compile errors give (CudaKernel::program_name of the first kernel).
+  std::string program_name() const;
+
+  // Compiles every kernel of the module at once (CudaKernel::compile and compile_for).
+  void compile();
+  void compile_for(Backend backend);
+  bool is_compiled_for(Backend backend) const noexcept;
+  bool loaded_from_cache() const noexcept;
+
+  // The module-scope data of the image `backend` runs, shared by all its kernels (see
+  // CudaKernel::set_global_bytes).
+  void set_global_bytes(std::string_view name, std::span<const std::byte> bytes, Backend backend,
+                        std::source_location where = std::source_location::current());
+  void get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
+                        std::source_location where = std::source_location::current());
+  std::size_t global_bytes(std::string_view name, Backend backend);
+  template <typename T>
+  requires std::is_trivially_copyable_v<T>
+  void set_global(std::string_view name, const T& value, Backend backend = get_backend(),
+                  std::source_location where = std::source_location::current()) {
+    set_global_bytes(name, std::as_bytes(std::span<const T>(&value, 1)), backend, where);
+  }
+  template <typename T>
+  requires std::is_trivially_copyable_v<T> T
+  get_global(std::string_view name, Backend backend = get_backend(),
+             std::source_location where = std::source_location::current()) {
+    T value{};
+    get_global_bytes(name, std::as_writable_bytes(std::span<T>(&value, 1)), backend, where);
+    return value;
+  }
+
+ private:
+  std::vector<CudaKernel> kernels_;
 };
 
 // One kernel per key, created by the factory on first use.

@@ -24,11 +24,15 @@ int main() {
     // A kernel of the program's own, with its own header, compiled at run time against the
     // headers the installed (and moved) library carries.
     const std::string kernels = CONSUMER_KERNELS_DIR;
-    auto shift = cn::CudaKernel::from_file(kernels + "/shift_cuda.cu", std::nullopt,
-                                           {.include_dirs = {kernels + "/include"}});
+    auto module = cn::CudaModule::from_file(kernels + "/shift_cuda.cu", {},
+                                            {.include_dirs = {kernels + "/include"}});
+    auto shift = module.kernel("shift");
     shift.set_global("shifted", 0);
     shift(cn::threads(x.size()), x);
     const int shifted = shift.get_global<int>("shifted");
+    auto seen = cn::zeros<int>({1});  // the module's other kernel reads the same variable
+    module.kernel("report")(cn::threads(1), seen);
+    ok = ok && cn::to_host(seen)(0) == shifted;
     const auto s = cn::to_host(x);
     ok = ok && s(3) == 9.0 + 1.5 && s(9) == 81.0 + 4.5 && shifted == x.size();
     std::printf("module data: shifted %d\n", shifted);

@@ -1,5 +1,6 @@
 // The consumer's own CUDA kernel: its header through include_dirs, cunumpy's views, and
-// module-scope data the host sets and reads (CudaKernel::set_global / get_global).
+// module-scope data the host sets and reads (set_global / get_global), and a second kernel of
+// the same module that sees the same data.
 #include <cunumpy/array_view.cuh>
 #include <shift_amount.cuh>
 
@@ -11,4 +12,8 @@ extern "C" __global__ void shift(Array1D<double> x) {
     x(i) += shift_amount(i);
     atomicAdd(&shifted, 1);
   }
+}
+
+extern "C" __global__ void report(int* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = shifted;
 }
