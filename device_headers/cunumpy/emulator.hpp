@@ -291,9 +291,16 @@ inline T atomicXor(T* p, T v) {
 // The emulator's entries: calls `kernel` with the packed arguments (each points to one
 // parameter's bytes, as cudaLaunchKernel takes them).
 namespace cunumpy_emulator {
-// The block's index, its shape and the grid's, before the block runs.
+// The block's index, its shape and the grid's, before the block runs: the first access to the
+// thread-local index on a host thread, and the first after another library was loaded.  Those
+// take the slow path of __tls_get_addr (glibc allocating the thread's block, or a sanitizer's
+// interceptor), which may clobber vector registers clang keeps live across that call (zmm16 to
+// zmm31 with AVX-512): the address is taken before `from` is read, the empty asm keeping the two
+// apart, so nothing is live across it and the kernel's own accesses find the fast path.
 inline void set_index(const Index& from) {
-  index = from;
+  Index* to = &index;
+  asm volatile("" : "+r"(to) : : "memory");
+  *to = from;
 }
 inline void set_thread(const uint3& thread) {
   index.thread = thread;
