@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -506,8 +507,16 @@ void lane_entry(fc::transfer_t from) {
   std::abort();  // not reached: nothing resumes a retired lane
 }
 
+// A fiber's stack: 64 KiB, four times that when the kernels are sanitized (AddressSanitizer's
+// redzones around every local array).
+#if defined(CUNUMPY_KERNEL_SANITIZE)
+constexpr std::size_t kFiberStack = 256 * 1024;
+#else
+constexpr std::size_t kFiberStack = 64 * 1024;
+#endif
+
 struct LanePool {
-  ctx::pooled_fixedsize_stack stacks{64 * 1024 + 448};  // see emulate_launch
+  ctx::pooled_fixedsize_stack stacks{kFiberStack + 448};  // see emulate_launch
   std::unique_ptr<Lane[]> lanes = std::make_unique<Lane[]>(1024);
   std::size_t created = 0;
 
@@ -751,6 +760,29 @@ std::vector<std::string> command_words(const std::string& command) {
   return words;
 }
 
+// The sanitizer flags the kernels are compiled with: the library's own when it is sanitized and
+// the emulation compiler is of the family that built it (GCC's and clang's AddressSanitizer
+// runtimes cannot share a process); else none, said once on stderr when the library is
+// sanitized.
+std::vector<std::string> kernel_sanitizer_flags() {
+#if defined(CUNUMPY_KERNEL_SANITIZE)
+  const std::string family =
+      compiler_identity().find("clang") != std::string::npos ? "Clang" : "GNU";
+  if (family == CUNUMPY_KERNEL_SANITIZE_COMPILER) return command_words(CUNUMPY_KERNEL_SANITIZE);
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    std::fprintf(stderr,
+                 "cunumpy: the kernel emulator compiles kernels with %s (%s), not with the "
+                 "compiler family that built this sanitized library (%s): its kernels are not "
+                 "sanitized (the two AddressSanitizer runtimes cannot share a process); set CXX to "
+                 "a %s compiler to sanitize them\n",
+                 emulation_compiler().c_str(), family.c_str(), CUNUMPY_KERNEL_SANITIZE_COMPILER,
+                 CUNUMPY_KERNEL_SANITIZE_COMPILER);
+  });
+#endif
+  return {};
+}
+
 std::atomic<unsigned long long> g_builds{0};  // this process's build folders and loose copies
 
 std::string shell_quote(const std::string& s) {
@@ -777,6 +809,7 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequ
   // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
   // access after more libraries were loaded) clobber vector registers, which corrupted the
   // vectorised block loop.
+  for (std::string& f : kernel_sanitizer_flags()) flags.push_back(std::move(f));
   for (const std::string& o : r.options)
     if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
   // cunumpy's headers after the kernel's own folders, as NVRTC searches them (and as
@@ -1088,4 +1121,9 @@ void* emulated_global(EmulatedKernel& kernel, std::string_view name, std::size_t
 }
 
 }  // namespace detail
+
+bool emulated_kernels_sanitized() {
+  return !detail::kernel_sanitizer_flags().empty();
+}
+
 }  // namespace cunumpy

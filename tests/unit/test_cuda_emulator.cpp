@@ -528,6 +528,27 @@ TEST_F(Emulator, AModuleCompilesItsKernelsOnceAndSharesItsData) {
   EXPECT_NE(error.find("CudaModule 'a.cu' (kernels a, b)"), std::string::npos) << error;
 }
 
+// In a sanitized build the emulator's kernels are sanitized too, and the bytes past an
+// emulated device array's end are poisoned: a kernel that writes past the end is
+// AddressSanitizer's report at the kernel's own file and line, not a silent write.
+TEST_F(Emulator, ASanitizedBuildReportsAKernelsOverrunAtItsLine) {
+  if (!cn::emulated_kernels_sanitized())
+    GTEST_SKIP() << "the emulator's kernels are sanitized in a CUNUMPY_SANITIZE build, with CXX "
+                    "of the compiler family that built it";
+  TempDir t;
+  t.write("overrun_cuda.cu",
+          "extern \"C\" __global__ void overrun(double* x, int n) {\n"
+          "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "  if (i == 0) x[i + n] = 1.0;  // one element past the end for n = 8\n"
+          "}\n");
+  auto overrun = cn::CudaKernel::from_file(t.path / "overrun_cuda.cu");
+  auto x = cn::zeros<double>({8});
+  overrun(cn::threads(1), x, 7);  // in bounds
+  EXPECT_EQ(cn::to_host(x)(7), 1.0);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the launch runs on OpenMP threads
+  EXPECT_DEATH(overrun(cn::threads(1), x, 8), "use-after-poison.*overrun_cuda\\.cu:3");
+}
+
 // Module-scope data: __constant__ and __device__ variables set and read from the host, each a
 // counted transfer; a value set later is the one the next launch reads (never folded into the
 // code); the sizes, names and backend checked.

@@ -340,6 +340,13 @@ KernelCacheStats kernel_cache_stats() noexcept;
 // CXX, else c++.
 std::string emulation_compiler();
 
+// Whether the emulator compiles kernels with the sanitizers this library was built with
+// (CUNUMPY_SANITIZE: AddressSanitizer and UBSan, with debug lines, so an out-of-bounds access
+// in a kernel is reported at its line): true when the library is sanitized and
+// emulation_compiler() is of the family that built it (a clang++ in a GCC-sanitized process
+// compiles unsanitized kernels, said once on stderr: the two runtimes cannot share a process).
+bool emulated_kernels_sanitized();
+
 // Debug mode: -lineinfo and -DCUNUMPY_BOUNDS_CHECK are added to the options (unless present),
 // and every launch synchronises its stream and throws CudaError naming the kernel, its grid
 // and block.  CUNUMPY_CUDA_DEBUG=1 (true, yes, on) enables it at start.  set_cuda_debug sets

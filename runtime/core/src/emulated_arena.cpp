@@ -17,8 +17,37 @@
 #include <cunumpy/internal/page_map.hpp>
 #include <cunumpy/memory_block.hpp>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CUNUMPY_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUNUMPY_ARENA_ASAN 1
+#endif
+#endif
+#if defined(CUNUMPY_ARENA_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace cunumpy::detail {
 namespace {
+
+// Under AddressSanitizer the bytes of a block past the array's end (up to the page's) are
+// poisoned, so a kernel that runs past an emulated device array's end (the emulator's kernels
+// are sanitized in such a build) is reported at its line, not silently written.
+void poison_tail(void* p, std::size_t bytes, std::size_t mapped) noexcept {
+#if defined(CUNUMPY_ARENA_ASAN)
+  if (mapped > bytes) ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + bytes, mapped - bytes);
+#else
+  (void)p, (void)bytes, (void)mapped;
+#endif
+}
+void unpoison(void* p, std::size_t mapped) noexcept {
+#if defined(CUNUMPY_ARENA_ASAN)
+  ASAN_UNPOISON_MEMORY_REGION(p, mapped);
+#else
+  (void)p, (void)mapped;
+#endif
+}
 
 struct Arena {
   std::mutex mutex;
@@ -56,6 +85,7 @@ void* allocate(std::size_t bytes) {
   if (p == MAP_FAILED)
     throw BackendError("emulated device: cannot allocate " + std::to_string(bytes) + " bytes (" +
                        std::strerror(errno) + "); free device arrays or use a smaller problem");
+  poison_tail(p, bytes, mapped);
   Arena& a = arena();
   std::lock_guard lock(a.mutex);
   a.blocks.emplace(static_cast<const char*>(p), Arena::Block{bytes, mapped});
@@ -77,11 +107,15 @@ void deallocate(void* p) noexcept {
   }
   // Work still queued on an emulated stream may read the memory (as a kernel may on a GPU):
   // it is unmapped after that work, never under it.
+  auto release = [p, mapped] {
+    unpoison(p, mapped);  // the addresses may be mapped again, for anything
+    munmap(p, mapped);
+  };
   try {
-    if (emulated::after_pending_work([p, mapped] { munmap(p, mapped); })) return;
+    if (emulated::after_pending_work(release)) return;
   } catch (...) {
   }
-  munmap(p, mapped);
+  release();
 }
 
 }  // namespace emulated_arena
