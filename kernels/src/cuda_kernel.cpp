@@ -958,7 +958,7 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
   }
   const StreamRef stream = given.value_or(current_stream(Backend::cuda));
   detail::cuda_api::launch_kernel(kernel, dims, packed.pointers(), launch.shared_mem,
-                                  stream.native_handle());
+                                  stream.native_handle(), s.expression.c_str());
   if (debug_active()) {
     try {
       detail::cuda_api::stream_synchronize(stream.native_handle());

@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <cunumpy/build_config.hpp>
+#include <cunumpy/cuda_check.hpp>
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/internal/cuda_api.hpp>
 
 #include "kernel_sources.hpp"
 #include "on_backend.hpp"
@@ -712,6 +715,28 @@ TEST(Modules, SeveralKernelsAreOneNvrtcProgram) {
       {"a", "b"});
   EXPECT_NE(message_of([&] { broken.compile(); }).find("CudaModule 'a.cu' (kernels a, b)"),
             std::string::npos);
+}
+
+// A sticky CUDA error (a kernel's illegal address or trap) surfaces at a later call, a
+// synchronize; its message lists the most recent kernel launches, newest first: the suspects.
+// Without a GPU: what launches record, then the abort such an error leads to (a GPU launches a
+// faulting kernel in test_cuda_kernel_gpu).
+TEST(CudaErrors, AStickyErrorListsTheMostRecentLaunches) {
+  if (!CUNUMPY_HAS_CUDA()) GTEST_SKIP() << "a build without CUDA raises no CUDA errors";
+  namespace api = cn::detail::cuda_api;
+  for (unsigned i = 0; i < 6; ++i)
+    api::note_launch(("kernel_" + std::to_string(i)).c_str(), {{i + 1, 1, 1}, {128, 1, 1}},
+                     nullptr);
+  const std::string recent = api::recent_launches();
+  EXPECT_EQ(recent.find("'kernel_5' with grid (6, 1, 1) and block (128, 1, 1) on stream 0 "
+                        "(default); 'kernel_4'"),
+            0u)
+      << recent;
+  EXPECT_NE(recent.find("'kernel_2'"), std::string::npos) << recent;
+  EXPECT_EQ(recent.find("'kernel_1'"), std::string::npos) << "four kept: " << recent;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(cn::detail::cuda_check(700, "cudaStreamSynchronize(stream)", "here.cpp", 1),
+               "cudaErrorIllegalAddress.*most recent kernel launches, newest first: 'kernel_5'");
 }
 
 // ---- structs --------------------------------------------------------------------------------

@@ -127,3 +127,21 @@ TEST_F(OnGpu, ModuleKernelsShareOneImageAndItsData) {
   EXPECT_TRUE(bad.empty()) << bad.front();
   EXPECT_EQ(&m.kernel("fill").cubin(), &m.kernel("block_total").cubin());
 }
+
+// A kernel that faults, launched without debug mode: the error surfaces at the synchronize,
+// whose message names the kernel among the most recent launches (in a child process: the
+// context is lost after it).
+TEST_F(OnGpu, AFaultingKernelIsNamedAtALaterSynchronize) {
+  cn::CudaKernel fault(
+      R"(extern "C" __global__ void fault_here(int* x) { if (threadIdx.x == 0) __trap(); })",
+      "fault_here", {.debug = false});
+  fault.compile();
+  auto x = cn::zeros<int>({1});
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        fault(cn::threads(1), x);
+        cn::synchronize();
+      },
+      "most recent kernel launches, newest first: 'fault_here' with grid \\(1, 1, 1\\)");
+}

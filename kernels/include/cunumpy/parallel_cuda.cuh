@@ -35,9 +35,10 @@ __global__ void __launch_bounds__(kParallelBlock) parallel_for_kernel(long long 
 }
 
 template <typename F>
-void cuda_for(std::string_view, long long n, F& f) {
-  parallel_for_kernel<<<parallel_grid(n), kParallelBlock, 0,
-                        static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle())>>>(
+void cuda_for(std::string_view name, long long n, F& f) {
+  void* stream = current_stream(Backend::cuda).native_handle();
+  note_kernel_launch(name, parallel_grid(n), kParallelBlock, stream);
+  parallel_for_kernel<<<parallel_grid(n), kParallelBlock, 0, static_cast<cudaStream_t>(stream)>>>(
       n, f);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
 }
@@ -85,6 +86,7 @@ T cuda_reduce(std::string_view name, long long n, ReduceOp op, F& f,
   T* partials = scratch.data();
   T* result = partials + grid;
   auto stream = static_cast<cudaStream_t>(current_stream(Backend::cuda).native_handle());
+  note_kernel_launch(name, grid, kParallelBlock, stream);
   parallel_reduce_partials<T><<<grid, kParallelBlock, 0, stream>>>(n, op, f, partials);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
   parallel_reduce_final<T><<<1, kParallelBlock, 0, stream>>>(partials, grid, op, result);

@@ -45,10 +45,13 @@ void cuda_check(int code, const char* call, const char* file, int line) {
                               std::to_string(code) + "): " + cudaGetErrorString(err) + "\n  in " +
                               call + "\n  at " + file + ":" + std::to_string(line);
   if (cuda_error_is_sticky(code)) {
+    // The error surfaces at a later call: the kernels launched last are the suspects.
+    const std::string launches = cuda_api::recent_launches();
     std::fprintf(stderr,
-                 "cunumpy: fatal: %s\n  the CUDA context is unusable after this error; run "
-                 "under compute-sanitizer to find the faulting kernel\n",
-                 message.c_str());
+                 "cunumpy: fatal: %s\n  the most recent kernel launches, newest first: %s\n  the "
+                 "CUDA context is unusable after this error; CUNUMPY_CUDA_DEBUG=1 names the "
+                 "failing kernel at its launch, compute-sanitizer the faulting line\n",
+                 message.c_str(), launches.empty() ? "none through cunumpy" : launches.c_str());
     std::fflush(stderr);
     std::abort();
   }
@@ -241,7 +244,8 @@ void* library_global(void* library, const char* name, std::size_t* bytes) {
 }
 
 void launch_kernel(void* kernel, const LaunchDims& d, void** args, std::size_t shared_mem,
-                   void* stream) {
+                   void* stream, const char* name) {
+  note_launch(name, d, stream);
   const dim3 grid(d.grid[0], d.grid[1], d.grid[2]), block(d.block[0], d.block[1], d.block[2]);
   CUNUMPY_CUDA_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel), grid, block, args,
                                       shared_mem, static_cast<cudaStream_t>(stream)));

@@ -86,7 +86,7 @@ void* library_kernel(void*, const char*) {
 void* library_global(void*, const char*, std::size_t*) {
   no_cuda("a kernel's module data");
 }
-void launch_kernel(void*, const LaunchDims&, void**, std::size_t, void*) {
+void launch_kernel(void*, const LaunchDims&, void**, std::size_t, void*, const char*) {
   no_cuda("a kernel launch");
 }
 void set_max_dynamic_shared_memory(void*, int) {

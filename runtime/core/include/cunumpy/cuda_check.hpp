@@ -9,6 +9,8 @@
 // The header needs no CUDA headers; the macro is one expression, safe in if/else chains.
 #pragma once
 
+#include <string_view>
+
 namespace cunumpy::detail {
 
 // Returns when `code` is 0 (cudaSuccess); throws CudaError or aborts otherwise.
@@ -19,6 +21,11 @@ bool cuda_error_is_sticky(int code) noexcept;
 
 // "cudaErrorInsufficientDriver" (or "CUDA error <code>" without the CUDA runtime).
 const char* cuda_error_name(int code) noexcept;
+
+// Records a kernel launch (a 1D grid of blocks) among the most recent ones, which the message
+// of a later sticky error lists: the suspects, since such an error surfaces at a later call.
+void note_kernel_launch(std::string_view name, unsigned int grid, unsigned int block,
+                        void* stream) noexcept;
 
 }  // namespace cunumpy::detail
 

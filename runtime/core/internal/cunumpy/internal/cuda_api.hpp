@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace cunumpy::detail::cuda_api {
 
@@ -64,8 +65,15 @@ struct LaunchDims {
   unsigned int grid[3];
   unsigned int block[3];
 };
+// Launches `kernel`, named `name` (recorded for the message of a later asynchronous error).
 void launch_kernel(void* kernel, const LaunchDims& dims, void** args, std::size_t shared_mem,
-                   void* stream);
+                   void* stream, const char* name);
+// The process's most recent kernel launches (the last four: name, grid, block, stream): a
+// sticky error surfaces at a later call, whose message lists them, newest first.  Recorded by
+// launch_kernel, and by parallel_for / parallel_reduce (note_kernel_launch in cuda_check.hpp).
+void note_launch(std::string_view name, const LaunchDims& dims, void* stream) noexcept;
+// "'push' with grid (4, 1, 1) and block (128, 1, 1) on stream 0x..; ..." (empty: none).
+std::string recent_launches();
 // Lets `kernel` use up to `bytes` of dynamic shared memory (above the default 48 KiB).
 void set_max_dynamic_shared_memory(void* kernel, int bytes);
 // The current device's compute capability as major * 10 + minor (90 for an H100/H200).
