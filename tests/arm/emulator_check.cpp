@@ -1,5 +1,5 @@
 // The kernel emulator's engine on AArch64, where the fibers switch with a plain call of
-// Boost.Context's jump_fcontext (kernels/src/cuda_emulator.cpp): barriers, warp shuffles and
+// Boost.Context's jump_fcontext (kernels/src/emulator/engine.cpp): barriers, warp shuffles and
 // votes, the vectorised block loop with its tail, and a divergent barrier reported.  Built and
 // run by scripts/arm_check.sh under qemu-user; the kernels are compiled at run time by the cross
 // compiler (CXX=tests/arm/cross_cxx.sh).

@@ -1,10 +1,7 @@
-// The kernel emulator's engine (cuda_emulator.hpp).
-#include "cuda_emulator.hpp"
-
-#include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
-#include <unistd.h>
+// The kernel emulator's engine (cuda_emulator.hpp): a block's threads as fibers on one host
+// thread, barriers and warp operations, the blocks of a launch over host threads, and a
+// launch's failure reported with the kernel, grid, block and thread.
+#include "../cuda_emulator.hpp"
 
 #include <pthread.h>
 
@@ -13,6 +10,7 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
+#endif
 #if defined(__SANITIZE_THREAD__)
 #define CUNUMPY_TSAN 1
 #elif defined(__has_feature)
@@ -26,69 +24,28 @@
 #if CUNUMPY_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
-#endif
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fstream>
-#include <map>
-#include <mutex>
 #include <optional>
-#include <regex>
 #include <span>
-#include <sstream>
+#include <string>
+#include <vector>
 
-#include <cunumpy/build_config.hpp>
-#include <cunumpy/emulator.hpp>
 #include <cunumpy/errors.hpp>
-#include <cunumpy/files.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
-#include "cuda_compiler.hpp"
-#include "cuda_source.hpp"
-#include "kernel_cache.hpp"
+#include "library.hpp"
 
-namespace cunumpy {
-
-std::string emulation_compiler() {
-  if (const char* cxx = std::getenv("CXX"); cxx != nullptr && *cxx != '\0') return cxx;
-  return "c++";
-}
-
-namespace detail {
+namespace cunumpy::detail {
 namespace ctx = boost::context;
 namespace fc = boost::context::detail;  // make_fcontext and jump_fcontext: Boost.Context's switch
-
-// One library compiled by the host compiler: the kernels of one source (a module), its
-// module-scope data.  Unloaded when its last kernel is gone.
-struct EmulatedLibrary {
-  ~EmulatedLibrary() {
-    if (handle != nullptr) dlclose(handle);
-  }
-  void* handle = nullptr;
-  bool from_cache = false;     // loaded from the kernel cache
-  std::filesystem::path file;  // the library loaded
-  // Its data symbols by name: (offset from the load address, size); read on first use.
-  std::optional<std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> objects;
-  std::mutex objects_mutex;
-};
-
-class EmulatedKernel {
- public:
-  std::shared_ptr<EmulatedLibrary> library;
-  void (*entry)(void**, const uint3*) = nullptr;  // one thread (its index)
-  void (*block)(void**) = nullptr;                // every thread of a block without barriers
-  void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // the library's, before each block
-  bool barriers = false;
-  std::string name;
-};
 
 namespace {
 
@@ -184,7 +141,10 @@ StackBounds host_thread_stack() {
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
     void* addr = nullptr;
     std::size_t size = 0;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) b = {addr, size};
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+      b.bottom = addr;  // (not b = {addr, size}: that would drop the fiber)
+      b.size = size;
+    }
     pthread_attr_destroy(&attr);
   }
   return b;
@@ -660,298 +620,10 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
   run.lanes = {};
 }
 
-// ---- compilation ----------------------------------------------------------------------------
-
-const std::string& compiler_identity() {
-  static const std::string id = [] {
-    const std::string cmd = emulation_compiler() + " --version 2>&1";
-    std::string out;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[256];
-      while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-      pclose(p);
-    }
-    return out.substr(0, out.find('\n'));
-  }();
-  return id;
-}
-
-// The CPU the kernels are compiled for (-march=native): part of the cache key, so that a cache
-// shared between machines (a home folder on a cluster's file system) never hands one CPU's
-// instructions to another.  /proc/cpuinfo's model and feature lines; empty elsewhere.
-const std::string& cpu_identity() {
-  static const std::string id = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, out;
-    for (const char* field : {"model name", "flags", "Features", "CPU implementer", "CPU part"}) {
-      in.clear();
-      in.seekg(0);
-      while (std::getline(in, line))
-        if (line.rfind(field, 0) == 0) {
-          out += line + "\n";
-          break;
-        }
-    }
-    return out;
-  }();
-  return id;
-}
-
-std::string translation_unit(const EmulationRequest& r) {
-  // extern __shared__ T name[];  ->  T* name = (T*)the block's dynamic shared memory;
-  static const std::regex dynamic(
-      R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;\[]*?)\s+(\w+)\s*\[\s*\]\s*;)");
-  const std::string source = std::regex_replace(
-      r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
-  std::string tu = "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.source_name + "\"\n" + source +
-                   "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" "
-                   "__attribute__((visibility(\"default\")))\n";
-  // Kernel i's entries: cunumpy_emulator_entry_i (one thread) and cunumpy_emulator_block_i.
-  for (std::size_t i = 0; i < r.expressions.size(); ++i) {
-    const std::string& e = r.expressions[i];
-    const std::string n = std::to_string(i);
-    for (const std::string& piece :
-         {"CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_entry_" + n +
-              "(void** args, const uint3* thread) { ::cunumpy_emulator::set_thread(*thread); "
-              "::cunumpy_emulator::call(&" +
-              e + ", args); }\n",
-          "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_block_" + n +
-              "(void** args) { ::cunumpy_emulator::loop<&" + e + ">(&" + e + ", args); }\n"})
-      tu += piece;
-  }
-  tu +=
-      "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
-      "::cunumpy_emulator::hooks = h; }\n"
-      "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_set_index(const ::cunumpy_emulator::Index* "
-      "i) { ::cunumpy_emulator::set_index(*i); }\n";
-  return tu;
-}
-
-// A command of several words, as make and the shell split CXX ("ccache g++", "env c++"):
-// at blanks, with single and double quotes grouping and a backslash escaping one character.
-std::vector<std::string> command_words(const std::string& command) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  for (std::size_t i = 0; i < command.size(); ++i) {
-    const char c = command[i];
-    if (quote != 0) {
-      if (c == quote)
-        quote = 0;
-      else
-        word += c;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\' && i + 1 < command.size()) {
-      word += command[++i];
-      in_word = true;
-    } else if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) words.push_back(std::exchange(word, {}));
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(word);
-  if (words.empty()) words.emplace_back("c++");
-  return words;
-}
-
-// The sanitizer flags the kernels are compiled with: the library's own when it is sanitized and
-// the emulation compiler is of the family that built it (GCC's and clang's AddressSanitizer
-// runtimes cannot share a process); else none, said once on stderr when the library is
-// sanitized.
-std::vector<std::string> kernel_sanitizer_flags() {
-#if defined(CUNUMPY_KERNEL_SANITIZE)
-  const std::string family =
-      compiler_identity().find("clang") != std::string::npos ? "Clang" : "GNU";
-  if (family == CUNUMPY_KERNEL_SANITIZE_COMPILER) return command_words(CUNUMPY_KERNEL_SANITIZE);
-  static std::once_flag said;
-  std::call_once(said, [&] {
-    std::fprintf(stderr,
-                 "cunumpy: the kernel emulator compiles kernels with %s (%s), not with the "
-                 "compiler family that built this sanitized library (%s): its kernels are not "
-                 "sanitized (the two AddressSanitizer runtimes cannot share a process); set CXX to "
-                 "a %s compiler to sanitize them\n",
-                 emulation_compiler().c_str(), family.c_str(), CUNUMPY_KERNEL_SANITIZE_COMPILER,
-                 CUNUMPY_KERNEL_SANITIZE_COMPILER);
-  });
-#endif
-  return {};
-}
-
-std::atomic<unsigned long long> g_builds{0};  // this process's build folders and loose copies
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 }  // namespace
 
-std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequest& r) {
-  namespace fs = std::filesystem;
-  const std::string tu = translation_unit(r);
-  std::vector<std::string> flags = {"-std=c++20",
-                                    "-O3",  // kernels are small: -O3's vectoriser costs little
-                                    "-fPIC",
-                                    "-shared",
-                                    "-ffp-contract=off",
-                                    "-march=native",  // this CPU: compiled where it runs, as NVRTC
-                                    "-fvisibility=hidden",
-                                    "-w"};
-  // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
-  // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
-  // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
-  // access after more libraries were loaded) clobber vector registers, which corrupted the
-  // vectorised block loop.
-  for (std::string& f : kernel_sanitizer_flags()) flags.push_back(std::move(f));
-  for (const std::string& o : r.options)
-    if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
-  // cunumpy's headers after the kernel's own folders, as NVRTC searches them (and as
-  // resolve_includes tracks them); a repeated -I is ignored.
-  flags.push_back("-I" + cuda_include_dir().string());
-  // (Appended piece by piece: GCC 12 warns, falsely, on "text" + std::string; -Wrestrict.)
-  std::string text = "emulator\n";
-  for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity()})
-    text += piece;
-  for (const auto& f : flags) {
-    text += f;
-    text += '\n';
-  }
-  text += tu;
-  // The built-ins header is part of every emulated kernel: an edit of it recompiles them.
-  text += '\n';
-  for (const char* builtins : {"emulator.hpp", "emulator_builtins.hpp"})
-    text += read_file(cuda_include_dir() / "cunumpy" / builtins);
-  std::vector<std::string> headers;  // read once: for the key and the search for barriers
-  for (const auto& h : r.headers) {
-    text += '\n';
-    text += headers.emplace_back(read_file(h));
-  }
-  // Dynamic shared memory is rewritten in the kernel's own file only.
-  static const std::regex extern_shared(R"(extern\s+__shared__)");
-  for (std::size_t i = 0; i < headers.size(); ++i)
-    if (std::regex_search(strip_comments(headers[i]), extern_shared))
-      throw CompileError(r.owner + ": " + r.headers[i].string() +
-                         " declares extern __shared__ memory; the kernel emulator maps dynamic "
-                         "shared memory where the kernel's own source declares it: declare it "
-                         "there and pass the pointer to the header's device function");
-  const std::string key = sha256_hex(text);
-  // The entry in the cache (a private folder when the configured one cannot be written, or a
-  // compilation of its own when the cache is off), checked whole before it is loaded.
-  const fs::path dir = usable_cache_dir();
-  const fs::path entry = dir.empty() ? fs::path() : dir / (key + ".so");
-  auto lib = std::make_shared<EmulatedLibrary>();
-  fs::path load = entry;
-  if (entry.empty() || !read_cache_entry(entry)) {
-    // Compiled in a private folder of its own (removed after), so concurrent compilations of one
-    // kernel, by threads or processes, never share a file; each writes a whole entry.
-    const fs::path work = private_temp_dir() / ("build-" + key.substr(0, 16) + "-" +
-                                                std::to_string(g_builds.fetch_add(1)));
-    std::error_code ec;
-    fs::create_directories(work, ec);
-    struct Cleanup {
-      fs::path dir;
-      ~Cleanup() {
-        std::error_code e;
-        fs::remove_all(dir, e);
-      }
-    } cleanup{work};
-    {
-      std::ofstream out(work / "kernel.cpp");
-      out << tu;
-      if (!out.flush())
-        throw Error("the kernel emulator: cannot write " + (work / "kernel.cpp").string());
-    }
-    std::string cmd;
-    for (const std::string& word : command_words(emulation_compiler())) {
-      cmd += shell_quote(word);
-      cmd += ' ';
-    }
-    for (const auto& f : flags) {
-      cmd += shell_quote(f);
-      cmd += ' ';
-    }
-    for (const std::string& piece :
-         {std::string("-x c++ "), shell_quote((work / "kernel.cpp").string()), std::string(" -o "),
-          shell_quote((work / "kernel.so").string()), std::string(" > "),
-          shell_quote((work / "kernel.log").string()), std::string(" 2>&1")})
-      cmd += piece;
-    const int status = std::system(cmd.c_str());
-    count_compilation(Compiler::host);
-    if (status != 0) {
-      std::ifstream in(work / "kernel.log");
-      std::ostringstream log;
-      log << in.rdbuf();
-      throw CompileError(r.owner + ": the emulator's compiler (" + emulation_compiler() +
-                         ") could not compile " + r.source_name + ":\n" + log.str());
-    }
-    const std::string library = read_file(work / "kernel.so");
-    if (!entry.empty() && write_cache_entry(entry, library)) {
-      load = entry;
-    } else {  // no cache: loaded from a copy of its own that outlives the build folder
-      load = private_temp_dir() / (key + "-" + std::to_string(g_builds.fetch_add(1)) + ".so");
-      write_file_atomically(load, library);
-    }
-  } else {
-    lib->from_cache = true;
-  }
-  lib->file = load;
-  lib->handle = dlopen(load.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib->handle == nullptr)
-    throw Error("the kernel emulator: cannot load " + load.string() + ": " + dlerror());
-  auto init = reinterpret_cast<void (*)(const cunumpy_emulator::Hooks*)>(
-      dlsym(lib->handle, "cunumpy_emulator_init"));
-  auto set_index = reinterpret_cast<void (*)(const cunumpy_emulator::Index*)>(
-      dlsym(lib->handle, "cunumpy_emulator_set_index"));
-  const auto lacks = [&] {
-    return Error("the kernel emulator: " + load.string() +
-                 " lacks its entry points; remove it and run again");
-  };
-  if (init == nullptr || set_index == nullptr) throw lacks();
-  std::vector<std::shared_ptr<EmulatedKernel>> kernels;
-  for (std::size_t i = 0; i < r.expressions.size(); ++i) {
-    auto k = std::make_shared<EmulatedKernel>();
-    k->library = lib;
-    k->name = r.expressions[i];
-    k->set_index = set_index;
-    const std::string n = std::to_string(i);
-    k->entry = reinterpret_cast<void (*)(void**, const uint3*)>(
-        dlsym(lib->handle, ("cunumpy_emulator_entry_" + n).c_str()));
-    k->block = reinterpret_cast<void (*)(void**)>(
-        dlsym(lib->handle, ("cunumpy_emulator_block_" + n).c_str()));
-    if (k->entry == nullptr || k->block == nullptr) throw lacks();
-    kernels.push_back(std::move(k));
-  }
-  init(&kHooks);
-  // Barriers and warp operations need the threads as fibers; other kernels run as loops.  The
-  // headers the source includes count too (a device function there may hold the barrier), and
-  // the -D options (a macro may).
-  std::string code = strip_comments(r.source);
-  for (const std::string& h : headers) {
-    code += '\n';
-    code += strip_comments(h);
-  }
-  for (const std::string& o : r.options) {
-    code += '\n';
-    code += o;
-  }
-  // (Over the whole source: a kernel of a module whose other kernels hold the barriers runs
-  // as fibers too, correct and slower.)
-  bool barriers = false;
-  for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})
-    barriers = barriers || code.find(sync) != std::string::npos;
-  for (auto& k : kernels) k->barriers = barriers;
-  return kernels;
-}
-
-bool from_cache(const EmulatedKernel& kernel) noexcept {
-  return kernel.library->from_cache;
+const cunumpy_emulator::Hooks& emulator_hooks() noexcept {
+  return kHooks;
 }
 
 namespace {
@@ -1057,73 +729,4 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
   if (failure) std::rethrow_exception(failure);
 }
 
-// The data objects of an ELF64 shared library's symbol table (.symtab, which keeps the hidden
-// and local symbols; .dynsym when stripped): name -> (value, size).
-namespace {
-using ElfObjects = std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>;
-
-ElfObjects elf_objects(const std::filesystem::path& file) {
-  const std::string image = read_file(file);
-  const auto fail = [&](const char* why) {
-    return Error("the kernel emulator: cannot read the symbols of " + file.string() + " (" + why +
-                 "); module data needs a 64-bit ELF library");
-  };
-  if (image.size() < sizeof(Elf64_Ehdr) || std::memcmp(image.data(), ELFMAG, SELFMAG) != 0 ||
-      static_cast<unsigned char>(image[EI_CLASS]) != ELFCLASS64)
-    throw fail("not a 64-bit ELF file");
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, image.data(), sizeof(eh));
-  const auto section = [&](std::size_t i) {
-    Elf64_Shdr sh;
-    const std::size_t at = eh.e_shoff + i * eh.e_shentsize;
-    if (at + sizeof(sh) > image.size()) throw fail("a section header past the end");
-    std::memcpy(&sh, image.data() + at, sizeof(sh));
-    return sh;
-  };
-  ElfObjects out;
-  for (const unsigned type : {SHT_SYMTAB, SHT_DYNSYM}) {
-    for (std::size_t i = 0; i < eh.e_shnum; ++i) {
-      const Elf64_Shdr sh = section(i);
-      if (sh.sh_type != type || sh.sh_entsize != sizeof(Elf64_Sym)) continue;
-      const Elf64_Shdr names = section(sh.sh_link);
-      if (sh.sh_offset + sh.sh_size > image.size() ||
-          names.sh_offset + names.sh_size > image.size())
-        throw fail("a symbol table past the end");
-      for (std::uint64_t at = sh.sh_offset; at + sizeof(Elf64_Sym) <= sh.sh_offset + sh.sh_size;
-           at += sizeof(Elf64_Sym)) {
-        Elf64_Sym sym;
-        std::memcpy(&sym, image.data() + at, sizeof(sym));
-        if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF ||
-            sym.st_name >= names.sh_size)
-          continue;
-        const char* name = image.data() + names.sh_offset + sym.st_name;
-        out.emplace(std::string(name, strnlen(name, names.sh_size - sym.st_name)),
-                    std::make_pair(std::uint64_t{sym.st_value}, std::uint64_t{sym.st_size}));
-      }
-    }
-    if (!out.empty()) break;  // .symtab found: .dynsym holds a part of it
-  }
-  return out;
-}
-}  // namespace
-
-void* emulated_global(EmulatedKernel& kernel, std::string_view name, std::size_t* bytes) {
-  EmulatedLibrary& k = *kernel.library;
-  std::lock_guard lock(k.objects_mutex);
-  if (!k.objects) k.objects = elf_objects(k.file);
-  const auto it = k.objects->find(std::string(name));
-  if (it == k.objects->end()) return nullptr;
-  link_map* map = nullptr;
-  if (dlinfo(k.handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr)
-    throw Error("the kernel emulator: cannot find where " + k.file.string() + " is loaded");
-  *bytes = static_cast<std::size_t>(it->second.second);
-  return reinterpret_cast<void*>(map->l_addr + it->second.first);
-}
-
-}  // namespace detail
-
-bool emulated_kernels_sanitized() {
-  return !detail::kernel_sanitizer_flags().empty();
-}
-
-}  // namespace cunumpy
+}  // namespace cunumpy::detail
