@@ -65,12 +65,14 @@ void permute(cn::Array<T>& column, const cn::Array<std::int64_t>& order, long lo
   cn::copy(column.leading(n), scratch);
 }
 
-// Rows [0, n) of every column reordered by the keys (stable), one column at a time: the sort's
-// peak memory is the keys, the order and one column, not a second copy of every column.
+// Rows [0, n) of every column reordered by the keys (stable), one column at a time, the keys
+// (given up by the caller) and the sorted keys released before the first column moves: the
+// peak is the sort's (keys, sorted keys, order), then the order and one column, never a second
+// copy of every column.
 template <typename... A>
-void sort_rows(const cn::Array<std::uint64_t>& keys, long long n, A&... columns) {
-  const auto sorted = cn::sort_by_key(keys);
-  const cn::Array<std::int64_t>& order = std::get<1>(sorted);
+void sort_rows(cn::Array<std::uint64_t> keys, long long n, A&... columns) {
+  cn::Array<std::int64_t> order = std::get<1>(cn::sort_by_key(keys));
+  keys = cn::Array<std::uint64_t>();
   (permute(columns, order, n), ...);
 }
 }  // namespace
@@ -100,11 +102,11 @@ void resort(Particles<Real>& p, const LocalGrid& grid) {
         k[i] = cunumpy_morton_encode3(cx, cy, cz);
       } else k[i] = cunumpy_morton_encode2(cx, cy););
   if (dim == 3)
-    sort_rows(keys, n, p.x, p.y, p.z, p.vx, p.vy, p.vz, p.id);
+    sort_rows(std::move(keys), n, p.x, p.y, p.z, p.vx, p.vy, p.vz, p.id);
   else if (dim == 2)
-    sort_rows(keys, n, p.x, p.y, p.vx, p.vy, p.id);
+    sort_rows(std::move(keys), n, p.x, p.y, p.vx, p.vy, p.id);
   else
-    sort_rows(keys, n, p.x, p.vx, p.id);
+    sort_rows(std::move(keys), n, p.x, p.vx, p.id);
 }
 
 namespace {
