@@ -957,19 +957,27 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
     dims.block[d] = static_cast<unsigned int>(block[d]);
   }
   const StreamRef stream = given.value_or(current_stream(Backend::cuda));
-  detail::cuda_api::launch_kernel(kernel, dims, packed.pointers(), launch.shared_mem,
-                                  stream.native_handle(), s.expression.c_str());
+  // An error of the launch itself (a bad configuration, too many resources) or, in debug mode,
+  // of the kernel's run names the kernel, its grid and block.
+  auto named = [&](const CudaError& e, const char* when) {
+    std::string where = std::string("CUDA error ") + when + " kernel '" + s.expression +
+                        "' with grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) +
+                        ", " + std::to_string(grid.z) + ") and block (" + std::to_string(block.x) +
+                        ", " + std::to_string(block.y) + ", " + std::to_string(block.z) + "): ";
+    return CudaError(where + e.what(), e.code());
+  };
+  try {
+    detail::cuda_api::launch_kernel(kernel, dims, packed.pointers(), launch.shared_mem,
+                                    stream.native_handle(), s.expression.c_str());
+  } catch (const CudaError& e) {
+    throw named(e, "launching");
+  }
   if (debug_active()) {
     try {
       detail::cuda_api::stream_synchronize(stream.native_handle());
       detail::cuda_api::check_last_error("the launch");
     } catch (const CudaError& e) {
-      throw CudaError("CUDA error after launching kernel '" + s.expression + "' with grid (" +
-                          std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
-                          std::to_string(grid.z) + ") and block (" + std::to_string(block.x) +
-                          ", " + std::to_string(block.y) + ", " + std::to_string(block.z) +
-                          "): " + e.what(),
-                      e.code());
+      throw named(e, "after launching");
     }
   }
 }

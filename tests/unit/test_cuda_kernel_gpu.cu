@@ -145,3 +145,20 @@ TEST_F(OnGpu, AFaultingKernelIsNamedAtALaterSynchronize) {
       },
       "most recent kernel launches, newest first: 'fault_here' with grid \\(1, 1, 1\\)");
 }
+
+// A launch the device refuses (70000 blocks along y, above CUDA's 65535) is a CudaError naming
+// the kernel, its grid and block, outside debug mode too; the context stays usable.
+TEST_F(OnGpu, ARefusedLaunchNamesTheKernel) {
+  cn::CudaKernel noop(R"(extern "C" __global__ void noop_here() {})", "noop_here",
+                      {.debug = false});
+  cn::Launch refused;
+  refused.grid = cn::Dim3(1, 70000);
+  refused.block = cn::Dim3(32);
+  const std::string what = message_of([&] { noop(refused); });
+  EXPECT_NE(what.find("CUDA error launching kernel 'noop_here' with grid (1, 70000, 1) and "
+                      "block (32, 1, 1)"),
+            std::string::npos)
+      << what;
+  EXPECT_NO_THROW(noop(cn::threads(1)));
+  EXPECT_NO_THROW(cn::synchronize());
+}
