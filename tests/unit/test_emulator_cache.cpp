@@ -189,6 +189,48 @@ TEST_F(EmulatorCache, AHeaderFoundThroughIncludeDirsIsKeyedAndSearchedForBarrier
   EXPECT_TRUE(run(3)) << "the next launch computes with the edited header";
 }
 
+// A header reached by a computed #include is read by the compiler but named by no #include
+// line the key follows: the compiler's own dependency list (-MMD) shows it, so the kernel is
+// not cached (said once) and an edit of the header is seen by the next compilation; a kernel
+// whose headers the key covers is cached as before.
+TEST_F(EmulatorCache, AHeaderTheKeyCannotFollowIsNeverServedStale) {
+  ScopedCache cache;
+  TempDir src;
+  src.write("inc/offset.cuh", "#define OFFSET 1.0\n");
+  const std::string source = R"(
+    #define OFFSET_HEADER <offset.cuh>
+    #include OFFSET_HEADER
+    extern "C" __global__ void add_offset(double* x) { x[threadIdx.x] += OFFSET; })";
+  const cn::CudaKernelOptions options{.block_size = 8, .include_dirs = {src.path / "inc"}};
+  auto run = [&] {
+    cn::CudaKernel k(source, "add_offset", options);
+    auto x = cn::zeros<double>({8});
+    k(cn::threads(8), x);
+    return cn::to_host(x)(7);
+  };
+  const auto before = cn::kernel_cache_stats();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run(), 1.0);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("CudaKernel 'add_offset' is compiled every run, not cached"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("offset.cuh"), std::string::npos) << said;
+  EXPECT_TRUE(cache.entries().empty()) << "no entry written";
+  src.write("inc/offset.cuh", "#define OFFSET 5.0\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run(), 5.0) << "the edited header, not a stale image";
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "said once";
+  EXPECT_EQ(cn::kernel_cache_stats().host_compiles, before.host_compiles + 2);
+  // Included by name, the same header is keyed and the kernel cached.
+  const std::string named = R"(
+    #include <offset.cuh>
+    extern "C" __global__ void add_offset(double* x) { x[threadIdx.x] += OFFSET; })";
+  cn::CudaKernel k(named, "add_offset", options);
+  k.compile_for(cn::Backend::emulated);
+  EXPECT_EQ(cache.entries().size(), 1u);
+}
+
 TEST_F(EmulatorCache, CompileAllReadiesTheEmulatedImageSoTheFirstLaunchCompilesNothing) {
   ScopedCache cache;
   TempDir src;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -158,6 +159,74 @@ std::vector<std::string> kernel_sanitizer_flags() {
   return {};
 }
 
+// The files of a make-style dependency list ("target: a b \\\n c"; "\\ " is a blank in a name).
+std::vector<std::filesystem::path> dependency_files(const std::string& text) {
+  std::vector<std::filesystem::path> out;
+  std::string name;
+  bool target = true;  // the words before the first ':' name the target
+  auto flush = [&] {
+    if (!name.empty() && !target) out.emplace_back(name);
+    name.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
+      name += ' ';
+      ++i;
+    } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      flush();
+      ++i;
+    } else if (c == ':' && target &&
+               (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\n')) {
+      name.clear();
+      target = false;
+    } else if (c == ' ' || c == '\n' || c == '\t') {
+      flush();
+    } else {
+      name += c;
+    }
+  }
+  flush();
+  return out;
+}
+
+// The files the compiler read (the dependency list at `deps`) that the cache key does not
+// cover: neither the translation unit, nor a header the source's includes resolve to, nor one
+// of cunumpy's headers (their folder is named by their digest, which the key holds).
+std::vector<std::filesystem::path> unkeyed_headers(
+    const std::filesystem::path& deps, const std::vector<std::filesystem::path>& keyed) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(deps, ec)) return {};
+  std::set<fs::path> covered;
+  for (const fs::path& h : keyed) covered.insert(fs::weakly_canonical(h, ec));
+  covered.insert(fs::weakly_canonical(deps.parent_path() / "kernel.cpp", ec));
+  const fs::path shipped = fs::weakly_canonical(cuda_include_dir(), ec);
+  std::vector<fs::path> missed;
+  for (const fs::path& f : dependency_files(read_file(deps))) {
+    const fs::path c = fs::weakly_canonical(f, ec);
+    const auto rel = c.lexically_relative(shipped);
+    if (covered.count(c) != 0 || (!rel.empty() && *rel.begin() != "..")) continue;
+    missed.push_back(c);
+  }
+  return missed;
+}
+
+// Said once per kernel: it is not cached, and why.
+void warn_uncached(const std::string& owner, const std::vector<std::filesystem::path>& missed) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (!said.insert(owner).second) return;
+  std::string files;
+  for (const auto& f : missed) files += "\n  " + f.string();
+  std::fprintf(stderr,
+               "cunumpy: %s is compiled every run, not cached: the compiler read headers its "
+               "#include lines do not name (a computed #include?), so the cache key cannot "
+               "follow their edits:%s\n  include them by name to cache the kernel\n",
+               owner.c_str(), files.c_str());
+}
+
 std::atomic<unsigned long long> g_builds{0};  // this process's build folders and loose copies
 
 std::string shell_quote(const std::string& s) {
@@ -253,7 +322,8 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequ
       cmd += ' ';
     }
     for (const std::string& piece :
-         {std::string("-x c++ "), shell_quote((work / "kernel.cpp").string()), std::string(" -o "),
+         {std::string("-MMD -MF "), shell_quote((work / "kernel.d").string()),
+          std::string(" -x c++ "), shell_quote((work / "kernel.cpp").string()), std::string(" -o "),
           shell_quote((work / "kernel.so").string()), std::string(" > "),
           shell_quote((work / "kernel.log").string()), std::string(" 2>&1")})
       cmd += piece;
@@ -267,7 +337,12 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequ
                          ") could not compile " + r.source_name + ":\n" + log.str());
     }
     const std::string library = read_file(work / "kernel.so");
-    if (!entry.empty() && write_cache_entry(entry, library)) {
+    // Cached only when the key covers every file the compiler read (its -MMD list): a header
+    // reached by a computed #include is not in the key, so such a kernel compiles every run
+    // rather than ever running with a header's old contents.
+    const std::vector<fs::path> missed = unkeyed_headers(work / "kernel.d", r.headers);
+    if (!missed.empty()) warn_uncached(r.owner, missed);
+    if (!entry.empty() && missed.empty() && write_cache_entry(entry, library)) {
       load = entry;
     } else {  // no cache: loaded from a copy of its own that outlives the build folder
       load = private_temp_dir() / (key + "-" + std::to_string(g_builds.fetch_add(1)) + ".so");
