@@ -372,9 +372,34 @@ class [[nodiscard]] CudaDebugScope {
   return CudaDebugScope(enabled);
 }
 
+namespace detail {
+// set_global / get_global of one value of type T, for a class with set_global_bytes and
+// get_global_bytes (CudaKernel, CudaModule).
+template <typename Derived>
+class GlobalValues {
+ public:
+  template <typename T>
+  requires std::is_trivially_copyable_v<T>
+  void set_global(std::string_view name, const T& value, Backend backend = get_backend(),
+                  std::source_location where = std::source_location::current()) {
+    static_cast<Derived&>(*this).set_global_bytes(
+        name, std::as_bytes(std::span<const T>(&value, 1)), backend, where);
+  }
+  template <typename T>
+  requires std::is_trivially_copyable_v<T> T
+  get_global(std::string_view name, Backend backend = get_backend(),
+             std::source_location where = std::source_location::current()) {
+    T value{};
+    static_cast<Derived&>(*this).get_global_bytes(
+        name, std::as_writable_bytes(std::span<T>(&value, 1)), backend, where);
+    return value;
+  }
+};
+}  // namespace detail
+
 // A CUDA kernel compiled at run time: NVRTC on cuda, the kernel emulator on the emulated
 // device (see the top of this header).
-class CudaKernel {
+class CudaKernel : public detail::GlobalValues<CudaKernel> {
  public:
   CudaKernel(std::string source, std::string name, CudaKernelOptions options = {});
   // The kernel of a .cu file: `name` defaults to the file name without `suffix`
@@ -444,22 +469,9 @@ class CudaKernel {
                         std::source_location where = std::source_location::current());
   void get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
                         std::source_location where = std::source_location::current());
-  // The variable's size in bytes (no transfer).
+  // The variable's size in bytes (no transfer).  set_global(name, value) and
+  // get_global<T>(name) (detail::GlobalValues) move one value of a trivially copyable type.
   std::size_t global_bytes(std::string_view name, Backend backend);
-  template <typename T>
-  requires std::is_trivially_copyable_v<T>
-  void set_global(std::string_view name, const T& value, Backend backend = get_backend(),
-                  std::source_location where = std::source_location::current()) {
-    set_global_bytes(name, std::as_bytes(std::span<const T>(&value, 1)), backend, where);
-  }
-  template <typename T>
-  requires std::is_trivially_copyable_v<T> T
-  get_global(std::string_view name, Backend backend = get_backend(),
-             std::source_location where = std::source_location::current()) {
-    T value{};
-    get_global_bytes(name, std::as_writable_bytes(std::span<T>(&value, 1)), backend, where);
-    return value;
-  }
 
   // The (grid, block) a call would use.  ValueError for a block of more than 1024 threads or
   // negative extents, or a launch with neither n_threads nor grid and no n_threads_from.
@@ -566,7 +578,7 @@ struct ModuleKernel {
 // The options (block size, NVRTC options, include folders, structs, checks, debug) are the
 // module's, for each kernel; each kernel's arguments are checked against its own signature.
 // A kernel that is not listed is not compiled (NVRTC compiles only what is named).
-class CudaModule {
+class CudaModule : public detail::GlobalValues<CudaModule> {
  public:
   // ValueError for an empty or repeated list, or options.template_args (give each template
   // kernel's arguments with its name).
@@ -600,20 +612,6 @@ class CudaModule {
   void get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
                         std::source_location where = std::source_location::current());
   std::size_t global_bytes(std::string_view name, Backend backend);
-  template <typename T>
-  requires std::is_trivially_copyable_v<T>
-  void set_global(std::string_view name, const T& value, Backend backend = get_backend(),
-                  std::source_location where = std::source_location::current()) {
-    set_global_bytes(name, std::as_bytes(std::span<const T>(&value, 1)), backend, where);
-  }
-  template <typename T>
-  requires std::is_trivially_copyable_v<T> T
-  get_global(std::string_view name, Backend backend = get_backend(),
-             std::source_location where = std::source_location::current()) {
-    T value{};
-    get_global_bytes(name, std::as_writable_bytes(std::span<T>(&value, 1)), backend, where);
-    return value;
-  }
 
  private:
   std::vector<CudaKernel> kernels_;
