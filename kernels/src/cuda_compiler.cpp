@@ -135,7 +135,12 @@ std::optional<CompiledCode> decode_entry(const std::string& payload, std::size_t
   return code;
 }
 
-// The toolkit's headers NVRTC compiles against (cuda/std/..., CCCL): their CUDA_VERSION.
+}  // namespace
+
+std::filesystem::path toolkit_include_dir() {
+  return CUNUMPY_CUDA_INCLUDE_DIR;
+}
+
 const std::string& toolkit_identity() {
   static const std::string id = [] {
     std::ifstream in(std::filesystem::path(CUNUMPY_CUDA_INCLUDE_DIR) / "cuda.h");
@@ -146,8 +151,6 @@ const std::string& toolkit_identity() {
   }();
   return id;
 }
-
-}  // namespace
 
 int nvrtc_version() {
   return nvrtc().numeric_version;

@@ -39,4 +39,9 @@ std::string cache_key(const CompileRequest& request);
 // NVRTC's version as major * 1000 + minor * 10 (e.g. 13000); BackendError without NVRTC.
 int nvrtc_version();
 
+// The CUDA toolkit's headers kernels compile against (cuda/std/..., CCCL; -I for NVRTC and the
+// emulator), and their identity (cuda.h's CUDA_VERSION line), part of both compilers' keys.
+std::filesystem::path toolkit_include_dir();
+const std::string& toolkit_identity();
+
 }  // namespace cunumpy::detail

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/backend.hpp>
@@ -377,7 +378,7 @@ struct CudaKernel::Program {
   std::string owner;                     // what compile errors name
   std::string program_name;              // the file compile errors give
   std::mutex mutex;
-  bool compiled = false;
+  std::atomic<bool> compiled{false};  // set last, under the mutex; read without it
   detail::CompiledCode code;
   void* library = nullptr;
   std::vector<void*> kernels;  // per expression, once loaded
@@ -395,8 +396,8 @@ struct CudaKernel::State {
   std::vector<std::string> struct_names;
   std::vector<CudaParameter> signature;
   std::mutex mutex;
-  int shared_limit =
-      default_shared_memory_per_block;  // the dynamic shared memory the kernel may use now
+  std::atomic<int> shared_limit{
+      default_shared_memory_per_block};  // the dynamic shared memory the kernel may use now
 };
 
 namespace {
@@ -549,34 +550,42 @@ CudaKernel CudaModule::kernel(std::string_view expression) const {
                    " (a kernel is compiled only when listed when the module is made)");
 }
 
-const std::string& CudaModule::source() const noexcept {
-  return kernels_.front().source();
+const CudaKernel& CudaModule::first() const {
+  if (kernels_.empty())
+    throw Error("CudaModule: this module was moved from; use the module it was moved to");
+  return kernels_.front();
+}
+CudaKernel& CudaModule::first() {
+  return const_cast<CudaKernel&>(std::as_const(*this).first());
+}
+const std::string& CudaModule::source() const {
+  return first().source();
 }
 std::string CudaModule::program_name() const {
-  return kernels_.front().program_name();
+  return first().program_name();
 }
 void CudaModule::compile() {
-  kernels_.front().compile();
+  first().compile();
 }
 void CudaModule::compile_for(Backend backend) {
-  kernels_.front().compile_for(backend);
+  first().compile_for(backend);
 }
-bool CudaModule::is_compiled_for(Backend backend) const noexcept {
-  return kernels_.front().is_compiled_for(backend);
+bool CudaModule::is_compiled_for(Backend backend) const {
+  return first().is_compiled_for(backend);
 }
-bool CudaModule::loaded_from_cache() const noexcept {
-  return kernels_.front().loaded_from_cache();
+bool CudaModule::loaded_from_cache() const {
+  return first().loaded_from_cache();
 }
 void CudaModule::set_global_bytes(std::string_view name, std::span<const std::byte> bytes,
                                   Backend backend, std::source_location where) {
-  kernels_.front().set_global_bytes(name, bytes, backend, where);
+  first().set_global_bytes(name, bytes, backend, where);
 }
 void CudaModule::get_global_bytes(std::string_view name, std::span<std::byte> out, Backend backend,
                                   std::source_location where) {
-  kernels_.front().get_global_bytes(name, out, backend, where);
+  first().get_global_bytes(name, out, backend, where);
 }
 std::size_t CudaModule::global_bytes(std::string_view name, Backend backend) {
-  return kernels_.front().global_bytes(name, backend);
+  return first().global_bytes(name, backend);
 }
 
 // ---- the kernel's accessors and compilation --------------------------------------------------
@@ -662,8 +671,9 @@ std::vector<std::string> CudaKernel::options_for(std::span<const std::filesystem
 
 void CudaKernel::compile() {
   Program& p = *state_->program;
+  if (p.compiled.load(std::memory_order_acquire)) return;  // every launch: no lock
   std::lock_guard lock(p.mutex);
-  if (p.compiled) return;
+  if (p.compiled.load(std::memory_order_relaxed)) return;
   detail::CompileRequest r;
   r.source = p.source;
   r.program_name = p.program_name;
@@ -672,13 +682,25 @@ void CudaKernel::compile() {
   r.arch = architecture();
   r.headers = included_headers();  // resolved once: for the options and the cache key
   r.options = options_for(r.headers, r.arch);
-  p.code = detail::compile_cuda(r);
+  detail::CompiledCode code = detail::compile_cuda(r);
+  // Loaded into locals and kept only whole: a kernel that cannot be found leaves nothing behind
+  // (a later attempt starts again, never with a list that is off by one).
+  void* library = nullptr;
+  std::vector<void*> kernels;
   if (cuda_available()) {
-    p.library = detail::cuda_api::library_load(p.code.cubin.data());
-    for (const std::string& lowered : p.code.lowered_names)
-      p.kernels.push_back(detail::cuda_api::library_kernel(p.library, lowered.c_str()));
+    library = detail::cuda_api::library_load(code.cubin.data());
+    try {
+      for (const std::string& lowered : code.lowered_names)
+        kernels.push_back(detail::cuda_api::library_kernel(library, lowered.c_str()));
+    } catch (...) {
+      detail::cuda_api::library_unload(library);
+      throw;
+    }
   }
-  p.compiled = true;
+  p.code = std::move(code);
+  p.library = library;
+  p.kernels = std::move(kernels);
+  p.compiled.store(true, std::memory_order_release);
 }
 
 void CudaKernel::compile_for(Backend backend) {
@@ -706,14 +728,14 @@ std::shared_ptr<detail::EmulatedKernel> CudaKernel::emulated() const {
 void* CudaKernel::global_address(std::string_view name, Backend backend, std::size_t* bytes) {
   State& s = *state_;
   if (backend == Backend::host)
-    throw BackendError("CudaKernel '" + s.expression + "': module data ('" + std::string(name) +
+    throw BackendError(s.program->owner + ": module data ('" + std::string(name) +
                        "') lives in a device image; pass Backend::cuda or Backend::emulated (the "
                        "host backend runs no CUDA kernel)");
   compile_for(backend);
   void* address = nullptr;
   if (backend == Backend::cuda) {
     if (s.program->library == nullptr)
-      throw BackendError("CudaKernel '" + s.expression + "': module data on cuda needs a device (" +
+      throw BackendError(s.program->owner + ": module data on cuda needs a device (" +
                          cuda_unavailable_reason() + "); use Backend::emulated");
     address =
         detail::cuda_api::library_global(s.program->library, std::string(name).c_str(), bytes);
@@ -721,7 +743,7 @@ void* CudaKernel::global_address(std::string_view name, Backend backend, std::si
     address = detail::emulated_global(*emulated(), name, bytes);
   }
   if (address == nullptr)
-    throw ValueError("CudaKernel '" + s.expression +
+    throw ValueError(s.program->owner +
                      "': its source defines no module-scope "
                      "variable named '" +
                      std::string(name) +
@@ -739,18 +761,18 @@ std::size_t CudaKernel::global_bytes(std::string_view name, Backend backend) {
 namespace {
 // One copy between host bytes and a module variable of `size` bytes (to the device when
 // `to_device`), after the size check, counted, in order on the backend's current stream.
-void copy_global(const std::string& kernel, std::string_view name, Backend backend, void* device,
+void copy_global(const std::string& owner, std::string_view name, Backend backend, void* device,
                  std::size_t holds, void* host, std::size_t bytes, bool to_device,
                  const std::source_location& where) {
   if (holds != bytes)
-    throw ValueError("CudaKernel '" + kernel + "': module variable '" + std::string(name) +
-                     "' holds " + std::to_string(holds) + " bytes, " + std::to_string(bytes) +
+    throw ValueError(owner + ": module variable '" + std::string(name) + "' holds " +
+                     std::to_string(holds) + " bytes, " + std::to_string(bytes) +
                      " were given; pass a value (or array) of exactly its type");
   detail::record_transfer(
       to_device ? TransferKind::to_device : TransferKind::to_host,
       [&] {
         return std::string(to_device ? "set_global('" : "get_global('") + std::string(name) +
-               "', " + std::to_string(bytes) + " bytes) of CudaKernel '" + kernel + "'";
+               "', " + std::to_string(bytes) + " bytes) of " + owner;
       },
       where);
   void* dst = to_device ? device : host;
@@ -771,7 +793,7 @@ void CudaKernel::set_global_bytes(std::string_view name, std::span<const std::by
                                   Backend backend, std::source_location where) {
   std::size_t holds = 0;
   void* address = global_address(name, backend, &holds);
-  copy_global(state_->expression, name, backend, address, holds,
+  copy_global(state_->program->owner, name, backend, address, holds,
               const_cast<std::byte*>(bytes.data()), bytes.size(), true, where);
 }
 
@@ -779,13 +801,12 @@ void CudaKernel::get_global_bytes(std::string_view name, std::span<std::byte> ou
                                   std::source_location where) {
   std::size_t holds = 0;
   void* address = global_address(name, backend, &holds);
-  copy_global(state_->expression, name, backend, address, holds, out.data(), out.size(), false,
+  copy_global(state_->program->owner, name, backend, address, holds, out.data(), out.size(), false,
               where);
 }
 
 bool CudaKernel::is_compiled() const noexcept {
-  std::lock_guard lock(state_->program->mutex);
-  return state_->program->compiled;
+  return state_->program->compiled.load(std::memory_order_acquire);
 }
 bool CudaKernel::is_compiled_for(Backend backend) const noexcept {
   if (backend != Backend::emulated) return is_compiled();
@@ -795,7 +816,7 @@ bool CudaKernel::is_compiled_for(Backend backend) const noexcept {
 bool CudaKernel::loaded_from_cache() const noexcept {
   const Program& p = *state_->program;
   std::lock_guard lock(state_->program->mutex);
-  if (p.compiled) return p.code.from_cache;
+  if (p.compiled.load()) return p.code.from_cache;
   return !p.emulated.empty() && detail::from_cache(*p.emulated.front());
 }
 
@@ -946,10 +967,10 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
     throw BackendError("CudaKernel '" + s.expression +
                        "': compiled, but CUDA is unavailable to load it (" +
                        cuda_unavailable_reason() + ")");
-  if (launch.shared_mem > static_cast<std::size_t>(s.shared_limit)) {
+  if (launch.shared_mem > static_cast<std::size_t>(s.shared_limit.load())) {
     std::lock_guard lock(s.mutex);
     detail::cuda_api::set_max_dynamic_shared_memory(kernel, static_cast<int>(launch.shared_mem));
-    s.shared_limit = static_cast<int>(launch.shared_mem);
+    s.shared_limit.store(static_cast<int>(launch.shared_mem));
   }
   detail::cuda_api::LaunchDims dims{};
   for (int d = 0; d < 3; ++d) {

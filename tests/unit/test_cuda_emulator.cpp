@@ -519,6 +519,12 @@ TEST_F(Emulator, AModuleCompilesItsKernelsOnceAndSharesItsData) {
               cn::CudaModule(kModule, {"times"}, {.template_args = {"double", 3}});
             }).find("give each template kernel's arguments with its name"),
             std::string::npos);
+  // Module data errors name the module; a moved-from module says so.
+  const std::string data = message_of([&] { (void)m.get_global<int>("missing"); });
+  EXPECT_NE(data.find("CudaModule '"), std::string::npos) << data;
+  cn::CudaModule moved = std::move(again);
+  EXPECT_EQ(moved.size(), 3u);
+  EXPECT_NE(message_of([&] { again.compile(); }).find("moved from"), std::string::npos);
   // A compile error names the module and its kernels.
   cn::CudaModule broken(
       "extern \"C\" __global__ void a(int* x) { x[0] = y; }\n"

@@ -222,13 +222,19 @@ TEST_F(EmulatorCache, AHeaderTheKeyCannotFollowIsNeverServedStale) {
   EXPECT_EQ(run(), 5.0) << "the edited header, not a stale image";
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << "said once";
   EXPECT_EQ(cn::kernel_cache_stats().host_compiles, before.host_compiles + 2);
-  // Included by name, the same header is keyed and the kernel cached.
+  // Included by name, the same header is keyed and the kernel cached, also from a folder whose
+  // name the dependency list escapes ('#' as "\#", '$' as "$$").
+  src.write("in#c$/offset.cuh", "#define OFFSET 2.0\n");
   const std::string named = R"(
     #include <offset.cuh>
     extern "C" __global__ void add_offset(double* x) { x[threadIdx.x] += OFFSET; })";
-  cn::CudaKernel k(named, "add_offset", options);
-  k.compile_for(cn::Backend::emulated);
-  EXPECT_EQ(cache.entries().size(), 1u);
+  ::testing::internal::CaptureStderr();
+  for (const fs::path& dir : {src.path / "inc", src.path / "in#c$"}) {
+    cn::CudaKernel k(named, "add_offset", {.block_size = 8, .include_dirs = {dir}});
+    k.compile_for(cn::Backend::emulated);
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(cache.entries().size(), 2u);
 }
 
 TEST_F(EmulatorCache, CompileAllReadiesTheEmulatedImageSoTheFirstLaunchCompilesNothing) {

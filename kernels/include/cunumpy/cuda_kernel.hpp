@@ -595,15 +595,15 @@ class CudaModule : public detail::GlobalValues<CudaModule> {
   CudaKernel kernel(std::string_view expression) const;
   const std::vector<CudaKernel>& kernels() const noexcept { return kernels_; }
   std::size_t size() const noexcept { return kernels_.size(); }
-  const std::string& source() const noexcept;
+  const std::string& source() const;
   // The file compile errors give (CudaKernel::program_name of the first kernel).
   std::string program_name() const;
 
   // Compiles every kernel of the module at once (CudaKernel::compile and compile_for).
   void compile();
   void compile_for(Backend backend);
-  bool is_compiled_for(Backend backend) const noexcept;
-  bool loaded_from_cache() const noexcept;
+  bool is_compiled_for(Backend backend) const;
+  bool loaded_from_cache() const;
 
   // The module-scope data of the image `backend` runs, shared by all its kernels (see
   // CudaKernel::set_global_bytes).
@@ -614,6 +614,9 @@ class CudaModule : public detail::GlobalValues<CudaModule> {
   std::size_t global_bytes(std::string_view name, Backend backend);
 
  private:
+  // The first kernel (Error for a moved-from module).
+  const CudaKernel& first() const;
+  CudaKernel& first();
   std::vector<CudaKernel> kernels_;
 };
 

@@ -89,6 +89,7 @@ T cuda_reduce(std::string_view name, long long n, ReduceOp op, F& f,
   note_kernel_launch(name, grid, kParallelBlock, stream);
   parallel_reduce_partials<T><<<grid, kParallelBlock, 0, stream>>>(n, op, f, partials);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
+  note_kernel_launch(name, 1, kParallelBlock, stream);
   parallel_reduce_final<T><<<1, kParallelBlock, 0, stream>>>(partials, grid, op, result);
   CUNUMPY_CUDA_CHECK(cudaGetLastError());
   T host{};

@@ -159,7 +159,8 @@ std::vector<std::string> kernel_sanitizer_flags() {
   return {};
 }
 
-// The files of a make-style dependency list ("target: a b \\\n c"; "\\ " is a blank in a name).
+// The files of a make-style dependency list ("target: a b \\\n c"; in a name "\\ " is a blank,
+// "\\#" a '#' and "$$" a '$').
 std::vector<std::filesystem::path> dependency_files(const std::string& text) {
   std::vector<std::filesystem::path> out;
   std::string name;
@@ -170,8 +171,10 @@ std::vector<std::filesystem::path> dependency_files(const std::string& text) {
   };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
-      name += ' ';
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '#')) {
+      name += text[++i];
+    } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      name += '$';
       ++i;
     } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
       flush();
@@ -190,9 +193,10 @@ std::vector<std::filesystem::path> dependency_files(const std::string& text) {
   return out;
 }
 
-// The files the compiler read (the dependency list at `deps`) that the cache key does not
-// cover: neither the translation unit, nor a header the source's includes resolve to, nor one
-// of cunumpy's headers (their folder is named by their digest, which the key holds).
+// The files the compiler read (the dependency list at `deps`, system headers left out by
+// -MMD) that the cache key does not cover: neither the translation unit, nor a header the
+// source's includes resolve to, nor one of cunumpy's headers (the -I folder the key holds is
+// named by their digest), nor one of the CUDA toolkit's (its version is in the key).
 std::vector<std::filesystem::path> unkeyed_headers(
     const std::filesystem::path& deps, const std::vector<std::filesystem::path>& keyed) {
   namespace fs = std::filesystem;
@@ -201,12 +205,16 @@ std::vector<std::filesystem::path> unkeyed_headers(
   std::set<fs::path> covered;
   for (const fs::path& h : keyed) covered.insert(fs::weakly_canonical(h, ec));
   covered.insert(fs::weakly_canonical(deps.parent_path() / "kernel.cpp", ec));
-  const fs::path shipped = fs::weakly_canonical(cuda_include_dir(), ec);
+  const fs::path folders[] = {fs::weakly_canonical(cuda_include_dir(), ec),
+                              fs::weakly_canonical(toolkit_include_dir(), ec)};
+  auto inside = [](const fs::path& file, const fs::path& folder) {
+    const fs::path rel = file.lexically_relative(folder);
+    return !folder.empty() && !rel.empty() && *rel.begin() != "..";
+  };
   std::vector<fs::path> missed;
   for (const fs::path& f : dependency_files(read_file(deps))) {
     const fs::path c = fs::weakly_canonical(f, ec);
-    const auto rel = c.lexically_relative(shipped);
-    if (covered.count(c) != 0 || (!rel.empty() && *rel.begin() != "..")) continue;
+    if (covered.count(c) != 0 || inside(c, folders[0]) || inside(c, folders[1])) continue;
     missed.push_back(c);
   }
   return missed;
@@ -261,7 +269,8 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequ
   flags.push_back("-I" + cuda_include_dir().string());
   // (Appended piece by piece: GCC 12 warns, falsely, on "text" + std::string; -Wrestrict.)
   std::string text = "emulator\n";
-  for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity()})
+  for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity(),
+                                   toolkit_identity(), std::string("\n")})
     text += piece;
   for (const auto& f : flags) {
     text += f;

@@ -49,8 +49,8 @@ void cuda_check(int code, const char* call, const char* file, int line) {
     const std::string launches = cuda_api::recent_launches();
     std::fprintf(stderr,
                  "cunumpy: fatal: %s\n  the most recent kernel launches, newest first: %s\n  the "
-                 "CUDA context is unusable after this error; CUNUMPY_CUDA_DEBUG=1 names the "
-                 "failing kernel at its launch, compute-sanitizer the faulting line\n",
+                 "CUDA context is unusable after this error; CUNUMPY_CUDA_DEBUG=1 names a failing "
+                 "CudaKernel at its launch, compute-sanitizer the faulting line of any kernel\n",
                  message.c_str(), launches.empty() ? "none through cunumpy" : launches.c_str());
     std::fflush(stderr);
     std::abort();
