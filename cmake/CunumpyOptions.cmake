@@ -71,8 +71,8 @@ function(cunumpy_no_contraction target)
 endfunction()
 
 # cunumpy_layer(<name> SOURCES <files...> LINKS <targets...>): one static library per layer
-# (cunumpy_<name>, exported as cunumpy::<name>) that sees only the layers it links (those below
-# it: see ARCHITECTURE.md).  Its public headers are in include/ (installed); headers the
+# (cunumpy_<name>, exported as cunumpy::<name>) that sees only the layers it links (see
+# ARCHITECTURE.md), built from the folder that calls it.  Its public headers are in include/ (installed); headers the
 # library's own layers share but applications never see are in internal/ (build tree only).
 # Built position-independent, with warnings, into the export set.
 function(cunumpy_layer name)
@@ -94,4 +94,52 @@ function(cunumpy_layer name)
     install(DIRECTORY include/cunumpy DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "*.in" EXCLUDE)
   endif()
   install(TARGETS ${target} EXPORT cunumpyTargets)
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  cunumpy_layer_folder(${target} ${folder})
+endfunction()
+
+# cunumpy_layer_folder(<target> <folder>): <folder> (relative to the source tree) holds the
+# files of the layer built as <target>; recorded for the layer map below.
+function(cunumpy_layer_folder target folder)
+  set_property(GLOBAL APPEND PROPERTY CUNUMPY_LAYER_TARGETS ${target})
+  set_property(GLOBAL PROPERTY CUNUMPY_LAYER_FOLDER_${target} ${folder})
+endfunction()
+
+# cunumpy_write_layer_map(<file> APPS_LINK <targets...>): writes, for cmake/check_layers.cmake,
+# each recorded layer's folder and the recorded layers its target links directly (its
+# LINK_LIBRARIES, or INTERFACE_LINK_LIBRARIES for an interface target), and the folder apps/
+# as a layer that links APPS_LINK.  Written only when it changes.
+function(cunumpy_write_layer_map file)
+  cmake_parse_arguments(arg "" "" "APPS_LINK" ${ARGN})
+  get_property(targets GLOBAL PROPERTY CUNUMPY_LAYER_TARGETS)
+  set(text "# Written by CMake (cunumpy_write_layer_map): the layers and their link lists.\n")
+  set(names "")
+  foreach(target ${targets} apps)
+    if(target STREQUAL "apps")
+      set(folder apps)
+      set(links ${arg_APPS_LINK})
+    else()
+      get_property(folder GLOBAL PROPERTY CUNUMPY_LAYER_FOLDER_${target})
+      get_target_property(type ${target} TYPE)
+      if(type STREQUAL "INTERFACE_LIBRARY")
+        get_target_property(links ${target} INTERFACE_LINK_LIBRARIES)
+      else()
+        get_target_property(links ${target} LINK_LIBRARIES)
+      endif()
+    endif()
+    set(layer_links "")
+    foreach(link ${links})
+      string(REGEX REPLACE "^cunumpy::(.+)$" "cunumpy_\\1" link "${link}")
+      if(link STREQUAL "cunumpy_cunumpy")
+        set(link cunumpy)
+      endif()
+      if(link IN_LIST targets)
+        list(APPEND layer_links ${link})
+      endif()
+    endforeach()
+    list(APPEND names ${target})
+    string(APPEND text "set(layer_folder_${target} \"${folder}\")\nset(layer_links_${target} \"${layer_links}\")\n")
+  endforeach()
+  string(APPEND text "set(layers \"${names}\")\n")
+  file(CONFIGURE OUTPUT ${file} CONTENT "${text}" @ONLY)
 endfunction()

@@ -2,11 +2,11 @@
 #
 # The rule of ARCHITECTURE.md "Where work runs": the library passes the target of its arrays
 # down (cunumpy::Target, on(array)) and never selects a backend for a thread or the process
-# itself.  In the library's layers (device_headers, runtime/core, memory, kernels, mpi, io,
-# runtime/startup, include) no code outside a comment or a string literal
+# itself.  In the library's layers (device_headers, core, memory, loops, kernels, mpi, io,
+# runtime, include) no code outside a comment or a string literal
 #   - opens a backend scope: use_backend( or a UseBackend object,
 #   - sets the process default: set_backend( (the Runtime applies RuntimeOptions::backend, the
-#     user's own request, in runtime/startup/src/runtime.cpp alone),
+#     user's own request, in runtime/src/runtime.cpp alone),
 # other than where backend.hpp and backend.cpp define them.  testing/ (the GoogleTest helpers
 # that run a user's test code on a chosen backend) and apps/ are application code.  Prints
 # each violation and fails when there is one.
@@ -15,9 +15,9 @@ if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_backend_switches.cmake: pass -DSOURCE_DIR=<the source tree>")
 endif()
 
-set(_layers device_headers runtime/core memory kernels mpi io runtime/startup include)
-set(_defined_in runtime/core/include/cunumpy/backend.hpp runtime/core/src/backend.cpp)
-set(_set_backend_allowed runtime/startup/src/runtime.cpp)
+set(_layers device_headers core memory loops kernels mpi io runtime include)
+set(_defined_in core/include/cunumpy/backend.hpp core/src/backend.cpp)
+set(_set_backend_allowed runtime/src/runtime.cpp)
 
 set(_violations "")
 set(_files 0)

@@ -1,61 +1,78 @@
-# cmake -DSOURCE_DIR=<tree> -P check_layers.cmake
+# cmake -DSOURCE_DIR=<tree> -DLAYERS=<build>/layers.cmake -P check_layers.cmake
 #
-# The one rule of ARCHITECTURE.md: a layer includes headers of its own layer and of the
-# layers below it, never above.  Layers, lowest first, with the folders that hold them:
-#   0 device_headers   1 runtime/core   2 memory   3 kernels   4 mpi   5 io   6 runtime/startup
-#   7 include (the umbrella header)     8 testing (GoogleTest helpers)   9 apps
+# The one rule of ARCHITECTURE.md: a layer includes headers of its own layer and of the layers
+# its target links (directly or through the layers they link), never of any other.  The layer
+# map (LAYERS, written by CMake's cunumpy_write_layer_map) names each layer's folder and the
+# layers its target links, read from the targets themselves: the rule follows the link lists,
+# so two layers that link neither each other (loops and kernels) may not include each other.
 # Also: a public header (what is installed) includes no library-internal header
 # (cunumpy/internal/...) and no detail/ header.  Every #include <cunumpy/...> (or
-# "cunumpy/...") of every file in these folders is checked; a header that no layer provides
-# is an error too.  Prints each violation and fails when there is one.
+# "cunumpy/...") of every file in the layers' folders is checked; a header that no layer
+# provides is an error too.  Prints each violation and fails when there is one.
 cmake_minimum_required(VERSION 3.25)
-if(NOT SOURCE_DIR)
-  message(FATAL_ERROR "check_layers.cmake: pass -DSOURCE_DIR=<the source tree>")
+if(NOT SOURCE_DIR OR NOT LAYERS)
+  message(FATAL_ERROR "check_layers.cmake: pass -DSOURCE_DIR=<the source tree> -DLAYERS=<build>/layers.cmake")
 endif()
+include(${LAYERS})  # layers, layer_folder_<layer>, layer_links_<layer>
 
-set(_layers device_headers runtime/core memory kernels mpi io runtime/startup include testing apps)
+# What each layer may include: itself and every layer it reaches through its links.
+foreach(layer ${layers})
+  set(reach ${layer})
+  set(todo ${layer_links_${layer}})
+  while(todo)
+    list(POP_FRONT todo next)
+    if(NOT next IN_LIST reach)
+      list(APPEND reach ${next})
+      list(APPEND todo ${layer_links_${next}})
+    endif()
+  endwhile()
+  set(_reach_${layer} ${reach})
+endforeach()
 
-# Which layer provides each header name (cunumpy/...), and which headers are public.
-set(_index 0)
-foreach(layer ${_layers})
-  foreach(root include internal .)
-    set(dir ${SOURCE_DIR}/${layer}/${root})
-    # device_headers/cunumpy and include/cunumpy hold their headers directly.
-    set(flat FALSE)
-    if(layer STREQUAL "device_headers" OR layer STREQUAL "include")
-      set(flat TRUE)
-    endif()
-    if(flat AND NOT root STREQUAL ".")
-      continue()
-    endif()
-    if(NOT flat AND root STREQUAL ".")
-      continue()
-    endif()
+# Which layer provides each header name (cunumpy/...).  device_headers/ and include/ hold
+# their headers directly in cunumpy/; the others in include/cunumpy/ (public) and
+# internal/cunumpy/internal/ (library-internal).
+foreach(layer ${layers})
+  set(folder ${SOURCE_DIR}/${layer_folder_${layer}})
+  if(EXISTS ${folder}/cunumpy)
+    set(roots ${folder})
+  else()
+    set(roots ${folder}/include ${folder}/internal)
+  endif()
+  foreach(dir ${roots})
     file(GLOB_RECURSE headers RELATIVE ${dir} ${dir}/cunumpy/*.hpp ${dir}/cunumpy/*.cuh ${dir}/cunumpy/*.hpp.in)
     foreach(h ${headers})
       string(REGEX REPLACE "\\.in$" "" h "${h}")
-      set(_owner_${h} ${_index})
-      set(_owner_layer_${h} ${layer})
+      set(_owner_${h} ${layer})
     endforeach()
   endforeach()
-  math(EXPR _index "${_index} + 1")
 endforeach()
 
 set(_violations "")
 set(_files_checked 0)
-set(_index 0)
-foreach(layer ${_layers})
-  file(GLOB_RECURSE files ${SOURCE_DIR}/${layer}/*.hpp ${SOURCE_DIR}/${layer}/*.cuh ${SOURCE_DIR}/${layer}/*.cpp
-       ${SOURCE_DIR}/${layer}/*.cu ${SOURCE_DIR}/${layer}/*.hpp.in)
+foreach(layer ${layers})
+  set(folder ${layer_folder_${layer}})
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cuh ${SOURCE_DIR}/${folder}/*.cpp
+       ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.hpp.in)
   foreach(file ${files})
     file(RELATIVE_PATH rel ${SOURCE_DIR} ${file})
-    # runtime/startup lies inside runtime/: its files belong to it, not to runtime/core.
-    if(NOT layer STREQUAL "runtime/startup" AND rel MATCHES "^runtime/startup/")
+    # A file belongs to the layer with the deepest folder that holds it.
+    set(owner_depth 0)
+    set(owner "")
+    foreach(other ${layers})
+      string(LENGTH "${layer_folder_${other}}/" depth)
+      string(FIND "${rel}" "${layer_folder_${other}}/" at)
+      if(at EQUAL 0 AND depth GREATER owner_depth)
+        set(owner_depth ${depth})
+        set(owner ${other})
+      endif()
+    endforeach()
+    if(NOT owner STREQUAL layer)
       continue()
     endif()
     math(EXPR _files_checked "${_files_checked} + 1")
     set(public FALSE)
-    if(rel MATCHES "/include/cunumpy/" OR rel MATCHES "^device_headers/cunumpy/" OR rel MATCHES "^include/cunumpy/")
+    if(rel MATCHES "/include/cunumpy/" OR rel MATCHES "^(device_headers|include)/cunumpy/")
       set(public TRUE)
     endif()
     file(STRINGS ${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]cunumpy/")
@@ -65,21 +82,23 @@ foreach(layer ${_layers})
         string(APPEND _violations "  ${rel}: includes <${header}>, which no layer provides\n")
         continue()
       endif()
-      if(_owner_${header} GREATER _index)
+      if(NOT _owner_${header} IN_LIST _reach_${layer})
         string(APPEND _violations
-          "  ${rel} (layer ${layer}): includes <${header}> of the higher layer ${_owner_layer_${header}}\n")
+          "  ${rel} (layer ${layer}, folder ${folder}/): includes <${header}> of the layer "
+          "${_owner_${header}}, which ${layer} does not link (it reaches: ${_reach_${layer}})\n")
       endif()
       if(public AND (header MATCHES "^cunumpy/internal/" OR header MATCHES "/detail/"))
         string(APPEND _violations "  ${rel}: a public header includes the library-internal <${header}>\n")
       endif()
     endforeach()
   endforeach()
-  math(EXPR _index "${_index} + 1")
 endforeach()
 
 if(_violations)
   message(FATAL_ERROR "check_layers: includes that break the layer rule (ARCHITECTURE.md):\n${_violations}"
-                      "Move the code to the layer that owns what it needs, or pass what it needs down as an "
-                      "argument or through the layer's context.")
+                      "Move the code to the layer that owns what it needs, link that layer if it lies below, or "
+                      "pass what it needs down as an argument or through the layer's context.")
 endif()
-message(STATUS "check_layers: ${_files_checked} files, every include goes to its own layer or one below")
+list(LENGTH layers _layer_count)
+message(STATUS "check_layers: ${_files_checked} files in ${_layer_count} layers, every include goes to its own "
+               "layer or one its target links")

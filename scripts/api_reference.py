@@ -23,12 +23,13 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYERS = [  # (page, title, header folder), lowest layer first
     ("device", "Device headers (host and device code, NVRTC)", "device_headers/cunumpy"),
-    ("core", "Core: backends, arrays, transfers, streams, profiling", "runtime/core/include/cunumpy"),
+    ("core", "Core: backends, arrays, transfers, streams, profiling", "core/include/cunumpy"),
     ("memory", "Memory: pools, staging, mirrors", "memory/include/cunumpy"),
-    ("kernels", "Kernels: loops, random numbers, algorithms, CUDA kernels", "kernels/include/cunumpy"),
+    ("loops", "Loops: parallel loops, random numbers, algorithms, FFT", "loops/include/cunumpy"),
+    ("kernels", "Kernels: CUDA kernels compiled at run time, the emulator, kernel pairs", "kernels/include/cunumpy"),
     ("mpi", "MPI: communication, decomposition, halo exchange, migration", "mpi/include/cunumpy"),
     ("io", "I/O: HDF5 and openPMD", "io/include/cunumpy"),
-    ("runtime", "Runtime: start-up", "runtime/startup/include/cunumpy"),
+    ("runtime", "Runtime: start-up", "runtime/include/cunumpy"),
     ("umbrella", "Umbrella and version headers", "include/cunumpy"),
     ("testing", "Testing helpers (GoogleTest)", "testing/include/cunumpy"),
 ]

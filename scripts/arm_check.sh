@@ -37,6 +37,7 @@ fi
 out="${BUILD_DIR:-$CUNUMPY_ROOT/build}/arm"
 mkdir -p "$out"
 src="$CUNUMPY_ROOT"
+l="$src/loops/src"
 k="$src/kernels/src"
 # The sources' includes are the source tree's, and a build configuration of their own (host
 # only: no CUDA, NVTX, MPI).
@@ -54,22 +55,22 @@ cat >"$out/generated/cunumpy/build_config.hpp" <<'CONFIG'
 #define CUNUMPY_HAS_HDF5() 0
 #define CUNUMPY_HAS_PETSC() 0
 CONFIG
-flags=(-O2 -std=c++20 -ffp-contract=off -I"$k" -I"$src/device_headers" -I"$src/kernels/include"
-       -I"$src/runtime/core/include" -I"$src/apps/pic" -I"$src/tests/pic" -I"$out/generated")
-aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$k/host_simd/targets.cpp" \
-  "$k/host_simd/generators.cpp" "$k/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
+flags=(-O2 -std=c++20 -ffp-contract=off -I"$l" -I"$k" -I"$src/device_headers" -I"$src/loops/include"
+       -I"$src/kernels/include" -I"$src/core/include" -I"$src/core/internal" -I"$src/apps/pic" -I"$src/tests/pic" -I"$out/generated")
+aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$l/host_simd/targets.cpp" \
+  "$l/host_simd/generators.cpp" "$l/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
   -o "$out/host_simd_check"
-aarch64-linux-gnu-g++ "${flags[@]}" "$k/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
-# The kernel emulator's engine, with the kernels layer's pieces it calls (the include
+aarch64-linux-gnu-g++ "${flags[@]}" "$l/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
+# The kernel emulator's engine, with the kernel layer's pieces it calls (the include
 # resolution, the kernel cache, the device headers the library carries).
 cmake -DDIR="$src/device_headers" -DOUT="$out/embedded_headers.cpp" -P "$src/cmake/embed_headers.cmake"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w -DCUNUMPY_CUDA_LIBRARY_DIR='""' \
   -DCUNUMPY_CUDA_INCLUDE_DIR='""' -Wno-psabi -I"$src/tests/support" "$src/tests/arm/emulator_check.cpp" "$k/emulator/engine.cpp" "$k/emulator/compile.cpp" "$k/emulator/symbols.cpp" \
   "$k/cuda_signature.cpp" "$k/cuda_compiler.cpp" "$k/kernel_cache.cpp" "$out/embedded_headers.cpp" \
-  "$src/runtime/core/src/files.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
+  "$src/core/src/files.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
   /usr/lib/aarch64-linux-gnu/libcrypto.so -o "$out/emulator_check"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \
-  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$k/host_simd/targets.cpp" \
+  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$l/host_simd/targets.cpp" \
   /usr/lib/aarch64-linux-gnu/libhwy.so.1 -o "$out/pic_step_check"
 run() {  # cpu, CUNUMPY_HOST_SIMD, program
   qemu-aarch64-static -cpu "$1" -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu \

@@ -12,6 +12,7 @@
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/backend.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/internal/text.hpp>
 #include <cunumpy/ledger.hpp>
 #include <cunumpy/memory.hpp>
 
@@ -403,9 +404,8 @@ struct CudaKernel::State {
 namespace {
 void check_block(const Dim3& b, const std::string& kernel) {
   if (b.x <= 0 || b.y <= 0 || b.z <= 0 || b.product() > 1024)
-    throw ValueError("CudaKernel '" + kernel + "': block (" + std::to_string(b.x) + ", " +
-                     std::to_string(b.y) + ", " + std::to_string(b.z) +
-                     ") must have positive extents and at most 1024 threads");
+    throw ValueError("CudaKernel '" + kernel + "': block " + detail::dims_text(b.x, b.y, b.z) +
+                     " must have positive extents and at most 1024 threads");
 }
 
 // The file compile errors give: source_file, else source_dir / name.cu, else name.cu.
@@ -982,9 +982,8 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
   // of the kernel's run names the kernel, its grid and block.
   auto named = [&](const CudaError& e, const char* when) {
     std::string where = std::string("CUDA error ") + when + " kernel '" + s.expression +
-                        "' with grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) +
-                        ", " + std::to_string(grid.z) + ") and block (" + std::to_string(block.x) +
-                        ", " + std::to_string(block.y) + ", " + std::to_string(block.z) + "): ";
+                        "' with grid " + detail::dims_text(grid.x, grid.y, grid.z) + " and block " +
+                        detail::dims_text(block.x, block.y, block.z) + ": ";
     return CudaError(where + e.what(), e.code());
   };
   try {

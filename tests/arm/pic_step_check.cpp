@@ -9,7 +9,7 @@
 #include "host_simd/targets.hpp"
 #include "host_step_case.hpp"
 
-// The library's cunumpy::host_simd() (kernels/src/algorithms.cpp), which the mini-app's vector
+// The library's cunumpy::host_simd() (loops/src/algorithms.cpp), which the mini-app's vector
 // loop follows; this check links the target choice alone.
 std::string cunumpy::host_simd() {
   return detail::host_simd::choice().report;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/text.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -328,13 +329,7 @@ uint3 thread_of(long long t, const Dim3& block) {
 }
 
 std::string block_name(const uint3& b) {
-  std::string s = "(";
-  s += std::to_string(b.x);
-  s += ", ";
-  s += std::to_string(b.y);
-  s += ", ";
-  s += std::to_string(b.z);
-  return s += ')';
+  return dims_text(b.x, b.y, b.z);
 }
 
 // Completes the warp operations every live lane of a warp has reached; returns whether any
@@ -628,13 +623,7 @@ const cunumpy_emulator::Hooks& emulator_hooks() noexcept {
 
 namespace {
 std::string dims(const Dim3& d) {
-  std::string s(1, '(');  // piece by piece: GCC 12 warns, falsely, on "(" + std::string
-  for (const long long e : {d.x, d.y, d.z}) {
-    if (s.size() > 1) s += ", ";
-    s += std::to_string(e);
-  }
-  s += ')';
-  return s;
+  return dims_text(d.x, d.y, d.z);
 }
 
 // The failure of a launch, as the caller sees it (at the launch or at a later synchronize()):

@@ -10,6 +10,7 @@
 
 #include <cunumpy/cuda_check.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/internal/text.hpp>
 
 namespace cunumpy::detail::cuda_api {
 namespace {
@@ -31,14 +32,8 @@ Recent& recent() {
   return *r;
 }
 
-// "(4, 1, 1)", appended piece by piece (GCC 12 warns, falsely, on "text" + std::string).
 void append_dims(std::string& out, const unsigned int (&d)[3]) {
-  out += '(';
-  for (int i = 0; i < 3; ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(d[i]);
-  }
-  out += ')';
+  out += dims_text(d[0], d[1], d[2]);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// kernels/src/host_simd/config.hpp: the Highway targets the host's vector loops are compiled
+// loops/src/host_simd/config.hpp: the Highway targets the host's vector loops are compiled
 // for.  Included first by every translation unit that includes Highway (before its headers).
 //
 // x86-64: AVX-512 (Highway's AVX3: Skylake-SP and later, AMD Zen 4), AVX2 (Haswell, AMD Zen 1-3

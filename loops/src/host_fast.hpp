@@ -1,4 +1,4 @@
-// kernels/src/host_fast.hpp: host loops for the hottest generators, run over OpenMP threads:
+// loops/src/host_fast.hpp: host loops for the hottest generators, run over OpenMP threads:
 // whole vectors through host_simd/generators.cpp (one Highway source, the target chosen at run
 // time), the last elements (and everything under CUNUMPY_HOST_SIMD=portable) by the device's
 // formulas (random.cuh, morton.cuh) one at a time.  The same bits either way.

@@ -1,4 +1,4 @@
-// kernels/src/host_simd/dispatch.hpp: calls a Highway-exported kernel for the target of
+// loops/src/host_simd/dispatch.hpp: calls a Highway-exported kernel for the target of
 // targets.hpp.  Included once per Highway translation unit, in its HWY_ONCE part.
 //
 // Highway's own HWY_DYNAMIC_DISPATCH follows a process-wide choice that an application using

@@ -1,4 +1,4 @@
-// kernels/src/sort/plain_steps.hpp: the plain steps of a bucket's sort (the insertion of a
+// loops/src/sort/plain_steps.hpp: the plain steps of a bucket's sort (the insertion of a
 // pair, the prefix scan of the counts), shared by the plain loops (bucket_sort.cpp) and the
 // vector ones' slow paths and one-lane entries (sort_simd.cpp).
 #pragma once

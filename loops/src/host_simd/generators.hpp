@@ -1,4 +1,4 @@
-// kernels/src/host_simd/generators.hpp: the vector loops of the Philox fills and the Morton
+// loops/src/host_simd/generators.hpp: the vector loops of the Philox fills and the Morton
 // keys (generators.cpp: one Highway source, every target of config.hpp).  Each handles whole
 // vectors from `begin` on and returns where it stopped; the caller's plain loop (the device's
 // formulas) finishes the last elements.  Only called when host_simd::vector_loops().

@@ -1,4 +1,4 @@
-// kernels/src/sort/bucket_sort.hpp: a top bucket's sort, the second half of the host's
+// loops/src/sort/bucket_sort.hpp: a top bucket's sort, the second half of the host's
 // stable radix sort (host_sort.cpp does the first: the top digit's scatter; bucket_sort.cpp
 // this one; sort_simd.cpp its vector pieces).  The figures in its comments were measured with
 // apps/bench_algorithms sort_by_key and sort_by_key_cells.

@@ -1,4 +1,4 @@
-// kernels/src/host_simd/targets.hpp: which instruction set the host's vector loops (the sort,
+// loops/src/host_simd/targets.hpp: which instruction set the host's vector loops (the sort,
 // the Morton keys, the Philox fills) run with, chosen once at run time.
 //
 // The loops are written once against Google Highway and compiled for each target of

@@ -1,4 +1,4 @@
-// kernels/src/sort/host_sort.hpp: the host's stable radix sort behind sort_by_key (host memory
+// loops/src/sort/host_sort.hpp: the host's stable radix sort behind sort_by_key (host memory
 // and the emulated device's arena).  Compiled by the host compiler only: host_sort.cpp (the top
 // digit), bucket_sort.cpp (each bucket), sort_simd.cpp (their vector pieces, one Highway
 // source for every target, chosen at run time: host_simd/targets.hpp).
