@@ -8,6 +8,11 @@
 //   elementwise/<n>       a barrier-free axpy over n doubles through the emulator (2^20: in the
 //                         caches; 2^24: from memory) ...
 //   hand_loop/<n>         ... and the same loop written by hand on the host (goal: within 1.5x)
+//   module_axpy/<n>       the axpy of a module whose other kernel has barriers (searched kernel
+//                         by kernel: a loop, as elementwise) ...
+//   module_axpy_fibers/<n> ... and an axpy that names that kernel's barrier function (never
+//                         called): fibers, what every kernel of such a module cost when the
+//                         whole source was searched at once
 //   warp_reduce_1024      a block reduction with warp shuffles, 1024 threads
 #include <benchmark/benchmark.h>
 
@@ -53,6 +58,44 @@ void elementwise(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// A module: the axpy beside a kernel with a barrier; axpy_named names the barrier's function
+// on a branch never taken.
+const char* kModuleWithBarrier = R"(
+  __device__ void stage(double* tile, double v) { tile[threadIdx.x] = v; __syncthreads(); }
+  extern "C" __global__ void tiled(double* y) {
+    __shared__ double tile[256];
+    stage(tile, y[threadIdx.x]);
+    y[threadIdx.x] = tile[(threadIdx.x + 1) % 256];
+  }
+  extern "C" __global__ void axpy(double a, const double* x, double* y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+  }
+  extern "C" __global__ void axpy_named(double a, const double* x, double* y, long long n) {
+    __shared__ double tile[256];
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (n < 0) stage(tile, a);
+    if (i < n) y[i] = a * x[i] + y[i];
+  })";
+
+void module_axpy_as(benchmark::State& state, const char* kernel) {
+  auto e = cn::use_backend(cn::Backend::emulated);
+  const long long n = state.range(0);
+  cn::CudaModule m(kModuleWithBarrier, {"tiled", "axpy", "axpy_named"}, {.block_size = 256});
+  cn::CudaKernel k = m.kernel(kernel);
+  auto x = cn::ones<double>({n});
+  auto y = cn::zeros<double>({n});
+  k(cn::threads(n), 2.0, x, y, n);
+  for (auto _ : state) k(cn::threads(n), 2.0, x, y, n);
+  state.SetItemsProcessed(state.iterations() * n);
+}
+void module_axpy(benchmark::State& state) {
+  module_axpy_as(state, "axpy");
+}
+void module_axpy_fibers(benchmark::State& state) {
+  module_axpy_as(state, "axpy_named");
+}
+
 void hand_loop(benchmark::State& state) {
   const long long n = state.range(0);
   auto x = cn::ones<double>({n}, cn::Backend::host);
@@ -87,5 +130,7 @@ void warp_reduce_1024(benchmark::State& state) {
 BENCHMARK(barriers_256x9)->Unit(benchmark::kMicrosecond);
 BENCHMARK(elementwise)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMicrosecond);
 BENCHMARK(hand_loop)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMicrosecond);
+BENCHMARK(module_axpy)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
+BENCHMARK(module_axpy_fibers)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 BENCHMARK(warp_reduce_1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -367,6 +367,43 @@ TEST_F(Emulator, ABarrierFromAnOptionIsMetAndAHiddenOneIsExplained) {
   EXPECT_NE(what.find("runs its threads as a loop"), std::string::npos) << what;
 }
 
+// A module's kernels are searched for barriers one by one: the kernel whose barrier lies two
+// calls and a macro down runs as fibers that meet there; a kernel without a barrier runs as a
+// loop beside it (a barrier hidden from the search, reached there, says so: with one search
+// for the whole source it would run as fibers and pass unnoticed).
+TEST_F(Emulator, AModulesKernelsRunAsFibersOnlyWhereTheyMeetBarriers) {
+  const char* source = R"(
+    #define PASTE(a, b) a##b
+    #define SYNC() __syncthreads()
+    __device__ void stage(double* tile, double v) { tile[threadIdx.x] = v; SYNC(); }
+    __device__ double rotated(double* tile, const double* x, int i) {
+      stage(tile, x[i]);
+      return tile[(threadIdx.x + 1) % blockDim.x];
+    }
+    extern "C" __global__ void rotate(const double* x, double* y) {
+      __shared__ double tile[64];
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      y[i] = rotated(tile, x, i);
+    }
+    extern "C" __global__ void hidden(double* y) {
+      __shared__ double tile[64];
+      tile[threadIdx.x] = y[threadIdx.x];
+      PASTE(__sync, threads)();
+      y[threadIdx.x] = tile[(threadIdx.x + 1) % 64];
+    })";
+  cn::CudaModule m(source, {"rotate", "hidden"}, {.block_size = 64});
+  const long long n = 128;
+  auto x = cn::arange<double>(0.0, static_cast<double>(n), 1.0);
+  auto y = cn::zeros<double>({n});
+  m.kernel("rotate")(cn::threads(n), x, y);
+  const auto h = cn::to_host(y);
+  for (long long i = 0; i < n; ++i)
+    ASSERT_EQ(h(i), static_cast<double>(i / 64 * 64 + (i + 1) % 64)) << i;
+  const std::string what = message_of([&] { m.kernel("hidden")(cn::threads(64), y); });
+  EXPECT_NE(what.find("CUDA kernel 'hidden'"), std::string::npos) << what;
+  EXPECT_NE(what.find("runs its threads as a loop"), std::string::npos) << what;
+}
+
 TEST_F(Emulator, BlockReductionsOfEveryTypeEqualTheHost) {
   const char* types[] = {"int",   "unsigned int", "long long", "unsigned long long",
                          "float", "double"};

@@ -24,6 +24,7 @@
 #include "../cuda_compiler.hpp"
 #include "../cuda_source.hpp"
 #include "../kernel_cache.hpp"
+#include "barriers.hpp"
 #include "library.hpp"
 
 namespace cunumpy {
@@ -388,24 +389,12 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequ
     kernels.push_back(std::move(k));
   }
   init(&emulator_hooks());
-  // Barriers and warp operations need the threads as fibers; other kernels run as loops.  The
-  // headers the source includes count too (a device function there may hold the barrier), and
-  // the -D options (a macro may).
-  std::string code = strip_comments(r.source);
-  for (const std::string& h : headers) {
-    code += '\n';
-    code += strip_comments(h);
-  }
-  for (const std::string& o : r.options) {
-    code += '\n';
-    code += o;
-  }
-  // (Over the whole source: a kernel of a module whose other kernels hold the barriers runs
-  // as fibers too, correct and slower.)
-  bool barriers = false;
-  for (const char* sync : {"__syncthreads", "__syncwarp", "_sync(", "block_reduce", "warp_reduce"})
-    barriers = barriers || code.find(sync) != std::string::npos;
-  for (auto& k : kernels) k->barriers = barriers;
+  // Barriers and warp operations need the threads as fibers; other kernels run as loops.  Kernel
+  // by kernel (a module's barrier-free kernels run as loops beside its tiled ones): the
+  // functions and macros each names, in the source, the headers it includes and the -D options.
+  const std::vector<bool> barriers =
+      kernels_with_barriers(r.source, headers, r.options, r.expressions);
+  for (std::size_t i = 0; i < kernels.size(); ++i) kernels[i]->barriers = barriers[i];
   return kernels;
 }
 

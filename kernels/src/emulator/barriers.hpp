@@ -1,0 +1,20 @@
+// kernels/src/emulator/barriers.hpp: which kernels of a source need their threads as fibers
+// (private to the kernel emulator).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cunumpy::detail {
+
+// For each kernel (a name expression: "push", "times<double, 3>"), whether it may reach a
+// barrier or a warp operation: its body, or a function or macro it names (directly or through
+// others, in the source, the included headers' texts or the -D options), holds one.  True
+// wherever the search cannot tell and the source synchronises anywhere.
+std::vector<bool> kernels_with_barriers(std::string_view source,
+                                        const std::vector<std::string>& headers,
+                                        const std::vector<std::string>& options,
+                                        const std::vector<std::string>& kernels);
+
+}  // namespace cunumpy::detail
