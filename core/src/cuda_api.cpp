@@ -219,7 +219,14 @@ void* library_load(const void* image) {
 }
 
 void library_unload(void* library) noexcept {
-  if (library != nullptr && cudaLibraryUnload(static_cast<cudaLibrary_t>(library)) != cudaSuccess)
+  if (library == nullptr) return;
+  // Kernels of the library may still run or wait on a stream (the last handle on a kernel can
+  // go while its launches are queued), and unloading a library under them is undefined
+  // behaviour: the device finishes its work first.  A sticky error stays for the next check
+  // to report; any other (the runtime shutting down at exit) is cleared.
+  const cudaError_t synced = cudaDeviceSynchronize();
+  if (synced != cudaSuccess && !cuda_error_is_sticky(synced)) (void)cudaGetLastError();
+  if (cudaLibraryUnload(static_cast<cudaLibrary_t>(library)) != cudaSuccess)
     (void)cudaGetLastError();
 }
 

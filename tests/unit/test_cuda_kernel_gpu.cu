@@ -128,6 +128,31 @@ TEST_F(OnGpu, ModuleKernelsShareOneImageAndItsData) {
   EXPECT_EQ(&m.kernel("fill").cubin(), &m.kernel("block_total").cubin());
 }
 
+// The last handle on a kernel goes while its launches are still queued behind a long one:
+// its library is unloaded only after they ran (unloading it under them is undefined
+// behaviour), and they compute what they should.
+TEST_F(OnGpu, AKernelDestroyedWithLaunchesInFlightLetsThemFinish) {
+  cn::Stream stream(cn::Backend::cuda);
+  auto x = cn::zeros<double>({1 << 20});
+  {
+    cn::CudaKernel spin(R"(
+      extern "C" __global__ void spin_then_add(double* x, long long n, long long rounds) {
+        const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        double v = x[i];
+        for (long long r = 0; r < rounds; ++r) v = v * 0.5 + 1.0;  // converges to 2
+        x[i] = v + 1.0;
+      })",
+                        "spin_then_add", {.debug = false});
+    for (int k = 0; k < 4; ++k)
+      spin(cn::Launch{.n_threads = x.size(), .stream = stream.ref()}, x, x.size(), 200000LL);
+  }  // the kernel and its program are gone here; the launches may not be
+  stream.synchronize();
+  const auto h = cn::to_host(x);
+  EXPECT_DOUBLE_EQ(h(0), 3.0);
+  EXPECT_DOUBLE_EQ(h(x.size() - 1), 3.0);
+}
+
 // A kernel that faults, launched without debug mode: the error surfaces at the synchronize,
 // whose message names the kernel among the most recent launches (in a child process: the
 // context is lost after it).

@@ -56,6 +56,7 @@ void stream_synchronize(void* stream);
 // Run-time compiled kernels: a CUBIN image loaded as a library (cudaLibraryLoadData, so no
 // layer links the driver library), its kernels, their launch and attributes.
 void* library_load(const void* image);
+// Unloads after the device has finished its work (launches from the library may be in flight).
 void library_unload(void* library) noexcept;
 void* library_kernel(void* library, const char* name);
 // A module-scope variable (__constant__ or __device__) of a library: its device address, and
