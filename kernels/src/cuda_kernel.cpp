@@ -379,13 +379,29 @@ struct CudaKernel::Program {
   std::string owner;                     // what compile errors name
   std::string program_name;              // the file compile errors give
   std::mutex mutex;
-  std::atomic<bool> compiled{false};  // set last, under the mutex; read without it
-  detail::CompiledCode code;
-  void* library = nullptr;
-  std::vector<void*> kernels;  // per expression, once loaded
-  std::vector<std::shared_ptr<detail::EmulatedKernel>>
-      emulated;  // per expression: compiled by the host compiler on first emulated launch
-  ~Program() { detail::cuda_api::library_unload(library); }
+  // The compiled image per target, each made whole or not at all:
+  // NVRTC's CUBIN, loaded as a CUDA library when a GPU is present (by compile()) ...
+  struct CudaImage {
+    detail::CompiledCode code;
+    void* library = nullptr;
+    std::vector<void*> kernels;  // per expression
+    CudaImage() = default;
+    CudaImage(CudaImage&& o) noexcept
+        : code(std::move(o.code)),
+          library(std::exchange(o.library, nullptr)),
+          kernels(std::move(o.kernels)) {}
+    CudaImage& operator=(CudaImage&& o) noexcept {
+      std::swap(code, o.code);
+      std::swap(library, o.library);
+      std::swap(kernels, o.kernels);
+      return *this;
+    }
+    ~CudaImage() { detail::cuda_api::library_unload(library); }
+  };
+  CudaImage cuda;
+  std::atomic<bool> compiled{false};  // `cuda` is set: set last, under the mutex; read without it
+  // ... and the emulator's library, per expression (by compile_for(emulated)).
+  std::vector<std::shared_ptr<detail::EmulatedKernel>> emulated;
 };
 
 // One kernel: its program and its place there, its signature and launch settings.
@@ -683,23 +699,16 @@ void CudaKernel::compile() {
   r.headers = included_headers();  // resolved once: for the options and the cache key
   r.options = options_for(r.headers, r.arch);
   detail::CompiledCode code = detail::compile_cuda(r);
-  // Loaded into locals and kept only whole: a kernel that cannot be found leaves nothing behind
-  // (a later attempt starts again, never with a list that is off by one).
-  void* library = nullptr;
-  std::vector<void*> kernels;
+  // Loaded into a local image and kept only whole: a kernel that cannot be found leaves nothing
+  // behind (a later attempt starts again, never with a list that is off by one).
+  Program::CudaImage image;
   if (cuda_available()) {
-    library = detail::cuda_api::library_load(code.cubin.data());
-    try {
-      for (const std::string& lowered : code.lowered_names)
-        kernels.push_back(detail::cuda_api::library_kernel(library, lowered.c_str()));
-    } catch (...) {
-      detail::cuda_api::library_unload(library);
-      throw;
-    }
+    image.library = detail::cuda_api::library_load(code.cubin.data());
+    for (const std::string& lowered : code.lowered_names)
+      image.kernels.push_back(detail::cuda_api::library_kernel(image.library, lowered.c_str()));
   }
-  p.code = std::move(code);
-  p.library = library;
-  p.kernels = std::move(kernels);
+  image.code = std::move(code);
+  p.cuda = std::move(image);
   p.compiled.store(true, std::memory_order_release);
 }
 
@@ -734,11 +743,11 @@ void* CudaKernel::global_address(std::string_view name, Backend backend, std::si
   compile_for(backend);
   void* address = nullptr;
   if (backend == Backend::cuda) {
-    if (s.program->library == nullptr)
+    if (s.program->cuda.library == nullptr)
       throw BackendError(s.program->owner + ": module data on cuda needs a device (" +
                          cuda_unavailable_reason() + "); use Backend::emulated");
     address =
-        detail::cuda_api::library_global(s.program->library, std::string(name).c_str(), bytes);
+        detail::cuda_api::library_global(s.program->cuda.library, std::string(name).c_str(), bytes);
   } else {
     address = detail::emulated_global(*emulated(), name, bytes);
   }
@@ -816,7 +825,7 @@ bool CudaKernel::is_compiled_for(Backend backend) const noexcept {
 bool CudaKernel::loaded_from_cache() const noexcept {
   const Program& p = *state_->program;
   std::lock_guard lock(state_->program->mutex);
-  if (p.compiled.load()) return p.code.from_cache;
+  if (p.compiled.load()) return p.cuda.code.from_cache;
   return !p.emulated.empty() && detail::from_cache(*p.emulated.front());
 }
 
@@ -826,7 +835,7 @@ std::string CudaKernel::program_name() const {
 const std::string& CudaKernel::cubin() const {
   if (!is_compiled())
     throw Error("CudaKernel '" + state_->name + "': not compiled yet; call compile() first");
-  return state_->program->code.cubin;
+  return state_->program->cuda.code.cubin;
 }
 
 std::pair<Dim3, Dim3> CudaKernel::launch_shape(std::optional<Dim3> n_threads,
@@ -924,7 +933,7 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
     }
   }
   const std::pair<Dim3, Dim3> shape = launch_shape(n_threads, launch.grid, launch.block);
-  const Dim3 grid = shape.first, block = shape.second;  // captured below: no structured binding
+  const Dim3 grid = shape.first, block = shape.second;
   PackedArgs packed = prepare(args, now);
   if (launch.shared_mem > static_cast<std::size_t>(default_shared_memory_per_block)) {
     const int opt_in = max_shared_memory_per_block(true, backend);
@@ -933,26 +942,9 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
                        " bytes of dynamic shared memory requested, the device allows at most " +
                        std::to_string(opt_in) + " per block; use less or split the work");
   }
-  if (grid.product() == 0) return;     // nothing to launch
-  if (backend == Backend::emulated) {  // the kernel emulator, on the emulated device's arrays
-    compile_for(Backend::emulated);
-    const StreamRef stream = given.value_or(current_stream(Backend::emulated));
-    if (!now && stream.backend() == Backend::emulated && !debug_active()) {
-      // Queued on the stream's worker (the default stream runs it now), with the packed
-      // argument bytes; debug mode runs it now to report errors at the launch.
-      auto kernel = emulated();
-      auto args_now = std::make_shared<PackedArgs>(std::move(packed));
-      const std::size_t shared = launch.shared_mem;
-      std::function<void()> work = [kernel, grid, block, args_now, shared] {
-        detail::emulate_launch(*kernel, grid, block, args_now->pointers(), shared);
-      };
-      if (!detail::emulated_enqueue(stream, work)) work();
-      return;
-    }
-    if (!now) detail::emulated_drain(stream);
-    detail::emulate_launch(*emulated(), grid, block, packed.pointers(), launch.shared_mem);
-    return;
-  }
+  if (grid.product() == 0) return;  // nothing to launch
+  Checked checked{grid, block, std::move(packed), launch.shared_mem, given};
+  if (backend == Backend::emulated) return launch_emulated(std::move(checked), mode);
   if (backend != Backend::cuda)
     throw BackendError("CudaKernel '" + s.expression +
                        "': a launch needs a device backend (cuda, or emulated for the "
@@ -961,33 +953,60 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
                        std::string(to_string(backend)) + " (" + backend_reason() +
                        "); pass device arrays, launch on a device stream or target, or on "
                        "host use a host implementation of the kernel");
+  launch_cuda(std::move(checked));
+}
+
+// The kernel emulator, on the emulated device's arrays: queued on the stream's worker (the
+// default stream runs it now) with the packed argument bytes; debug mode and emulate() run it
+// now (debug mode to report errors at the launch).
+void CudaKernel::launch_emulated(Checked c, Mode mode) {
+  compile_for(Backend::emulated);
+  const bool now = mode == Mode::emulate_now;
+  const StreamRef stream = c.stream.value_or(current_stream(Backend::emulated));
+  if (!now && stream.backend() == Backend::emulated && !debug_active()) {
+    auto kernel = emulated();
+    auto args = std::make_shared<PackedArgs>(std::move(c.args));
+    std::function<void()> work = [kernel, grid = c.grid, block = c.block, args,
+                                  shared = c.shared_mem] {
+      detail::emulate_launch(*kernel, grid, block, args->pointers(), shared);
+    };
+    if (!detail::emulated_enqueue(stream, work)) work();
+    return;
+  }
+  if (!now) detail::emulated_drain(stream);
+  detail::emulate_launch(*emulated(), c.grid, c.block, c.args.pointers(), c.shared_mem);
+}
+
+// CUDA: the kernel of the loaded CUBIN, launched on the stream through the CUDA door; an
+// error of the launch (or, in debug mode, of the kernel's run) names the kernel, grid and block.
+void CudaKernel::launch_cuda(Checked c) {
+  State& s = *state_;
   compile();
-  void* const kernel = s.program->kernels.empty() ? nullptr : s.program->kernels[s.index];
+  const auto& loaded = s.program->cuda.kernels;
+  void* const kernel = loaded.empty() ? nullptr : loaded[s.index];
   if (kernel == nullptr)
     throw BackendError("CudaKernel '" + s.expression +
                        "': compiled, but CUDA is unavailable to load it (" +
                        cuda_unavailable_reason() + ")");
-  if (launch.shared_mem > static_cast<std::size_t>(s.shared_limit.load())) {
+  if (c.shared_mem > static_cast<std::size_t>(s.shared_limit.load())) {
     std::lock_guard lock(s.mutex);
-    detail::cuda_api::set_max_dynamic_shared_memory(kernel, static_cast<int>(launch.shared_mem));
-    s.shared_limit.store(static_cast<int>(launch.shared_mem));
+    detail::cuda_api::set_max_dynamic_shared_memory(kernel, static_cast<int>(c.shared_mem));
+    s.shared_limit.store(static_cast<int>(c.shared_mem));
   }
   detail::cuda_api::LaunchDims dims{};
   for (int d = 0; d < 3; ++d) {
-    dims.grid[d] = static_cast<unsigned int>(grid[d]);
-    dims.block[d] = static_cast<unsigned int>(block[d]);
+    dims.grid[d] = static_cast<unsigned int>(c.grid[d]);
+    dims.block[d] = static_cast<unsigned int>(c.block[d]);
   }
-  const StreamRef stream = given.value_or(current_stream(Backend::cuda));
-  // An error of the launch itself (a bad configuration, too many resources) or, in debug mode,
-  // of the kernel's run names the kernel, its grid and block.
+  const StreamRef stream = c.stream.value_or(current_stream(Backend::cuda));
   auto named = [&](const CudaError& e, const char* when) {
     std::string where = std::string("CUDA error ") + when + " kernel '" + s.expression +
-                        "' with grid " + detail::dims_text(grid.x, grid.y, grid.z) + " and block " +
-                        detail::dims_text(block.x, block.y, block.z) + ": ";
+                        "' with grid " + detail::dims_text(c.grid.x, c.grid.y, c.grid.z) +
+                        " and block " + detail::dims_text(c.block.x, c.block.y, c.block.z) + ": ";
     return CudaError(where + e.what(), e.code());
   };
   try {
-    detail::cuda_api::launch_kernel(kernel, dims, packed.pointers(), launch.shared_mem,
+    detail::cuda_api::launch_kernel(kernel, dims, c.args.pointers(), c.shared_mem,
                                     stream.native_handle(), s.expression.c_str());
   } catch (const CudaError& e) {
     throw named(e, "launching");

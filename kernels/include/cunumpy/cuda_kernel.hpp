@@ -540,6 +540,16 @@ class CudaKernel : public detail::GlobalValues<CudaKernel> {
   enum class Mode { queued, emulate_now };
   void run(Backend backend, std::optional<StreamRef> stream, Mode mode, const Launch& launch,
            std::span<const KernelArg> args);
+  // The launchers, one per backend, behind run(): a checked launch (its grid and block, its
+  // packed arguments) on the kernel emulator or on CUDA.
+  struct Checked {
+    Dim3 grid, block;
+    PackedArgs args;
+    std::size_t shared_mem = 0;
+    std::optional<StreamRef> stream;
+  };
+  void launch_emulated(Checked launch, Mode mode);
+  void launch_cuda(Checked launch);
   PackedArgs prepare(std::span<const KernelArg> args, bool host_arrays) const;
   explicit CudaKernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
   // Kernel `index` of `program`, named `name` (instantiated with `template_args`).
