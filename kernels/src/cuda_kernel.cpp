@@ -714,23 +714,24 @@ void CudaKernel::compile() {
 
 void CudaKernel::compile_for(Backend backend) {
   if (backend != Backend::emulated) return compile();
-  Program& p = *state_->program;
-  std::lock_guard lock(p.mutex);
-  if (!p.emulated.empty()) return;
-  detail::EmulationRequest r;
-  r.source = p.source;
-  r.expressions = p.expressions;
-  r.owner = p.owner;
-  r.source_name = p.program_name;
-  r.headers = included_headers();
-  r.options = options_for(r.headers, architecture());
-  p.emulated = detail::emulate_compile(r);
+  (void)emulated();
 }
 
-// The kernel emulator's kernel (after compile_for(emulated)).
+// The kernel emulator's kernel, its program's library compiled (through the cache) and loaded
+// on first use: one lock per emulated launch.
 std::shared_ptr<detail::EmulatedKernel> CudaKernel::emulated() const {
   Program& p = *state_->program;
   std::lock_guard lock(p.mutex);
+  if (p.emulated.empty()) {
+    detail::EmulationRequest r;
+    r.source = p.source;
+    r.expressions = p.expressions;
+    r.owner = p.owner;
+    r.source_name = p.program_name;
+    r.headers = included_headers();
+    r.options = options_for(r.headers, architecture());
+    p.emulated = detail::emulate_compile(r);
+  }
   return p.emulated[state_->index];
 }
 
@@ -740,9 +741,9 @@ void* CudaKernel::global_address(std::string_view name, Backend backend, std::si
     throw BackendError(s.program->owner + ": module data ('" + std::string(name) +
                        "') lives in a device image; pass Backend::cuda or Backend::emulated (the "
                        "host backend runs no CUDA kernel)");
-  compile_for(backend);
   void* address = nullptr;
   if (backend == Backend::cuda) {
+    compile();
     if (s.program->cuda.library == nullptr)
       throw BackendError(s.program->owner + ": module data on cuda needs a device (" +
                          cuda_unavailable_reason() + "); use Backend::emulated");
@@ -960,11 +961,10 @@ void CudaKernel::run(Backend backend, std::optional<StreamRef> given, Mode mode,
 // default stream runs it now) with the packed argument bytes; debug mode and emulate() run it
 // now (debug mode to report errors at the launch).
 void CudaKernel::launch_emulated(Checked c, Mode mode) {
-  compile_for(Backend::emulated);
   const bool now = mode == Mode::emulate_now;
   const StreamRef stream = c.stream.value_or(current_stream(Backend::emulated));
+  const std::shared_ptr<detail::EmulatedKernel> kernel = emulated();  // compiled here, once
   if (!now && stream.backend() == Backend::emulated && !debug_active()) {
-    auto kernel = emulated();
     auto args = std::make_shared<PackedArgs>(std::move(c.args));
     std::function<void()> work = [kernel, grid = c.grid, block = c.block, args,
                                   shared = c.shared_mem] {
@@ -974,7 +974,7 @@ void CudaKernel::launch_emulated(Checked c, Mode mode) {
     return;
   }
   if (!now) detail::emulated_drain(stream);
-  detail::emulate_launch(*emulated(), c.grid, c.block, c.args.pointers(), c.shared_mem);
+  detail::emulate_launch(*kernel, c.grid, c.block, c.args.pointers(), c.shared_mem);
 }
 
 // CUDA: the kernel of the loaded CUBIN, launched on the stream through the CUDA door; an
