@@ -32,10 +32,6 @@ Recent& recent() {
   return *r;
 }
 
-void append_dims(std::string& out, const unsigned int (&d)[3]) {
-  out += dims_text(d[0], d[1], d[2]);
-}
-
 }  // namespace
 
 void note_launch(std::string_view name, const LaunchDims& d, void* stream) noexcept {
@@ -63,9 +59,9 @@ std::string recent_launches() {
     out += '\'';
     out += l.name;
     out += "' with grid ";
-    append_dims(out, l.dims.grid);
+    out += dims_text(l.dims.grid[0], l.dims.grid[1], l.dims.grid[2]);
     out += " and block ";
-    append_dims(out, l.dims.block);
+    out += dims_text(l.dims.block[0], l.dims.block[1], l.dims.block[2]);
     out += " on stream ";
     out += l.stream == nullptr ? "0 (default)" : stream;
   }

@@ -90,13 +90,10 @@ std::vector<std::string> tokenize(std::string_view s) {
   return tokens;
 }
 
-namespace {
-
-bool is_identifier(const std::string& t) {
+bool is_identifier(std::string_view t) {
   return !t.empty() && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_');
 }
 
-// Index of the token that closes the bracket opened at `open` (tokens[open] is "(" or "<").
 std::size_t closing(const std::vector<std::string>& t, std::size_t open) {
   const std::string o = t[open], c = o == "(" ? ")" : o == "<" ? ">" : o == "[" ? "]" : "}";
   int depth = 0;
@@ -106,6 +103,8 @@ std::size_t closing(const std::vector<std::string>& t, std::size_t open) {
   }
   return t.size();
 }
+
+namespace {
 
 struct Global {
   std::string name;

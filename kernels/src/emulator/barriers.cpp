@@ -7,6 +7,7 @@
 // it misses is reached in loop mode and reported by the engine, never a wrong result.
 #include "barriers.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -18,10 +19,6 @@
 
 namespace cunumpy::detail {
 namespace {
-
-bool is_identifier(std::string_view t) {
-  return !t.empty() && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_');
-}
 
 // A name that synchronises threads: __syncthreads (and _count/_and/_or), __syncwarp, the *_sync
 // warp operations (__shfl_sync, __ballot_sync, ...; not a bare "__sync"), the block and warp
@@ -107,12 +104,7 @@ std::string code_and_macros(std::string_view source, std::map<std::string, Entry
 // header has none at `i`.
 std::size_t after_template(const std::vector<std::string>& t, std::size_t i, std::size_t to) {
   if (i + 1 >= to || t[i] != "template" || t[i + 1] != "<") return i;
-  int depth = 0;
-  for (std::size_t j = i + 1; j < to; ++j) {
-    if (t[j] == "<") ++depth;
-    if (t[j] == ">" && --depth == 0) return j + 1;
-  }
-  return to;
+  return std::min(closing(t, i + 1) + 1, to);
 }
 
 // Where a function header's constructor initialiser list starts (its ':' after the parameter
@@ -196,11 +188,7 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
         // A member's brace initialiser in a constructor's initialiser list is not the body.
         if (!name.empty() && initialisers(t, header, i) < i && i > header &&
             (is_identifier(t[i - 1]) || t[i - 1] == ">")) {
-          int depth = 0;
-          for (; i < t.size(); ++i) {
-            if (t[i] == "{") ++depth;
-            if (t[i] == "}" && --depth == 0) break;
-          }
+          i = closing(t, i);
           continue;
         }
         frames.push_back({!name.empty(), name, i});
