@@ -160,13 +160,7 @@ std::string cache_key(const CompileRequest& r) {
   std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " +
                      std::to_string(nvrtc_version()) + "\ntoolkit " + toolkit_identity() +
                      "\narch " + r.arch + "\n";
-  for (const std::string& e : r.expressions) text += "expression " + e + "\n";
-  for (const std::string& o : r.options) text += "option " + o + "\n";
-  text += "source " + std::to_string(r.source.size()) + "\n" + r.source;
-  for (const auto& h : r.headers) {
-    const std::string contents = read_file(h);
-    text += "\nheader " + std::to_string(contents.size()) + "\n" + contents;
-  }
+  append_key_inputs(text, r);
   return sha256_hex(text);
 }
 
@@ -183,7 +177,7 @@ CompiledCode compile_cuda(const CompileRequest& r) {
         return *cached;
       }
   Program program = nullptr;
-  check(n, n.create(&program, r.source.c_str(), r.program_name.c_str(), 0, nullptr, nullptr),
+  check(n, n.create(&program, r.source.c_str(), r.source_name.c_str(), 0, nullptr, nullptr),
         "nvrtcCreateProgram");
   struct Destroy {
     const Nvrtc& n;
@@ -204,7 +198,7 @@ CompiledCode compile_cuda(const CompileRequest& r) {
   if (result != 0) {
     std::string opts;
     for (const std::string& o : r.options) opts += " " + o;
-    throw CompileError(r.owner + ": NVRTC could not compile " + r.program_name + " (" +
+    throw CompileError(r.owner + ": NVRTC could not compile " + r.source_name + " (" +
                        n.error_string(result) + "):\n" + log + "\n  options:" + opts);
   }
   CompiledCode code;

@@ -6,19 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace cunumpy::detail {
+#include "compile_request.hpp"
 
-// What to compile.  The cache key covers every field and the contents of `headers`.
-struct CompileRequest {
-  std::string source;
-  std::string program_name;  // shown in NVRTC's messages, e.g. "push_cuda.cu"
-  // The kernels: each a name or a template instantiation (NVRTC's name expressions).
-  std::vector<std::string> expressions;
-  std::string owner;                 // what errors name: "CudaKernel 'push'", "CudaModule 'pic.cu'"
-  std::vector<std::string> options;  // complete: include paths, defines, architecture
-  std::string arch;                  // "sm_90"
-  std::vector<std::filesystem::path> headers;  // every header the source includes
-};
+namespace cunumpy::detail {
 
 struct CompiledCode {
   std::string cubin;

@@ -16,23 +16,16 @@
 
 #include <cunumpy/cuda_kernel.hpp>
 
+#include "compile_request.hpp"
+
 namespace cunumpy::detail {
 
 class EmulatedKernel;
 
-struct EmulationRequest {
-  std::string source;
-  std::vector<std::string> expressions;  // the kernels, each a name or name<args>
-  std::string owner;                 // what errors name: "CudaKernel 'push'", "CudaModule 'pic.cu'"
-  std::string source_name;           // the file the compiler's messages name (kernel.cu)
-  std::vector<std::string> options;  // the kernel's -D and -I options (others are NVRTC's)
-  std::vector<std::filesystem::path> headers;
-};
-
 // Compiles (through the cache) and loads the library of the source's kernels, one per
 // expression in that order (sharing the library and its module data); CompileError with the
 // compiler's output.
-std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequest& request);
+std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileRequest& request);
 
 // Whether the kernel was loaded from the kernel cache.
 bool from_cache(const EmulatedKernel& kernel) noexcept;

@@ -658,7 +658,20 @@ std::string CudaKernel::architecture() const {
 }
 
 std::vector<std::string> CudaKernel::compile_options() const {
-  return options_for(included_headers(), architecture());
+  return request().options;
+}
+
+detail::CompileRequest CudaKernel::request() const {
+  const Program& p = *state_->program;
+  detail::CompileRequest r;
+  r.source = p.source;
+  r.source_name = p.program_name;
+  r.expressions = p.expressions;
+  r.owner = p.owner;
+  r.arch = architecture();
+  r.headers = included_headers();  // resolved once: for the options and the cache key
+  r.options = options_for(r.headers, r.arch);
+  return r;
 }
 
 std::vector<std::string> CudaKernel::options_for(std::span<const std::filesystem::path> headers,
@@ -690,15 +703,7 @@ void CudaKernel::compile() {
   if (p.compiled.load(std::memory_order_acquire)) return;  // every launch: no lock
   std::lock_guard lock(p.mutex);
   if (p.compiled.load(std::memory_order_relaxed)) return;
-  detail::CompileRequest r;
-  r.source = p.source;
-  r.program_name = p.program_name;
-  r.expressions = p.expressions;
-  r.owner = p.owner;
-  r.arch = architecture();
-  r.headers = included_headers();  // resolved once: for the options and the cache key
-  r.options = options_for(r.headers, r.arch);
-  detail::CompiledCode code = detail::compile_cuda(r);
+  detail::CompiledCode code = detail::compile_cuda(request());
   // Loaded into a local image and kept only whole: a kernel that cannot be found leaves nothing
   // behind (a later attempt starts again, never with a list that is off by one).
   Program::CudaImage image;
@@ -722,16 +727,7 @@ void CudaKernel::compile_for(Backend backend) {
 std::shared_ptr<detail::EmulatedKernel> CudaKernel::emulated() const {
   Program& p = *state_->program;
   std::lock_guard lock(p.mutex);
-  if (p.emulated.empty()) {
-    detail::EmulationRequest r;
-    r.source = p.source;
-    r.expressions = p.expressions;
-    r.owner = p.owner;
-    r.source_name = p.program_name;
-    r.headers = included_headers();
-    r.options = options_for(r.headers, architecture());
-    p.emulated = detail::emulate_compile(r);
-  }
+  if (p.emulated.empty()) p.emulated = detail::emulate_compile(request());
   return p.emulated[state_->index];
 }
 

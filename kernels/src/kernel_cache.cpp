@@ -17,6 +17,9 @@
 #include <cunumpy/errors.hpp>
 #include <cunumpy/files.hpp>
 
+#include "compile_request.hpp"
+#include "cuda_source.hpp"
+
 namespace cunumpy {
 namespace detail {
 namespace {
@@ -159,6 +162,29 @@ bool write_cache_entry(const std::filesystem::path& path, std::string_view paylo
 
 void count_compilation(Compiler which) noexcept {
   ++(which == Compiler::nvrtc ? g_nvrtc : g_host);
+}
+
+std::vector<std::string> append_key_inputs(std::string& text, const CompileRequest& r) {
+  for (const std::string& e : r.expressions) {
+    text += "expression ";
+    text += e;
+    text += '\n';
+  }
+  for (const std::string& o : r.options) {
+    text += "option ";
+    text += o;
+    text += '\n';
+  }
+  text += "source " + std::to_string(r.source.size()) + "\n";
+  text += r.source;
+  std::vector<std::string> headers;
+  headers.reserve(r.headers.size());
+  for (const auto& h : r.headers) {
+    const std::string& contents = headers.emplace_back(read_file(h));
+    text += "\nheader " + std::to_string(contents.size()) + "\n";
+    text += contents;
+  }
+  return headers;
 }
 
 }  // namespace detail

@@ -60,7 +60,8 @@ namespace cunumpy {
 
 namespace detail {
 class EmulatedKernel;
-}
+struct CompileRequest;
+}  // namespace detail
 class CudaModule;
 
 // Up to three extents; rank says how many were given.
@@ -559,6 +560,8 @@ class CudaKernel : public detail::GlobalValues<CudaKernel> {
   std::shared_ptr<detail::EmulatedKernel> emulated() const;
   std::vector<std::string> options_for(std::span<const std::filesystem::path> headers,
                                        const std::string& arch) const;
+  // What either compiler compiles this kernel's program from (the headers resolved once).
+  detail::CompileRequest request() const;
   // The device address of module-scope variable `name` in the image `backend` runs, and its size.
   void* global_address(std::string_view name, Backend backend, std::size_t* bytes);
   std::shared_ptr<State> state_;

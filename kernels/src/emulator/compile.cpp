@@ -74,7 +74,7 @@ const std::string& cpu_identity() {
   return id;
 }
 
-std::string translation_unit(const EmulationRequest& r) {
+std::string translation_unit(const CompileRequest& r) {
   // extern __shared__ T name[];  ->  T* name = (T*)the block's dynamic shared memory;
   static const std::regex dynamic(
       R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;\[]*?)\s+(\w+)\s*\[\s*\]\s*;)");
@@ -246,7 +246,7 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequest& r) {
+std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileRequest& r) {
   namespace fs = std::filesystem;
   const std::string tu = translation_unit(r);
   std::vector<std::string> flags = {"-std=c++20",
@@ -277,16 +277,15 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const EmulationRequ
     text += f;
     text += '\n';
   }
+  // The inputs NVRTC's key covers too (the headers read once: for the key and the search for
+  // barriers), then the translation unit the emulator makes of them and the built-ins header,
+  // part of every emulated kernel: an edit of either recompiles them.
+  const std::vector<std::string> headers = append_key_inputs(text, r);
+  text += "\ntranslation unit\n";
   text += tu;
-  // The built-ins header is part of every emulated kernel: an edit of it recompiles them.
   text += '\n';
   for (const char* builtins : {"emulator.hpp", "emulator_builtins.hpp"})
     text += read_file(cuda_include_dir() / "cunumpy" / builtins);
-  std::vector<std::string> headers;  // read once: for the key and the search for barriers
-  for (const auto& h : r.headers) {
-    text += '\n';
-    text += headers.emplace_back(read_file(h));
-  }
   // Dynamic shared memory is rewritten in the kernel's own file only.
   static const std::regex extern_shared(R"(extern\s+__shared__)");
   for (std::size_t i = 0; i < headers.size(); ++i)
