@@ -4,6 +4,7 @@
 #include <cunumpy/agree.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -183,6 +184,24 @@ class OpenPmdFile {
         check_column(p.position[a], "position");
         check_column(p.momentum[a], "momentum");
       }
+      if (!p.position_offset.empty()) {
+        if (p.position_offset.size() != nd || p.cell_size.size() != nd)
+          throw ValueError("openPMD particles " + species +
+                           ": position_offset and cell_size need one entry per axis (" +
+                           std::to_string(nd) + "), got " +
+                           std::to_string(p.position_offset.size()) + " and " +
+                           std::to_string(p.cell_size.size()));
+        for (std::size_t a = 0; a < nd; ++a) {
+          check(p.position_offset[a], "position_offset");
+          if (!(p.cell_size[a] > 0.0) || !std::isfinite(p.cell_size[a]))
+            throw ValueError("openPMD particles " + species + ": cell_size along " + p.axes[a] +
+                             " must be positive and finite, got " + std::to_string(p.cell_size[a]));
+        }
+      } else if (!p.cell_size.empty()) {
+        throw ValueError("openPMD particles " + species +
+                         ": cell_size is given without position_offset; give both (cell "
+                         "indices and offsets) or neither (whole coordinates)");
+      }
       if (p.weighting != nullptr) check(p.weighting, "weighting");
       if (p.id != nullptr) check(p.id, "id");
       if (!p.patch_offset.empty() && (p.patch_offset.size() != nd || p.patch_extent.size() != nd))
@@ -200,28 +219,41 @@ class OpenPmdFile {
                          " must be a 1D array of at least " + std::to_string(n) + " rows");
       return to_host(*a);
     };
+    const bool in_cells = !p.position_offset.empty();
+    // unitSI of axis a's position and positionOffset: the cell's length for cell indices and
+    // offsets in cells, else 1 (the values are the coordinates).
+    auto length_unit = [&](std::size_t a) { return in_cells ? p.cell_size[a] : 1.0; };
     auto vector_record = [&](const char* name, const std::vector<RealColumn>& arrays,
-                             const UnitDimension& unit) {
+                             const UnitDimension& unit, bool lengths) {
       const h5::Group r = s.group(name);
       record_attributes(r, unit);
       for (std::size_t a = 0; a < nd; ++a) {
+        const double unit_si = lengths ? length_unit(a) : 1.0;
         if (arrays[a].as_float() != nullptr) {
           const Array<float> h = rows(arrays[a].as_float(), name);
           h5::write_dataset<float>(file_, r, p.axes[a], global, offset, count, h.data())
-              .attribute("unitSI", 1.0);
+              .attribute("unitSI", unit_si);
         } else {
           const Array<double> h = rows(arrays[a].as_double(), name);
           h5::write_dataset<double>(file_, r, p.axes[a], global, offset, count, h.data())
-              .attribute("unitSI", 1.0);
+              .attribute("unitSI", unit_si);
         }
       }
     };
-    vector_record("position", p.position, kLength);
-    vector_record("momentum", p.momentum, kMomentum);
+    vector_record("position", p.position, kLength, true);
+    vector_record("momentum", p.momentum, kMomentum, false);
     {
       const h5::Group r = s.group("positionOffset");
       record_attributes(r, kLength);
-      for (std::size_t a = 0; a < nd; ++a) constant_component(r.group(p.axes[a]), 0.0, total);
+      for (std::size_t a = 0; a < nd; ++a) {
+        if (!in_cells) {
+          constant_component(r.group(p.axes[a]), 0.0, total);
+          continue;
+        }
+        const Array<std::int32_t> h = rows(p.position_offset[a], "position_offset");
+        h5::write_dataset<std::int32_t>(file_, r, p.axes[a], global, offset, count, h.data())
+            .attribute("unitSI", length_unit(a));
+      }
     }
     if (p.weighting != nullptr) {
       const Array<double> h = rows(p.weighting, "weighting");

@@ -60,7 +60,23 @@ for step in steps:
     assert np.allclose(x, 0.001 * ids, rtol=0, atol=1e-15) and np.array_equal(px, ids.astype(float))
     assert py.dtype == np.float32 and np.array_equal(py, -ids.astype(np.float32)), "p_y as float32"
     assert np.allclose(w, 1.0 + ids / 10.0, rtol=0, atol=1e-15)
-    print(f"openPMD-api: iteration {step}: rho {r.shape}, E, {len(pid)} electrons as written")
+    # The ions: positionOffset int32 cells, position float32 offsets in cells, each with the
+    # cell size as unitSI, so position + positionOffset in SI is (offset + cell) * cell size.
+    ions = it.particles["ions"]
+    for axis, size, n_cells, step_off, period in (("x", 0.5, nx, 0.125, 8),
+                                                  ("y", 0.25, ny, 0.0625, 16)):
+        pos, off = ions["position"][axis], ions["positionOffset"][axis]
+        assert pos.dtype == np.float32 and off.dtype == np.int32, (pos.dtype, off.dtype)
+        assert pos.unit_SI == size and off.unit_SI == size, (pos.unit_SI, off.unit_SI)
+        p_, o_ = pos.load_chunk(), off.load_chunk()
+        series.flush()
+        assert np.array_equal(o_, (ids % n_cells).astype(np.int32)), axis
+        assert np.array_equal(p_, (step_off * (ids % period)).astype(np.float32)), axis
+        whole = p_.astype(float) * pos.unit_SI + o_.astype(float) * off.unit_SI
+        assert np.allclose(whole, (ids % n_cells + step_off * (ids % period)) * size,
+                           rtol=0, atol=1e-12), axis
+    print(f"openPMD-api: iteration {step}: rho {r.shape}, E, {len(pid)} electrons and ions "
+          "(cells and offsets) as written")
 series.close()
 
 # 3. h5py: the raw layout.

@@ -3,6 +3,8 @@
 // validator.  Values are functions of the global index, so the reader knows what to expect:
 //   rho(i, j) = i * 1000 + j,  E_x = rho + 0.5,  E_y = -rho
 //   particle id k: x = 0.001 k, y = 0.002 k, p_x = k, p_y = -k (float32), weighting 1 + k / 10
+//   species "ions", positions as cells and offsets (cell sizes 0.5 and 0.25): id k in cell
+//   (k % 24, k % 18) at offset (0.125 (k % 8), 0.0625 (k % 16)) in cells (float32), p = 0
 // Usage: write_series <folder> [steps]   (under mpiexec at any rank count)
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +52,17 @@ int main(int argc, char** argv) {
       w.host_span()[i] = 1.0 + k / 10.0;
       id.host_span()[i] = k;
     }
+    // The ions: the same ids, positions as int32 cells plus float offsets within the cell.
+    auto cx = cn::empty<std::int32_t>({n}), cy = cn::empty<std::int32_t>({n});
+    auto ox = cn::empty<float>({n}), oy = cn::empty<float>({n});
+    auto zero = cn::zeros<float>({n});
+    for (long long i = 0; i < n; ++i) {
+      const long long k = first + i;
+      cx.host_span()[i] = static_cast<std::int32_t>(k % nx);
+      cy.host_span()[i] = static_cast<std::int32_t>(k % ny);
+      ox.host_span()[i] = 0.125f * static_cast<float>(k % 8);
+      oy.host_span()[i] = 0.0625f * static_cast<float>(k % 16);
+    }
     cn::OpenPmdSeries series(argv[1], world, {.name = "data", .overwrite = true});
     const cn::MeshLayout layout{.global = {nx, ny},
                                 .offset = {d.owned(0).begin, d.owned(1).begin},
@@ -72,6 +85,17 @@ int main(int argc, char** argv) {
       p.patch_offset = {0.5 * d.owned(0).begin, 0.25 * d.owned(1).begin};
       p.patch_extent = {0.5 * lx, 0.25 * ly};
       it.particles("electrons", p);
+      cn::ParticleRecords ions;
+      ions.axes = {"x", "y"};
+      ions.position = {&ox, &oy};
+      ions.position_offset = {&cx, &cy};
+      ions.cell_size = {0.5, 0.25};
+      ions.momentum = {&zero, &zero};
+      ions.id = &id;
+      ions.count = n;
+      ions.charge = 1.0;
+      ions.mass = 1836.0;
+      it.particles("ions", ions);
       it.close();
       if (world.rank() == 0) std::printf("wrote %s\n", it.path().c_str());
     }

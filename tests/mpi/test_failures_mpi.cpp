@@ -111,6 +111,53 @@ TEST(OpenPmdFailures, AWrongBlockOnTheLastRankFailsEveryRankAndTheSeriesGoesOn) 
   EXPECT_TRUE(std::filesystem::exists(series.file_of(1)));
 }
 
+TEST(OpenPmdFailures, CellsAndOffsetsNeedBothOnEveryAxisWithPositiveCellSizes) {
+  const cn::Comm world = cn::Comm::world();
+  const std::string dir = shared_folder(world, "cells");
+  cn::OpenPmdSeries series(dir, world, {.name = "data", .overwrite = true});
+  const long long n = 4;
+  auto offsets = cn::zeros<float>({n}, cn::Backend::host);
+  auto cells = cn::zeros<std::int32_t>({n}, cn::Backend::host);
+  auto short_cells = cn::zeros<std::int32_t>({n - 1}, cn::Backend::host);
+  auto p = cn::zeros<double>({n}, cn::Backend::host);
+  const auto records = [&](std::vector<const cn::Array<std::int32_t>*> c, std::vector<double> h) {
+    cn::ParticleRecords r;
+    r.axes = {"x", "y"};
+    r.position = {&offsets, &offsets};
+    r.momentum = {&p, &p};
+    r.position_offset = std::move(c);
+    r.cell_size = std::move(h);
+    r.count = n;
+    return r;
+  };
+  const std::string one_axis = message_of([&] {
+    auto it = series.iteration(0, 0.0, 0.1);
+    it.particles("e", records({&cells}, {0.5, 0.5}));
+  });
+  EXPECT_NE(one_axis.find("one entry per axis (2), got 1 and 2"), std::string::npos) << one_axis;
+  const std::string size = message_of([&] {
+    auto it = series.iteration(1, 0.1, 0.1);
+    it.particles("e", records({&cells, &cells}, {0.5, 0.0}));
+  });
+  EXPECT_NE(size.find("cell_size along y must be positive and finite"), std::string::npos) << size;
+  const std::string rows = message_of([&] {
+    auto it = series.iteration(2, 0.2, 0.1);
+    it.particles("e", records({&cells, &short_cells}, {0.5, 0.5}));
+  });
+  EXPECT_NE(rows.find("position_offset must be a 1D array of at least 4 rows"), std::string::npos)
+      << rows;
+  const std::string alone = message_of([&] {
+    auto it = series.iteration(3, 0.3, 0.1);
+    it.particles("e", records({}, {0.5, 0.5}));
+  });
+  EXPECT_NE(alone.find("cell_size is given without position_offset"), std::string::npos) << alone;
+  // Given whole, the iteration is written.
+  auto it = series.iteration(4, 0.4, 0.1);
+  it.particles("e", records({&cells, &cells}, {0.5, 0.25}));
+  it.close();
+  EXPECT_TRUE(std::filesystem::exists(series.file_of(4)));
+}
+
 TEST(OpenPmdFailures, AnApplicationsWriteFailingOnOneRankFailsEveryRank) {
   const cn::Comm world = cn::Comm::world();
   const std::string dir = shared_folder(world, "extension");

@@ -72,13 +72,22 @@ class RealColumn {
   const Array<float>* float_ = nullptr;
 };
 
-// One species' particles on this rank: positions and momenta per axis (openPMD's
-// position/positionOffset split: position holds the whole coordinate, positionOffset is 0),
-// weights, ids, and the constant charge and mass of a macro-particle.
+// One species' particles on this rank: positions and momenta per axis, weights, ids, and the
+// constant charge and mass of a macro-particle.  Positions take one of openPMD's two
+// position/positionOffset splits:
+// - whole coordinates (position_offset empty): position holds each coordinate, positionOffset
+//   is a constant 0;
+// - a cell index and an offset within the cell (mixed-precision particles; exact far from the
+//   origin): position_offset holds one int32 column of cell indices per axis and cell_size the
+//   cell's length per axis; positionOffset is written as those integers and position as the
+//   offsets in cell units, both with unitSI = the cell size, so a reader's position +
+//   positionOffset is (offset + cell) * cell_size.
 struct ParticleRecords {
-  std::vector<std::string> axes;                   // {"x"} or {"x", "y"}
-  std::vector<RealColumn> position;                // one per axis (double or float)
-  std::vector<RealColumn> momentum;                // one per axis
+  std::vector<std::string> axes;                            // {"x"} or {"x", "y"}
+  std::vector<RealColumn> position;                         // one per axis (double or float)
+  std::vector<const Array<std::int32_t>*> position_offset;  // empty, or one per axis
+  std::vector<double> cell_size;                            // with position_offset: per axis
+  std::vector<RealColumn> momentum;                         // one per axis
   const Array<double>* weighting = nullptr;        // per particle (nullptr: `weight` for all)
   const Array<std::int64_t>* id = nullptr;         // per particle
   long long count = 0;                             // rows [0, count) of the arrays
