@@ -108,25 +108,29 @@ class MigrationImpl {
     Array<std::int64_t> holes;
     Array<std::uint32_t> leaver_keys;
     long long leaving = 0;
-    // The positions in their stored type (double or float).
-    const bool single = cols[0].dtype() == DType::float32;
+    // The positions in their stored type (double, float, or int32 global cell indices, decided
+    // on in the geometry of cells), and the geometry they are decided in.
+    const DType stored = cols[0].dtype();
+    const MigrationGeometry cells_g = in_cells(g_);
     const auto with_positions = [&](auto&& body) {
-      const auto as = [&](auto* none) {
+      const auto as = [&](auto* none, const MigrationGeometry& g) {
         using R = std::remove_pointer_t<decltype(none)>;
         R* pos[3] = {nullptr, nullptr, nullptr};
         for (int a = 0; a < g_.ndim; ++a) pos[a] = static_cast<R*>(cols[a].data());
-        return body(static_cast<R* const*>(pos));
+        return body(g, static_cast<R* const*>(pos));
       };
-      return single ? as(static_cast<float*>(nullptr)) : as(static_cast<double*>(nullptr));
+      if (stored == DType::int32) return as(static_cast<std::int32_t*>(nullptr), cells_g);
+      if (stored == DType::float32) return as(static_cast<float*>(nullptr), g_);
+      return as(static_cast<double*>(nullptr), g_);
     };
     if (candidates != nullptr) {
-      with_positions([&](auto pos) {
-        leavers_among(g_, pos, *candidates, host_rows_, host_keys_);
-        if (mpi_checks()) verify_candidates(pos, count);
+      with_positions([&](const MigrationGeometry& g, auto pos) {
+        leavers_among(g, pos, *candidates, host_rows_, host_keys_);
+        if (mpi_checks()) verify_candidates(g, pos, count);
       });
     }
-    if (candidates != nullptr || with_positions([&](auto pos) {
-          return find_leavers_on_host(b, g_, pos, count, host_rows_, host_keys_);
+    if (candidates != nullptr || with_positions([&](const MigrationGeometry& g, auto pos) {
+          return find_leavers_on_host(b, g, pos, count, host_rows_, host_keys_);
         })) {
       leaving = static_cast<long long>(host_rows_.size());
       if (leaving > 0) {
@@ -137,8 +141,9 @@ class MigrationImpl {
       }
     } else if (count > 0) {
       ensure(keys_, count, b);
-      leaving = with_positions(
-          [&](auto pos) { return assign_destinations(b, g_, pos, count, keys_.data()); });
+      leaving = with_positions([&](const MigrationGeometry& g, auto pos) {
+        return assign_destinations(b, g, pos, count, keys_.data());
+      });
       if (leaving > 0) {
         holes = flatnonzero(keys_.leading(count));
         leaver_keys = Array<std::uint32_t>(Shape{leaving}, b);
@@ -272,10 +277,10 @@ class MigrationImpl {
   // The checked mode: every row examined; a leaver that is not a candidate is an error on
   // every rank (the caller's step tested against another region than stay_region()).
   template <typename R>
-  void verify_candidates(R* const* pos, long long count) {
+  void verify_candidates(const MigrationGeometry& g, R* const* pos, long long count) {
     std::vector<std::int64_t> all_rows;
     std::vector<std::uint32_t> all_keys;
-    find_leavers_on_host(Backend::host, g_, pos, count, all_rows, all_keys);
+    find_leavers_on_host(Backend::host, g, pos, count, all_rows, all_keys);
     long long missing = 0, first = -1;
     for (const std::int64_t r : all_rows)
       if (!std::binary_search(host_rows_.begin(), host_rows_.end(), r)) {

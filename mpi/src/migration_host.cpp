@@ -1,6 +1,8 @@
 // The particle migration's search for leavers in host memory (internal/migration_kernels.hpp):
 // a plain C++ file, so the host compiler vectorises its test.
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -15,41 +17,52 @@ namespace {
 // subtraction keeps the sign exact) and a sum of position * 0 (NaN when a position is NaN or
 // infinite).
 // In the positions' own type (float positions against the bounds rounded inwards: a float
-// position that passes lies within the double bounds).
+// position that passes lies within the double bounds; cell indices against the whole cells
+// inside them).
 template <int D, typename R>
 bool any_outside(const Positions<R>& pos, const double* lo_d, const double* hi_d, long long begin,
                  long long end) {
   R lo[3], hi[3];
   for (int a = 0; a < D; ++a) {
-    lo[a] = static_cast<R>(lo_d[a]);
-    if (static_cast<double>(lo[a]) < lo_d[a]) lo[a] = std::nextafter(lo[a], R(1e30));
-    hi[a] = static_cast<R>(hi_d[a]);
-    if (static_cast<double>(hi[a]) > hi_d[a]) hi[a] = std::nextafter(hi[a], R(-1e30));
+    if constexpr (std::is_integral_v<R>) {  // cell indices: the whole cells inside the bounds
+      lo[a] = static_cast<R>(std::ceil(lo_d[a]));
+      hi[a] = static_cast<R>(std::floor(hi_d[a]));
+    } else {
+      lo[a] = static_cast<R>(lo_d[a]);
+      if (static_cast<double>(lo[a]) < lo_d[a]) lo[a] = std::nextafter(lo[a], R(1e30));
+      hi[a] = static_cast<R>(hi_d[a]);
+      if (static_cast<double>(hi[a]) > hi_d[a]) hi[a] = std::nextafter(hi[a], R(-1e30));
+    }
   }
   const R* __restrict x = pos.p[0];
   const R* __restrict y = pos.p[D > 1 ? 1 : 0];
   const R* __restrict z = pos.p[D > 2 ? 2 : 0];
-  const R lx = lo[0], hx = hi[0];
-  const R ly = lo[D > 1 ? 1 : 0], hy = hi[D > 1 ? 1 : 0];
-  const R lz = lo[D > 2 ? 2 : 0], hz = hi[D > 2 ? 2 : 0];
-  R worst = -1, poison = 0;
+  // Cell indices compared in 64 bits: a wild int32 index cannot overflow the distances.
+  using W = std::conditional_t<std::is_integral_v<R>, long long, R>;
+  const W lx = lo[0], hx = hi[0];
+  const W ly = lo[D > 1 ? 1 : 0], hy = hi[D > 1 ? 1 : 0];
+  const W lz = lo[D > 2 ? 2 : 0], hz = hi[D > 2 ? 2 : 0];
+  W worst = -1, poison = 0;
 #if defined(_OPENMP)
 #pragma omp simd reduction(max : worst) reduction(+ : poison)
 #endif
   for (long long i = begin; i < end; ++i) {
-    R w = std::max(lx - x[i], x[i] - hx);
-    poison += x[i] * R(0);
+    const W xi = x[i];
+    W w = std::max(lx - xi, xi - hx);
+    poison += xi * W(0);
     if constexpr (D > 1) {
-      w = std::max(w, std::max(ly - y[i], y[i] - hy));
-      poison += y[i] * R(0);
+      const W yi = y[i];
+      w = std::max(w, std::max(ly - yi, yi - hy));
+      poison += yi * W(0);
     }
     if constexpr (D > 2) {
-      w = std::max(w, std::max(lz - z[i], z[i] - hz));
-      poison += z[i] * R(0);
+      const W zi = z[i];
+      w = std::max(w, std::max(lz - zi, zi - hz));
+      poison += zi * W(0);
     }
     worst = std::max(worst, w);
   }
-  return !(worst <= R(0) && poison == R(0));
+  return !(worst <= W(0) && poison == W(0));
 }
 
 // Host memory, D axes: the common case (a particle well inside this rank's cells) found by a
@@ -146,6 +159,7 @@ bool find_leavers_on_host(Backend backend, const MigrationGeometry& g, R* const*
                                         std::vector<std::int64_t>&, std::vector<std::uint32_t>&);
 CUNUMPY_MIGRATION_HOST(double)
 CUNUMPY_MIGRATION_HOST(float)
+CUNUMPY_MIGRATION_HOST(std::int32_t)
 #undef CUNUMPY_MIGRATION_HOST
 
 }  // namespace cunumpy::detail

@@ -68,6 +68,9 @@ template long long assign_destinations<double>(Backend, const MigrationGeometry&
                                                long long, std::uint32_t*);
 template long long assign_destinations<float>(Backend, const MigrationGeometry&, float* const*,
                                               long long, std::uint32_t*);
+template long long assign_destinations<std::int32_t>(Backend, const MigrationGeometry&,
+                                                     std::int32_t* const*, long long,
+                                                     std::uint32_t*);
 
 void key_starts(Backend backend, const std::uint32_t* sorted, long long n, int nkeys,
                 long long* starts) {

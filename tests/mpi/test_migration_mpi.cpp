@@ -379,6 +379,113 @@ TEST_P(MigrationMpi, FloatPositionsReachTheirOwnersAndStayInsideTheBox) {
   EXPECT_THROW(mixed.position(dy), cn::ValueError);
 }
 
+// Particles stored as a cell and an offset within it (mixed precision): int32 global cell
+// indices as the positions, decided on exactly (the box [0, cells), whatever box the migration
+// was given), periodic indices wrapped modulo the cells, the float offsets carried as a column.
+TEST_P(MigrationMpi, CellIndexPositionsReachTheOwnersOfTheirCells) {
+  const cn::Comm world = cn::Comm::world();
+  const long long nx = 30, ny = 20;
+  const cn::CartesianDecomposition d(world, {nx, ny});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  const long long capacity = 4 * kPerRank, first = kPerRank * world.rank();
+  std::vector<std::int32_t> cx(capacity, 0), cy(capacity, 0);
+  std::vector<float> ox(capacity, 0.0f);
+  std::vector<std::int64_t> id(capacity, -1);
+  const auto offset_of = [](long long g) { return 0.001f * static_cast<float>(g % 997); };
+  for (long long i = 0; i < kPerRank; ++i) {
+    const long long g = first + i;
+    // Spread over the box and beyond it on both sides (one period and more: wrapped).
+    cx[i] = static_cast<std::int32_t>((g * 7) % (3 * nx) - nx);
+    cy[i] = static_cast<std::int32_t>((g * 13) % (3 * ny) - ny);
+    ox[i] = offset_of(g);
+    id[i] = g;
+  }
+  const cn::Backend b = GetParam();
+  auto px = cn::from_host<std::int32_t>(std::span<const std::int32_t>(cx), {capacity}, b);
+  auto py = cn::from_host<std::int32_t>(std::span<const std::int32_t>(cy), {capacity}, b);
+  auto po = cn::from_host<float>(std::span<const float>(ox), {capacity}, b);
+  auto pid = cn::from_host<std::int64_t>(std::span<const std::int64_t>(id), {capacity}, b);
+  cn::ParticleColumns columns;
+  columns.position(px).position(py).column(po).column(pid);
+  // The expected cell of particle g after `moves` shifts by (dx, dy) cells: wrapped exactly.
+  const auto wrap = [](long long c, long long n) { return ((c % n) + n) % n; };
+  long long n = kPerRank, sx = 0, sy = 0;
+  const auto check_all = [&](const char* when) {
+    const auto hx = cn::to_host(px), hy = cn::to_host(py);
+    const auto ho = cn::to_host(po);
+    const auto hid = cn::to_host(pid);
+    long long wrong = 0;
+    std::vector<long long> mine;
+    for (long long i = 0; i < n; ++i) {
+      const long long g = hid(i);
+      const long long ex = wrap((g * 7) % (3 * nx) - nx + sx, nx);
+      const long long ey = wrap((g * 13) % (3 * ny) - ny + sy, ny);
+      if (hx(i) != ex || hy(i) != ey) ++wrong;
+      if (d.owner_of({hx(i), hy(i), 0}) != world.rank()) ++wrong;
+      if (ho(i) != offset_of(g)) ++wrong;
+      mine.push_back(g);
+    }
+    EXPECT_EQ(wrong, 0) << when << ", rank " << world.rank();
+    const auto counts = world.allgather(n);
+    std::vector<long long> displs(counts.size(), 0);
+    for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    std::vector<long long> all(static_cast<std::size_t>(displs.back() + counts.back()));
+    world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(static_cast<long long>(all.size()), kPerRank * world.size()) << when;
+    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<long long>(i));
+  };
+  n = m.migrate(columns, n);
+  check_all("first migration");
+  // Moved by whole cells (one of them further than the box), then migrated again: on the host,
+  // with every row a candidate (the listed leavers' path).
+  for (const auto& [dx, dy] : {std::pair{1, -1}, std::pair{-31, 45}}) {
+    auto hx = cn::to_host(px), hy = cn::to_host(py);
+    for (long long i = 0; i < n; ++i) {
+      hx(i) += dx;
+      hy(i) += dy;
+    }
+    cn::copy(px, hx);
+    cn::copy(py, hy);
+    sx += dx;
+    sy += dy;
+    if (b == cn::Backend::host) {
+      std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+      std::iota(rows.begin(), rows.end(), 0);
+      n = m.migrate(columns, n, std::span<const std::int64_t>(rows));
+    } else {
+      n = m.migrate(columns, n);
+    }
+    check_all("after a move");
+  }
+}
+
+TEST(MigrationMpiErrors, ACellIndexOutsideABoundedAxisIsAnErrorOnEveryRank) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {30, 20}, {.periodic = {true, false, true}});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  const long long n = 8;
+  auto cx = cn::zeros<std::int32_t>({n}, cn::Backend::host);
+  auto cy = cn::zeros<std::int32_t>({n}, cn::Backend::host);
+  for (long long i = 0; i < n; ++i) cx(i) = static_cast<std::int32_t>(3 * i - 5);  // wraps
+  // Cell 20 is past the bounded y axis's last cell (19), whatever the box's length (2.0).
+  if (world.rank() == world.size() - 1) cy(2) = 20;
+  cn::ParticleColumns columns;
+  columns.position(cx).position(cy);
+  try {
+    (void)m.migrate(columns, n);
+    ADD_FAILURE() << "no error";
+  } catch (const cn::ValueError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank " + std::to_string(world.size() - 1) + ": 1"), std::string::npos)
+        << what;
+  }
+  cn::ParticleColumns mixed;
+  auto fx = cn::zeros<float>({n}, cn::Backend::host);
+  mixed.position(cx);
+  EXPECT_THROW(mixed.position(fx), cn::ValueError);  // one type for every axis
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MigrationMpi,
                          ::testing::Values(cn::Backend::host, cn::Backend::emulated),
                          [](const auto& info) { return std::string(cn::to_string(info.param)); });

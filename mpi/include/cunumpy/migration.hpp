@@ -9,10 +9,11 @@
 //   push(x, y, vx, vy, n);
 //   n = migration.migrate(particles, n);                    // rows [0, n) are the particles
 //
-// Particles are rows of SoA arrays: one position array per axis (double or float, one type for
-// all axes, the first `ndim` columns given with position()), and any number of other arrays of any
-// element type whose first axis is the particle (any width: (capacity,), (capacity, 3), ...).  Row
-// i of every array is particle i; rows past the count are spare capacity.
+// Particles are rows of SoA arrays: one position array per axis (double or float, or int32 global
+// cell indices; one type for all axes, the first `ndim` columns given with position()), and any
+// number of other arrays of any element type whose first axis is the particle (any width:
+// (capacity,), (capacity, 3), ...).  Row i of every array is particle i; rows past the count are
+// spare capacity.
 //
 // One migrate() call touches the leavers and the arrivals only.  One streaming pass computes
 // each particle's owner from its position (periodic axes wrap the position into the box
@@ -123,10 +124,14 @@ class MigrationImpl;
 class ParticleColumns {
  public:
   // A position axis: double or float, every axis the same type (single-precision particles:
-  // the migration wraps and decides on the stored float, never on a wider value).
+  // the migration wraps and decides on the stored float, never on a wider value); or int32,
+  // the particle's global cell index along the axis (particles stored as a cell and an offset
+  // within it: the offsets are ordinary columns).  Cell indices are decided on exactly: the
+  // box is [0, cells) along each axis whatever box the migration was given, a periodic axis
+  // wraps the index modulo the cells, and an index outside a bounded axis is an error.
   template <Element T>
-  requires(std::is_same_v<T, double> ||
-           std::is_same_v<T, float>) ParticleColumns& position(Array<T>& axis) {
+  requires(std::is_same_v<T, double> || std::is_same_v<T, float> ||
+           std::is_same_v<T, std::int32_t>) ParticleColumns& position(Array<T>& axis) {
     if (!columns_.empty() && positions_ != static_cast<int>(columns_.size()))
       throw ValueError("ParticleColumns: give the positions first, then the other columns");
     if (positions_ > 0 && columns_[0]->dtype() != dtype_of<T>())

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include <cmath>
@@ -39,11 +40,23 @@ CUNUMPY_HD inline long long cell_of(double p, double lower, double scale, long l
   return c < cells ? c : cells - 1;
 }
 
-// A wrapped position as the particle arrays store it (R: double or float), kept in
-// [lower, upper): a float that rounds up to the upper edge takes the float below it.
+// The geometry of positions given as global cell indices (int32 positions): the box is
+// [0, cells) along each axis, one unit a cell.
+inline MigrationGeometry in_cells(MigrationGeometry g) {
+  for (int a = 0; a < g.ndim; ++a) {
+    g.lower[a] = 0.0;
+    g.upper[a] = g.length[a] = static_cast<double>(g.cells[a]);
+    g.scale[a] = 1.0;
+  }
+  return g;
+}
+
+// A wrapped position as the particle arrays store it (R: double, float, or an int32 cell
+// index, which wraps exactly), kept in [lower, upper): a float that rounds up to the upper edge
+// takes the float below it.
 template <typename R>
 CUNUMPY_HD inline double stored_position(double p, double lower, double upper) {
-  if constexpr (sizeof(R) == sizeof(double)) {
+  if constexpr (sizeof(R) == sizeof(double) || std::is_integral_v<R>) {
     return p;
   } else {
     R r = static_cast<R>(p);
@@ -53,7 +66,8 @@ CUNUMPY_HD inline double stored_position(double p, double lower, double upper) {
   }
 }
 
-// The particles' positions, one array per axis (double or float).
+// The particles' positions, one array per axis (double or float; or int32 global cell indices,
+// with the geometry in_cells()).
 template <typename R>
 struct Positions {
   R* p[3];
@@ -94,7 +108,8 @@ CUNUMPY_HD inline std::uint32_t destination(const MigrationGeometry& g, const Po
 // keys[i]: 0 when particle i stays, 1 + r when it goes to rank r, ranks + 1 when it is outside
 // the box along a bounded axis (or at a NaN position).  Periodic axes wrap the positions into
 // the box first.  Returns how many keys are not 0.
-// R: the positions' type (double or float; instantiated for both).
+// R: the positions' type (double, float, or int32 cells with in_cells(g); instantiated for
+// the three).
 template <typename R>
 long long assign_destinations(Backend backend, const MigrationGeometry& g, R* const* positions,
                               long long n, std::uint32_t* keys);
