@@ -64,6 +64,29 @@ void make(Particles& p, const cn::Comm& world, cn::Backend b, long long capacity
   p.n = kPerRank;
 }
 
+// The ids held over all ranks (each rank's `mine`) are 0 .. total - 1, each once.
+void expect_each_id_once(const cn::Comm& world, const std::vector<long long>& mine, long long total,
+                         const char* when) {
+  const auto counts = world.allgather(static_cast<long long>(mine.size()));
+  std::vector<long long> displs(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<long long> all(static_cast<std::size_t>(displs.back() + counts.back()));
+  world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(static_cast<long long>(all.size()), total) << when;
+  for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<long long>(i)) << when;
+}
+
+// Migrates rows [0, n): host arrays with every row a candidate (the listed leavers' path),
+// device arrays by the search.
+long long migrate_every_row_a_candidate(cn::ParticleMigration& m, cn::ParticleColumns& columns,
+                                        long long n, cn::Backend b) {
+  if (b != cn::Backend::host) return m.migrate(columns, n);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+  std::iota(rows.begin(), rows.end(), 0);
+  return m.migrate(columns, n, std::span<const std::int64_t>(rows));
+}
+
 // Every particle on this rank is owned by it and carries its own columns; the ids over all
 // ranks are each id once.
 void check(const Particles& p, const cn::Comm& world, const cn::ParticleMigration& m) {
@@ -82,15 +105,7 @@ void check(const Particles& p, const cn::Comm& world, const cn::ParticleMigratio
       if (tag(i, k) != g * 3 + k) ++wrong;
   }
   EXPECT_EQ(wrong, 0) << "rank " << world.rank();
-  const auto counts = world.allgather(p.n);
-  std::vector<long long> displs(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
-  const long long total = displs.back() + counts.back();
-  ASSERT_EQ(total, kPerRank * world.size());
-  std::vector<long long> all(static_cast<std::size_t>(total));
-  world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
-  std::sort(all.begin(), all.end());
-  for (long long i = 0; i < total; ++i) ASSERT_EQ(all[i], i);
+  expect_each_id_once(world, mine, kPerRank * world.size(), "after the migration");
 }
 
 // Moves every particle by (dx, dy) on the host side of the arrays.
@@ -347,14 +362,7 @@ TEST_P(MigrationMpi, FloatPositionsReachTheirOwnersAndStayInsideTheBox) {
       mine.push_back(hid(i));
     }
     EXPECT_EQ(wrong, 0) << when << ", rank " << world.rank();
-    const auto counts = world.allgather(n);
-    std::vector<long long> displs(counts.size(), 0);
-    for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
-    std::vector<long long> all(static_cast<std::size_t>(displs.back() + counts.back()));
-    world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
-    std::sort(all.begin(), all.end());
-    ASSERT_EQ(static_cast<long long>(all.size()), n0 * world.size()) << when;
-    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<long long>(i));
+    expect_each_id_once(world, mine, n0 * world.size(), when);
   };
   n = m.migrate(columns, n);
   check_all("first migration");
@@ -363,13 +371,7 @@ TEST_P(MigrationMpi, FloatPositionsReachTheirOwnersAndStayInsideTheBox) {
     auto hx = cn::to_host(px);
     for (long long i = 0; i < n; ++i) hx(i) += dx;
     cn::copy(px, hx);
-    if (b == cn::Backend::host) {
-      std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
-      std::iota(rows.begin(), rows.end(), 0);
-      n = m.migrate(columns, n, std::span<const std::int64_t>(rows));
-    } else {
-      n = m.migrate(columns, n);
-    }
+    n = migrate_every_row_a_candidate(m, columns, n, b);
     check_all("after a shift");
   }
   // One precision for all the axes.
@@ -426,14 +428,7 @@ TEST_P(MigrationMpi, CellIndexPositionsReachTheOwnersOfTheirCells) {
       mine.push_back(g);
     }
     EXPECT_EQ(wrong, 0) << when << ", rank " << world.rank();
-    const auto counts = world.allgather(n);
-    std::vector<long long> displs(counts.size(), 0);
-    for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
-    std::vector<long long> all(static_cast<std::size_t>(displs.back() + counts.back()));
-    world.allgatherv<long long>(mine, std::span<long long>(all), counts, displs);
-    std::sort(all.begin(), all.end());
-    ASSERT_EQ(static_cast<long long>(all.size()), kPerRank * world.size()) << when;
-    for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<long long>(i));
+    expect_each_id_once(world, mine, kPerRank * world.size(), when);
   };
   n = m.migrate(columns, n);
   check_all("first migration");
@@ -449,13 +444,7 @@ TEST_P(MigrationMpi, CellIndexPositionsReachTheOwnersOfTheirCells) {
     cn::copy(py, hy);
     sx += dx;
     sy += dy;
-    if (b == cn::Backend::host) {
-      std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
-      std::iota(rows.begin(), rows.end(), 0);
-      n = m.migrate(columns, n, std::span<const std::int64_t>(rows));
-    } else {
-      n = m.migrate(columns, n);
-    }
+    n = migrate_every_row_a_candidate(m, columns, n, b);
     check_all("after a move");
   }
 }
