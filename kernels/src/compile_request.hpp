@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,12 @@ struct CompileRequest {
   std::vector<std::filesystem::path> headers;  // every header the source includes, resolved
 };
 
-// Appends to a cache key's text what both compilers' keys cover: the expressions, the options,
-// the source and each header's contents (delimited by their sizes).  Returns the headers'
-// contents, read once, in the order of request.headers.
-std::vector<std::string> append_key_inputs(std::string& text, const CompileRequest& request);
+// Appends to a cache key's text what both compilers' keys cover: the expressions, the options
+// the compiler takes from the request (NVRTC all of them, the emulator its -D, -I and -U ones:
+// an NVRTC-only option does not recompile emulated kernels), the source and each header's
+// contents (delimited by their sizes).  Returns the headers' contents, read once, in the order
+// of request.headers.
+std::vector<std::string> append_key_inputs(std::string& text, const CompileRequest& request,
+                                           std::span<const std::string> options);
 
 }  // namespace cunumpy::detail

@@ -160,7 +160,7 @@ std::string cache_key(const CompileRequest& r) {
   std::string text = "cunumpy " CUNUMPY_VERSION_STRING "\nnvrtc " +
                      std::to_string(nvrtc_version()) + "\ntoolkit " + toolkit_identity() +
                      "\narch " + r.arch + "\n";
-  append_key_inputs(text, r);
+  append_key_inputs(text, r, r.options);
   return sha256_hex(text);
 }
 

@@ -164,13 +164,14 @@ void count_compilation(Compiler which) noexcept {
   ++(which == Compiler::nvrtc ? g_nvrtc : g_host);
 }
 
-std::vector<std::string> append_key_inputs(std::string& text, const CompileRequest& r) {
+std::vector<std::string> append_key_inputs(std::string& text, const CompileRequest& r,
+                                           std::span<const std::string> options) {
   for (const std::string& e : r.expressions) {
     text += "expression ";
     text += e;
     text += '\n';
   }
-  for (const std::string& o : r.options) {
+  for (const std::string& o : options) {
     text += "option ";
     text += o;
     text += '\n';

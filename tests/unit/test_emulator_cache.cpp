@@ -113,6 +113,26 @@ TEST_F(EmulatorCache, HitsMissesAndCompilationsAreCountedAndSeen) {
     EXPECT_EQ(e.filename().string().find(".tmp"), std::string::npos) << "left behind: " << e;
 }
 
+// The emulator's key holds the options its compiler takes (-D, -I, -U), not NVRTC's own: a
+// kernel that differs only by -lineinfo or the GPU's architecture is the same library.
+TEST_F(EmulatorCache, OnlyTheOptionsTheHostCompilerTakesAreInTheKey) {
+  ScopedCache cache;
+  const std::string source = std::string(kAxpy) + "\n// options\n";
+  const auto compiled = [&](std::vector<std::string> options) {
+    cn::CudaKernelOptions o;
+    o.options = std::move(options);
+    cn::CudaKernel k(source, "axpy", o);
+    k.compile_for(cn::Backend::emulated);
+    return !k.loaded_from_cache();
+  };
+  EXPECT_TRUE(compiled({}));
+  EXPECT_FALSE(compiled({"-lineinfo"})) << "an NVRTC-only option recompiled the library";
+  EXPECT_FALSE(compiled({"-lineinfo", "--use_fast_math"}));
+  EXPECT_TRUE(compiled({"-DEXTRA=1"})) << "a define the host compiler sees must be keyed";
+  EXPECT_FALSE(compiled({"-DEXTRA=1", "-lineinfo"}));
+  EXPECT_EQ(libraries(cache).size(), 2u);
+}
+
 TEST_F(EmulatorCache, AnUnwritableCacheFolderFallsBackToAPrivateOneWithAWarning) {
   // /proc refuses new folders even to root (permission bits would not: CI runs as root).
   ScopedEnv env("CUNUMPY_KERNEL_CACHE", "/proc/cunumpy-kernel-cache");

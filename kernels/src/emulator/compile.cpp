@@ -263,8 +263,12 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
   // access after more libraries were loaded) clobber vector registers, which corrupted the
   // vectorised block loop.
   for (std::string& f : kernel_sanitizer_flags()) flags.push_back(std::move(f));
+  std::vector<std::string> kernel_options;  // the request's options the host compiler takes
   for (const std::string& o : r.options)
-    if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) flags.push_back(o);
+    if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) {
+      kernel_options.push_back(o);
+      flags.push_back(o);
+    }
   // cunumpy's headers after the kernel's own folders, as NVRTC searches them (and as
   // resolve_includes tracks them); a repeated -I is ignored.
   flags.push_back("-I" + cuda_include_dir().string());
@@ -280,7 +284,7 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
   // The inputs NVRTC's key covers too (the headers read once: for the key and the search for
   // barriers), then the translation unit the emulator makes of them and the built-ins header,
   // part of every emulated kernel: an edit of either recompiles them.
-  const std::vector<std::string> headers = append_key_inputs(text, r);
+  const std::vector<std::string> headers = append_key_inputs(text, r, kernel_options);
   text += "\ntranslation unit\n";
   text += tu;
   text += '\n';
