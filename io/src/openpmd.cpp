@@ -208,6 +208,21 @@ class OpenPmdFile {
         throw ValueError(
             "openPMD particles: patch_offset and patch_extent need one value per axis");
     });
+    // Every rank writes the same records: the same choice of whole coordinates or cells, the
+    // same cell sizes (the unitSI attributes), agreed before the first collective write.
+    {
+      std::vector<double> lo(1 + nd, 0.0), hi;
+      lo[0] = p.position_offset.empty() ? 0.0 : 1.0;
+      for (std::size_t a = 0; a < nd && !p.position_offset.empty(); ++a) lo[1 + a] = p.cell_size[a];
+      hi = lo;
+      comm_.allreduce(std::span<double>(lo), Op::min);
+      comm_.allreduce(std::span<double>(hi), Op::max);
+      if (lo != hi)
+        throw ValueError("openPMD particles " + species +
+                         ": the ranks disagree on positions as cells (position_offset given on "
+                         "some ranks only, or other cell sizes); every rank must give the same "
+                         "kind of positions and the same cell_size, also a rank with no particles");
+    }
     const long long total = comm_.allreduce(n, Op::sum);
     const long long first = comm_.scan(n, Op::sum) - n;
     const std::vector<long long> global{total}, offset{first}, count{n};

@@ -151,11 +151,24 @@ TEST(OpenPmdFailures, CellsAndOffsetsNeedBothOnEveryAxisWithPositiveCellSizes) {
     it.particles("e", records({}, {0.5, 0.5}));
   });
   EXPECT_NE(alone.find("cell_size is given without position_offset"), std::string::npos) << alone;
+  if (world.size() > 1) {  // ranks that would write other records: agreed, not a hang
+    const std::string some = message_of([&] {
+      auto it = series.iteration(4, 0.4, 0.1);
+      it.particles("e",
+                   world.rank() == 0 ? records({&cells, &cells}, {0.5, 0.25}) : records({}, {}));
+    });
+    EXPECT_NE(some.find("the ranks disagree on positions as cells"), std::string::npos) << some;
+    const std::string sizes = message_of([&] {
+      auto it = series.iteration(5, 0.5, 0.1);
+      it.particles("e", records({&cells, &cells}, {0.5, world.rank() == 0 ? 0.25 : 0.5}));
+    });
+    EXPECT_NE(sizes.find("the same cell_size"), std::string::npos) << sizes;
+  }
   // Given whole, the iteration is written.
-  auto it = series.iteration(4, 0.4, 0.1);
+  auto it = series.iteration(6, 0.6, 0.1);
   it.particles("e", records({&cells, &cells}, {0.5, 0.25}));
   it.close();
-  EXPECT_TRUE(std::filesystem::exists(series.file_of(4)));
+  EXPECT_TRUE(std::filesystem::exists(series.file_of(6)));
 }
 
 TEST(OpenPmdFailures, AnApplicationsWriteFailingOnOneRankFailsEveryRank) {
