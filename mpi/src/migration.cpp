@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 
@@ -302,6 +303,14 @@ class MigrationImpl {
       throw ValueError("ParticleMigration::migrate: " + std::to_string(g_.ndim) +
                        " position array(s) expected (one per axis of the decomposition), got " +
                        std::to_string(cols.positions()));
+    if (cols.size() > 0 && cols[0].dtype() == DType::int32)
+      for (int a = 0; a < g_.ndim; ++a)
+        if (g_.cells[a] > std::numeric_limits<std::int32_t>::max())
+          throw ValueError(
+              "ParticleMigration::migrate: int32 cell indices as positions need at "
+              "most 2^31 - 1 cells along each axis; axis " +
+              std::to_string(a) + " has " + std::to_string(g_.cells[a]) +
+              "; store the positions as double or float");
     if (cols.size() > static_cast<std::size_t>(max_particle_columns))
       throw ValueError("ParticleMigration::migrate: at most " +
                        std::to_string(max_particle_columns) + " particle arrays, got " +

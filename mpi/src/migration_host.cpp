@@ -17,15 +17,17 @@ namespace {
 // subtraction keeps the sign exact) and a sum of position * 0 (NaN when a position is NaN or
 // infinite).
 // In the positions' own type (float positions against the bounds rounded inwards: a float
-// position that passes lies within the double bounds; cell indices against the whole cells
-// inside them).
+// position that passes lies within the double bounds; cell indices against the cells the
+// bounds lie in).
 template <int D, typename R>
 bool any_outside(const Positions<R>& pos, const double* lo_d, const double* hi_d, long long begin,
                  long long end) {
   R lo[3], hi[3];
   for (int a = 0; a < D; ++a) {
-    if constexpr (std::is_integral_v<R>) {  // cell indices: the whole cells inside the bounds
-      lo[a] = static_cast<R>(std::ceil(lo_d[a]));
+    if constexpr (std::is_integral_v<R>) {
+      // Cell indices against the cells the bounds lie in: the stay box in the cells' geometry
+      // is [own_begin + margin, own_end - margin], so the owned cells own_begin .. own_end - 1.
+      lo[a] = static_cast<R>(std::floor(lo_d[a]));
       hi[a] = static_cast<R>(std::floor(hi_d[a]));
     } else {
       lo[a] = static_cast<R>(lo_d[a]);

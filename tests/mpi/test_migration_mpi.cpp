@@ -449,6 +449,58 @@ TEST_P(MigrationMpi, CellIndexPositionsReachTheOwnersOfTheirCells) {
   }
 }
 
+// With CUNUMPY_MPI_CHECK's checks on, candidates given as the rows outside the rank's own cells
+// pass; a leaver left out of them is an error on every rank.
+TEST(MigrationMpiCandidates, CellIndexCandidatesAreCheckedAgainstTheOwnedCells) {
+  const cn::Comm world = cn::Comm::world();
+  const cn::CartesianDecomposition d(world, {16, 12});
+  cn::ParticleMigration m(world, d, {0.0, 0.0, 0.0}, {kLx, kLy, 0.0});
+  const bool checks = cn::mpi_checks();
+  cn::set_mpi_checks(true);
+  const long long n = 64, capacity = 4 * n;
+  auto cx = cn::zeros<std::int32_t>({capacity}, cn::Backend::host);
+  auto cy = cn::zeros<std::int32_t>({capacity}, cn::Backend::host);
+  auto id = cn::zeros<std::int64_t>({capacity}, cn::Backend::host);
+  for (long long i = 0; i < n; ++i) {
+    cx(i) = static_cast<std::int32_t>((i * 5 + world.rank()) % 16);
+    cy(i) = static_cast<std::int32_t>((i * 7) % 12);
+    id(i) = world.rank() * n + i;
+  }
+  cn::ParticleColumns columns;
+  columns.position(cx).position(cy).column(id);
+  // The rows whose (wrapped) cell is not one of this rank's: all of them, or all but the first.
+  const auto leavers = [&](long long count, bool drop_first) {
+    std::vector<std::int64_t> rows;
+    for (long long i = 0; i < count; ++i) {
+      const long long x = (cx(i) % 16 + 16) % 16, y = (cy(i) % 12 + 12) % 12;
+      if (!(d.owned(0).begin <= x && x < d.owned(0).end && d.owned(1).begin <= y &&
+            y < d.owned(1).end))
+        rows.push_back(i);
+    }
+    if (drop_first && !rows.empty()) rows.erase(rows.begin());
+    return rows;
+  };
+  long long count = n;
+  std::vector<std::int64_t> rows = leavers(count, false);
+  count = m.migrate(columns, count, std::span<const std::int64_t>(rows));
+  EXPECT_EQ(world.allreduce(count, cn::Op::sum), n * world.size());
+  for (long long i = 0; i < count; ++i) EXPECT_EQ(d.owner_of({cx(i), cy(i), 0}), world.rank());
+  // Moved by one cell along x (cell 16 wraps to 0): the last rank leaves its first leaver out of
+  // its candidates, which the checks find on every rank.
+  for (long long i = 0; i < count; ++i) cx(i) = static_cast<std::int32_t>(cx(i) + 1);
+  const bool last = world.rank() == world.size() - 1;
+  rows = leavers(count, last);
+  const long long dropped =
+      world.allreduce(last && !leavers(count, false).empty() ? 1LL : 0LL, cn::Op::max);
+  if (dropped > 0) {
+    EXPECT_THROW((void)m.migrate(columns, count, std::span<const std::int64_t>(rows)),
+                 cn::ValueError);
+  } else {  // one rank: nothing leaves
+    EXPECT_EQ(m.migrate(columns, count, std::span<const std::int64_t>(rows)), count);
+  }
+  cn::set_mpi_checks(checks);
+}
+
 TEST(MigrationMpiErrors, ACellIndexOutsideABoundedAxisIsAnErrorOnEveryRank) {
   const cn::Comm world = cn::Comm::world();
   const cn::CartesianDecomposition d(world, {30, 20}, {.periodic = {true, false, true}});
@@ -457,8 +509,13 @@ TEST(MigrationMpiErrors, ACellIndexOutsideABoundedAxisIsAnErrorOnEveryRank) {
   auto cx = cn::zeros<std::int32_t>({n}, cn::Backend::host);
   auto cy = cn::zeros<std::int32_t>({n}, cn::Backend::host);
   for (long long i = 0; i < n; ++i) cx(i) = static_cast<std::int32_t>(3 * i - 5);  // wraps
-  // Cell 20 is past the bounded y axis's last cell (19), whatever the box's length (2.0).
-  if (world.rank() == world.size() - 1) cy(2) = 20;
+  // Decided on cells, not on the box's length (2.0): cell 19 is the bounded y axis's last one
+  // (inside), cells 20 and -1 are outside it; on the last rank only.
+  cy(4) = 19;
+  if (world.rank() == world.size() - 1) {
+    cy(2) = 20;
+    cy(5) = -1;
+  }
   cn::ParticleColumns columns;
   columns.position(cx).position(cy);
   try {
@@ -466,8 +523,10 @@ TEST(MigrationMpiErrors, ACellIndexOutsideABoundedAxisIsAnErrorOnEveryRank) {
     ADD_FAILURE() << "no error";
   } catch (const cn::ValueError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("rank " + std::to_string(world.size() - 1) + ": 1"), std::string::npos)
-        << what;
+    for (int r = 0; r < world.size(); ++r)
+      EXPECT_NE(what.find("rank " + std::to_string(r) + ": " + (r == world.size() - 1 ? "2" : "0")),
+                std::string::npos)
+          << what;
   }
   cn::ParticleColumns mixed;
   auto fx = cn::zeros<float>({n}, cn::Backend::host);

@@ -139,7 +139,8 @@ class ParticleColumns {
           "ParticleColumns: every position array must have one element type; the "
           "first is " +
           std::string(to_string(columns_[0]->dtype())) + ", this one " +
-          std::string(dtype_name<T>()) + "; store every axis in one precision");
+          std::string(dtype_name<T>()) +
+          "; store every axis as one type (double, float, or int32 cell indices)");
     columns_.push_back(std::make_unique<detail::ParticleColumnOf<T>>(axis));
     ++positions_;
     return *this;
@@ -191,7 +192,8 @@ class ParticleMigration {
                     std::source_location where = std::source_location::current());
 
   // As above, with the rows that may have left given by the caller: only `candidates` (rows
-  // below `count`, increasing) are examined, the others are taken to lie in stay_region().  A
+  // below `count`, increasing) are examined, the others are taken to lie in stay_region() (in
+  // the rank's own cells, for int32 cell indices as positions).  A
   // step that moves the particles finds them at no cost while their positions are in
   // registers; the migration then does no work per particle.  Host particle arrays only.
   // With CUNUMPY_MPI_CHECK=1 (mpi_checks()) every row is examined too, and a leaver missing
@@ -201,10 +203,13 @@ class ParticleMigration {
                     std::source_location where = std::source_location::current());
 
   // This rank's block as positions, shrunk by a millionth of a cell on each side: a particle
-  // inside it along every axis stays on this rank (the rest may or may not).
+  // inside it along every axis stays on this rank (the rest may or may not).  In the box's
+  // coordinates: with int32 cell indices as positions, a particle stays when its cell along
+  // every axis is one of the rank's (decomposition.owned(a)).
   StayRegion stay_region() const;
 
-  // The rank owning a position (periodic axes wrapped); ValueError outside a bounded axis.
+  // The rank owning a position in the box's coordinates (periodic axes wrapped); ValueError
+  // outside a bounded axis.  For a cell index: CartesianDecomposition::owner_of.
   int owner_of(std::array<double, 3> position) const;
 
   const MigrationStats& stats() const noexcept;
