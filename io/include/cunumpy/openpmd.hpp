@@ -74,17 +74,15 @@ class RealColumn {
 
 // One species' particles on this rank: positions and momenta per axis, weights, ids, and the
 // constant charge and mass of a macro-particle.  Positions take one of openPMD's two
-// position/positionOffset splits:
-// - whole coordinates (position_offset empty): position holds each coordinate, positionOffset
-//   is a constant 0;
-// - a cell index and an offset within the cell (mixed-precision particles; exact far from the
-//   origin): position_offset holds one int32 column of cell indices per axis and cell_size the
-//   cell's length per axis; positionOffset is written as those integers and position as the
-//   offsets in cell units, both with unitSI = the cell size, so a reader's position +
-//   positionOffset is (offset + cell) * cell_size: cell 0 starts at the coordinate origin (for
-//   a box whose lower corner is not 0, add lower / cell_size to the indices).  Every rank gives
-//   the same kind of positions and the same cell_size (agreed: ValueError otherwise);
-//   patch_offset and patch_extent stay whole coordinates.
+// position/positionOffset splits.  Whole coordinates (position_offset empty): position holds
+// each coordinate and positionOffset is a constant 0.  A cell index and an offset within the
+// cell (mixed-precision particles, exact far from the origin): position_offset holds one int32
+// column of cell indices per axis and cell_size the cell's length per axis; positionOffset is
+// written as those integers and position as the offsets in cell units, both with unitSI = the
+// cell size, so a reader's position + positionOffset is (offset + cell) * cell_size.  Cell 0
+// starts at the coordinate origin (for a box whose lower corner is not 0, add lower / cell_size
+// to the indices).  Every rank gives the same kind of positions and the same cell_size (agreed:
+// ValueError otherwise); patch_offset and patch_extent stay whole coordinates.
 struct ParticleRecords {
   std::vector<std::string> axes;                            // {"x"} or {"x", "y"}
   std::vector<RealColumn> position;                         // one per axis (double or float)
