@@ -208,20 +208,23 @@ class OpenPmdFile {
         throw ValueError(
             "openPMD particles: patch_offset and patch_extent need one value per axis");
     });
+    const bool in_cells = !p.position_offset.empty();
     // Every rank writes the same records: the same choice of whole coordinates or cells, the
-    // same cell sizes (the unitSI attributes), agreed before the first collective write.
+    // same cell sizes (the unitSI attributes), agreed before the first collective write (one
+    // allreduce: the minimum of each value and of its negation).
     {
-      std::vector<double> lo(1 + nd, 0.0), hi;
-      lo[0] = p.position_offset.empty() ? 0.0 : 1.0;
-      for (std::size_t a = 0; a < nd && !p.position_offset.empty(); ++a) lo[1 + a] = p.cell_size[a];
-      hi = lo;
-      comm_.allreduce(std::span<double>(lo), Op::min);
-      comm_.allreduce(std::span<double>(hi), Op::max);
-      if (lo != hi)
-        throw ValueError("openPMD particles " + species +
-                         ": the ranks disagree on positions as cells (position_offset given on "
-                         "some ranks only, or other cell sizes); every rank must give the same "
-                         "kind of positions and the same cell_size, also a rank with no particles");
+      std::vector<double> v(2 * (1 + nd), 0.0);
+      v[0] = in_cells ? 1.0 : 0.0;
+      for (std::size_t a = 0; a < nd && in_cells; ++a) v[1 + a] = p.cell_size[a];
+      for (std::size_t k = 0; k <= nd; ++k) v[1 + nd + k] = -v[k];
+      comm_.allreduce(std::span<double>(v), Op::min);
+      for (std::size_t k = 0; k <= nd; ++k)
+        if (v[k] != -v[1 + nd + k])
+          throw ValueError("openPMD particles " + species +
+                           ": the ranks disagree on positions as cells (position_offset given on "
+                           "some ranks only, or other cell sizes); every rank must give the same "
+                           "kind of positions and the same cell_size, also a rank with no "
+                           "particles");
     }
     const long long total = comm_.allreduce(n, Op::sum);
     const long long first = comm_.scan(n, Op::sum) - n;
@@ -234,7 +237,6 @@ class OpenPmdFile {
                          " must be a 1D array of at least " + std::to_string(n) + " rows");
       return to_host(*a);
     };
-    const bool in_cells = !p.position_offset.empty();
     // unitSI of axis a's position and positionOffset: the cell's length for cell indices and
     // offsets in cells, else 1 (the values are the coordinates).
     auto length_unit = [&](std::size_t a) { return in_cells ? p.cell_size[a] : 1.0; };

@@ -64,6 +64,7 @@ class MigrationImpl {
       g_.own_begin[a] = d.owned(a).begin;
       g_.own_end[a] = d.owned(a).end;
     }
+    cells_g_ = in_cells(g_);
   }
 
   int owner_of(std::array<double, 3> p) const {
@@ -112,7 +113,6 @@ class MigrationImpl {
     // The positions in their stored type (double, float, or int32 global cell indices, decided
     // on in the geometry of cells), and the geometry they are decided in.
     const DType stored = cols[0].dtype();
-    const MigrationGeometry cells_g = in_cells(g_);
     const auto with_positions = [&](auto&& body) {
       const auto as = [&](auto* none, const MigrationGeometry& g) {
         using R = std::remove_pointer_t<decltype(none)>;
@@ -120,7 +120,7 @@ class MigrationImpl {
         for (int a = 0; a < g_.ndim; ++a) pos[a] = static_cast<R*>(cols[a].data());
         return body(g, static_cast<R* const*>(pos));
       };
-      if (stored == DType::int32) return as(static_cast<std::int32_t*>(nullptr), cells_g);
+      if (stored == DType::int32) return as(static_cast<std::int32_t*>(nullptr), cells_g_);
       if (stored == DType::float32) return as(static_cast<float*>(nullptr), g_);
       return as(static_cast<double*>(nullptr), g_);
     };
@@ -449,6 +449,7 @@ class MigrationImpl {
   CartesianDecomposition d_;
   MigrationOptions o_;
   MigrationGeometry g_;
+  MigrationGeometry cells_g_;  // g_ for int32 cell indices as positions (in_cells)
   Array<std::uint8_t> send_, recv_, send_host_, recv_host_;
   Array<std::uint32_t> keys_;  // device: each particle's destination (kept from call to call)
   std::vector<std::int64_t> host_rows_;  // host: the leavers' rows and keys
