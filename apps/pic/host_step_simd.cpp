@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,7 +81,6 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
                        Sums& sums) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<std::int32_t, decltype(d)> d32;
-  const hn::RebindToSigned<decltype(d)> d64;
   using V = hn::Vec<decltype(d)>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
   // Chunks whose stencils at x_{n+1} wait in L1 for the deposit.
@@ -88,6 +88,15 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   if (lanes > kChunk) return begin;
   alignas(64) std::int32_t node[kChunk];
   alignas(64) double wx0[kChunk], wx1[kChunk], wy0[kChunk], wy1[kChunk];
+  // The field at x_n without gathers: a sub-chunk's cells (their 64-byte entries) are copied
+  // into two arrays, E_x's four corners then E_y's, particle after particle, and read back
+  // de-interleaved (four corners a vector each): two vector loads and copies a particle where
+  // eight gathers of single elements cost several times as much (the same values, the same
+  // bits).
+  constexpr long long kSub = 64;
+  if (lanes > kSub) return begin;
+  alignas(64) std::int32_t cell[kSub];
+  alignas(64) double ex_at[4 * kSub], ey_at[4 * kSub];
   const int row = static_cast<int>(s.row);
   const V inv_dx = hn::Set(d, s.inv_dx), inv_dy = hn::Set(d, s.inv_dy), lx = hn::Set(d, s.lx),
           ly = hn::Set(d, s.ly), dv = hn::Set(d, s.dv), dt = hn::Set(d, s.dt),
@@ -119,24 +128,40 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
     const long long m = std::min(kChunk, (end - i) / lanes * lanes);
     bool missed = false;
     for (long long k = 0; k < m; k += lanes) {
+      if (k % kSub == 0) {  // the next sub-chunk's cells, copied in particle order
+        const long long sub = std::min(kSub, m - k);
+        for (long long l = 0; l < sub; l += lanes) {
+          const long long p = i + k + l;
+          const auto jx = hn::DemoteTo(d32, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = hn::DemoteTo(d32, hn::Mul(LoadP(d, y + p), inv_dy));
+          hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), d32, cell + l);
+        }
+        for (long long l = 0; l < sub; ++l) {
+          const double* HWY_RESTRICT from = cells + 8 * static_cast<long long>(cell[l]);
+          std::memcpy(ex_at + 4 * l, from, 4 * sizeof(double));
+          std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(double));
+        }
+      }
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy);
       const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
-      const auto at =
-          hn::ShiftLeft<3>(hn::PromoteTo(d64, hn::Add(hn::Add(hn::Mul(jx, rows), jy), base)));
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
-      V e0 = hn::Add(zero, hn::Mul(w00, hn::GatherIndex(d, cells + 0, at)));
-      e0 = hn::Add(e0, hn::Mul(w01, hn::GatherIndex(d, cells + 1, at)));
-      e0 = hn::Add(e0, hn::Mul(w10, hn::GatherIndex(d, cells + 2, at)));
-      e0 = hn::Add(e0, hn::Mul(w11, hn::GatherIndex(d, cells + 3, at)));
-      V e1 = hn::Add(zero, hn::Mul(w00, hn::GatherIndex(d, cells + 4, at)));
-      e1 = hn::Add(e1, hn::Mul(w01, hn::GatherIndex(d, cells + 5, at)));
-      e1 = hn::Add(e1, hn::Mul(w10, hn::GatherIndex(d, cells + 6, at)));
-      e1 = hn::Add(e1, hn::Mul(w11, hn::GatherIndex(d, cells + 7, at)));
+      V c0, c1, c2, c3;  // a component at the four corners, a vector each
+      const long long at = 4 * (k % kSub);
+      hn::LoadInterleaved4(d, ex_at + at, c0, c1, c2, c3);
+      V e0 = hn::Add(zero, hn::Mul(w00, c0));
+      e0 = hn::Add(e0, hn::Mul(w01, c1));
+      e0 = hn::Add(e0, hn::Mul(w10, c2));
+      e0 = hn::Add(e0, hn::Mul(w11, c3));
+      hn::LoadInterleaved4(d, ey_at + at, c0, c1, c2, c3);
+      V e1 = hn::Add(zero, hn::Mul(w00, c0));
+      e1 = hn::Add(e1, hn::Mul(w01, c1));
+      e1 = hn::Add(e1, hn::Mul(w10, c2));
+      e1 = hn::Add(e1, hn::Mul(w11, c3));
       // The push and the move.
       const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
