@@ -265,13 +265,19 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
                         Sums& sums) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<std::int32_t, decltype(d)> d32;
-  const hn::RebindToSigned<decltype(d)> d64;
   using V = hn::Vec<decltype(d)>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
   constexpr long long kChunk = 512;
   if (lanes > kChunk) return begin;
   alignas(64) std::int32_t node[kChunk];
   alignas(64) double fxs[kChunk], fys[kChunk], fzs[kChunk];
+  // The field at x_n without gathers, as in 2D: a sub-chunk's stencils copied, particle after
+  // particle, from the four lines along z they touch (two nodes of three components each) into
+  // one array per line and node, and read back de-interleaved (a component a vector).
+  constexpr long long kSub = 32;
+  if (lanes > kSub) return begin;
+  alignas(64) std::int32_t first[kSub];
+  alignas(64) double at_node[8][3 * kSub];  // [2 * line + node along z][3 * particle + component]
   const int row = static_cast<int>(s.row), col = static_cast<int>(s.col);
   const V inv_dx = hn::Set(d, s.inv_dx), inv_dy = hn::Set(d, s.inv_dy),
           inv_dz = hn::Set(d, s.inv_dz), lx = hn::Set(d, s.lx), ly = hn::Set(d, s.ly),
@@ -306,6 +312,24 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
     const long long m = std::min(kChunk, (end - i) / lanes * lanes);
     bool missed = false;
     for (long long k = 0; k < m; k += lanes) {
+      if (k % kSub == 0) {  // the next sub-chunk's stencils, copied in particle order
+        const long long sub = std::min(kSub, m - k);
+        for (long long l = 0; l < sub; l += lanes) {
+          const long long p = i + k + l;
+          const auto jx = hn::DemoteTo(d32, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = hn::DemoteTo(d32, hn::Mul(LoadP(d, y + p), inv_dy)),
+                     jz = hn::DemoteTo(d32, hn::Mul(LoadP(d, z + p), inv_dz));
+          hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), d32,
+                     first + l);
+        }
+        const long long line[4] = {0, col, row, row + col};
+        for (long long l = 0; l < sub; ++l)
+          for (int a = 0; a < 4; ++a) {
+            const double* HWY_RESTRICT from = exyz + 3 * (first[l] + line[a]);
+            std::memcpy(at_node[2 * a] + 3 * l, from, 3 * sizeof(double));
+            std::memcpy(at_node[2 * a + 1] + 3 * l, from + 3, 3 * sizeof(double));
+          }
+      }
       const long long p = i + k;
       // The field at x_n.
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy),
@@ -314,27 +338,26 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
               fz = hn::Sub(sz, hn::PromoteTo(d, jz));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
-      // The first node's element in the interleaved field (3 * node < 2^31: 32-bit products).
-      const auto at = hn::PromoteTo(
-          d64, hn::Mul(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base),
-                       hn::Set(d32, 3)));
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
       V e0 = zero, e1 = zero, e2 = zero;
-      const auto corner = [&](const V w, long long offset) {
-        const auto idx = hn::Add(at, hn::Set(d64, 3 * offset));
-        e0 = hn::Add(e0, hn::Mul(w, hn::GatherIndex(d, exyz + 0, idx)));
-        e1 = hn::Add(e1, hn::Mul(w, hn::GatherIndex(d, exyz + 1, idx)));
-        e2 = hn::Add(e2, hn::Mul(w, hn::GatherIndex(d, exyz + 2, idx)));
+      const long long at = 3 * (k % kSub);
+      const auto corner = [&](const V w, int line_node) {
+        V c0, c1, c2;
+        hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
+        e0 = hn::Add(e0, hn::Mul(w, c0));
+        e1 = hn::Add(e1, hn::Mul(w, c1));
+        e2 = hn::Add(e2, hn::Mul(w, c2));
       };
+      // The corners in kernels::for_each_node's order: offsets 0, 1, col, col + 1, row, ...
       corner(hn::Mul(w00, az), 0);
       corner(hn::Mul(w00, fz), 1);
-      corner(hn::Mul(w01, az), col);
-      corner(hn::Mul(w01, fz), col + 1);
-      corner(hn::Mul(w10, az), row);
-      corner(hn::Mul(w10, fz), row + 1);
-      corner(hn::Mul(w11, az), row + col);
-      corner(hn::Mul(w11, fz), row + col + 1);
+      corner(hn::Mul(w01, az), 2);
+      corner(hn::Mul(w01, fz), 3);
+      corner(hn::Mul(w10, az), 4);
+      corner(hn::Mul(w10, fz), 5);
+      corner(hn::Mul(w11, az), 6);
+      corner(hn::Mul(w11, fz), 7);
       // The push and the move.
       const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p), oz = LoadP(d, vz + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
