@@ -3,6 +3,7 @@
 // layout's ne.  Deterministic: integer grids (exact sums), the kinetic energy and momentum by
 // the library's fixed-order reductions.
 #include <algorithm>
+#include <type_traits>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -77,12 +78,16 @@ class FusedHostStep final : public ParticleStep<Real> {
                                  g.has_y() ? layout.ey.data() : nullptr,
                                  g.has_z() ? layout.ez.data() : nullptr, exy_);
     const bool vectors = g.two() && g.order == 1;
-    if (vectors)
+    const bool floats = floats_of(g);
+    if (floats)
+      host_step::fill_cell_fields32(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells32_);
+    else if (vectors)
       host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
     grids_.ensure(threads_, g.nodes(), deterministic_);
     host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
     s.exy = exy_.data();
-    s.cells = vectors ? cells_.data() : nullptr;
+    s.cells = vectors && !floats ? cells_.data() : nullptr;
+    s.cells32 = floats ? cells32_.data() : nullptr;
     s.vectors3 = g.has_z() && g.order == 1;
     if (deterministic_) {
       s.energies = p.work.data();
@@ -150,7 +155,14 @@ class FusedHostStep final : public ParticleStep<Real> {
     // A block that spans the box (the replicated layout, or one rank) holds every image.
     s.whole_box = g.whole_box || (g.lnx == g.nx && g.lny == g.ny && g.lnz == g.nz);
     s.integer = deterministic_;
+    s.floats = floats_of(g);
     return s;
+  }
+
+  // Float particles, 2D CIC, real grids: the step's arithmetic in float, twice the lanes
+  // (host_step.hpp).  The deterministic step keeps double's, as every backend's.
+  bool floats_of(const LocalGrid& g) const {
+    return std::is_same_v<Real, float> && g.two() && g.order == 1 && !deterministic_;
   }
 
   void clear() {
@@ -164,6 +176,7 @@ class FusedHostStep final : public ParticleStep<Real> {
   bool pushed_ = false;  // the last push deposited into grids_ (not folded yet)
   host_step::ThreadGrids grids_;
   std::vector<double> exy_, cells_;
+  std::vector<float> cells32_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -318,7 +319,11 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if (s.order == 2) return range_2d_tsc(s, begin, end, ne);
   // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
-  if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
+  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
+    if (s.floats) begin = cic_floats(s, begin, end, ne, v);  // float arithmetic
+  } else {
+    if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
+  }
   const Sums rest = range_2d_cic(s, begin, end, ne);
   return Sums{v.energy + rest.energy, v.momentum + rest.momentum, v.undeposited + rest.undeposited};
 }
@@ -332,8 +337,33 @@ long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne)
   return missed;
 }
 
+// The deposit alone of float particles with Step::floats: float_stencil's fractions, deposited
+// as the float lanes deposit them after the move.
+long long deposit_range_floats(const Step<float>& s, long long begin, long long end, double* ne) {
+  const FloatStep f = float_step(s);
+  long long missed = 0;
+  for (long long i = begin; i < end; ++i) {
+    long long fx = 0, fy = 0;
+    const double gx = float_stencil(s.x[i], f.inv_dx, fx), gy = float_stencil(s.y[i], f.inv_dy, fy);
+    if (!s.whole_box &&
+        (!image(fx, 1, s.i_lo, s.i_hi, s.nx) || !image(fy, 1, s.j_lo, s.j_hi, s.ny))) {
+      ++missed;
+      continue;
+    }
+    const long long c = node_index<2>(s, fx, fy, 0);
+    const double ax = 1.0 - gx, ay = 1.0 - gy;
+    ne[c] += s.charge * (ax * ay);
+    ne[c + 1] += s.charge * (ax * gy);
+    ne[c + s.row] += s.charge * (gx * ay);
+    ne[c + s.row + 1] += s.charge * (gx * gy);
+  }
+  return missed;
+}
+
 template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
+  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
+    if (s.floats) return deposit_range_floats(s, begin, end, ne);
   if (s.dim == 3)
     return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
                         : deposit_range<3, 2>(s, begin, end, ne);
@@ -408,6 +438,32 @@ template Sums push_and_deposit<double>(const Step<double>&, ThreadGrids&);
 template Sums push_and_deposit<float>(const Step<float>&, ThreadGrids&);
 template void deposit<double>(const Step<double>&, ThreadGrids&);
 template void deposit<float>(const Step<float>&, ThreadGrids&);
+
+FloatStep float_step(const StepGeometry& s) {
+  FloatStep f{};
+  f.inv_dx = static_cast<float>(s.inv_dx);
+  f.inv_dy = static_cast<float>(s.inv_dy);
+  f.lx = static_cast<float>(s.lx);
+  f.ly = static_cast<float>(s.ly);
+  f.dv = static_cast<float>(s.dv);
+  f.dt = static_cast<float>(s.dt);
+  f.below_lx = kernels::inside_as<float>(std::nextafter(s.lx, 0.0), s.lx);
+  f.below_ly = kernels::inside_as<float>(std::nextafter(s.ly, 0.0), s.ly);
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (int a = 0; a < 2; ++a) {
+    float lo = static_cast<float>(s.stay_lo[a]), hi = static_cast<float>(s.stay_hi[a]);
+    if (static_cast<double>(lo) < s.stay_lo[a]) lo = std::nextafter(lo, inf);
+    if (static_cast<double>(hi) > s.stay_hi[a]) hi = std::nextafter(hi, -inf);
+    f.stay_lo[a] = lo;
+    f.stay_hi[a] = hi;
+  }
+  return f;
+}
+
+float float_periodic(float p, float lf, double l) {
+  if (p >= 0.0f && p < lf) return p;
+  return kernels::periodic_as<float>(static_cast<double>(p), l);
+}
 
 void fold(ThreadGrids& grids, long long nodes, double* ne) {
 #pragma omp parallel for schedule(static)

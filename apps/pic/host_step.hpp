@@ -17,7 +17,11 @@
 // gather's sums in the same order, the push's roundings).  Deterministic (integer grids): each
 // node's weight quantised to multiples of 2^-24 and summed as integers (exact in any order),
 // as DeterministicStep does, and the kinetic energy left per particle for a fixed-order sum.
-// Measured by scripts/compare_picksc.sh (ns per particle-step).
+// Float particles on real 2D CIC grids (StepGeometry::floats) step in float: the gather, push,
+// move and stencil of each particle in float lanes (twice double's: cic_floats), E rounded to
+// float once per step, the deposit's weights and every sum in double; the deterministic step
+// keeps double's arithmetic (its bits are every backend's).  Measured by
+// scripts/compare_picksc.sh (ns per particle-step).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +50,12 @@ struct StepGeometry {
   // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
   // particles; null: the scalar loop alone.
   const double* cells = nullptr;
+  // Float particles, 2D CIC, real grids (`floats`): each particle's arithmetic in float, the
+  // loop over float lanes (cic_floats) reading E from the cells in float (fill_cell_fields32),
+  // every particle one lane at a time with `one_lane` (the same bits).
+  bool floats = false;
+  bool one_lane = false;
+  const float* cells32 = nullptr;
   // 3D CIC: whole vectors of particles first (cic3_vectors), gathering from exy.
   bool vectors3 = false;
   // Deterministic: integer grids, and the particles' kinetic energies (mass / 2 v_old . v_new)
@@ -61,7 +71,8 @@ struct StepGeometry {
 };
 
 // Real: the particles' precision (double or float); the arithmetic is double either way, each
-// new position and velocity rounded once when stored (positions kept inside the box).
+// new position and velocity rounded once when stored (positions kept inside the box), but with
+// StepGeometry::floats (float particles, 2D CIC, real grids), whose arithmetic is float.
 template <typename Real>
 struct Step : StepGeometry {
   Real* x = nullptr;
@@ -71,6 +82,27 @@ struct Step : StepGeometry {
   Real* vy = nullptr;  // 2D and 3D
   Real* vz = nullptr;  // 3D
 };
+
+// The float step's geometry (StepGeometry::floats): rounded once to float; the largest floats
+// under the box's lengths; the stay region rounded inwards (a float inside it lies inside the
+// region in double).
+struct FloatStep {
+  float inv_dx, inv_dy, lx, ly, dv, dt, below_lx, below_ly;
+  float stay_lo[2], stay_hi[2];
+};
+FloatStep float_step(const StepGeometry& s);
+// A float position after the move's one wrap by the float length lf: itself inside [0, lf),
+// else kernels::periodic_as's answer for the box length l.
+float float_periodic(float p, float lf, double l);
+// The float step's CIC stencil along an axis at float position p (inv: 1 / cell size in float):
+// first node and the fraction g, as the float lanes compute them.  The deposit's weights are
+// 1 - g and g in double: a particle's four weights sum to its charge as in double.
+inline float float_stencil(float p, float inv, long long& first) {
+  const float t = p * inv;
+  const auto j = static_cast<std::int32_t>(t);
+  first = j;
+  return t - static_cast<float>(j);
+}
 
 struct Sums {
   double energy = 0.0;        // sum of v_old . v_new (time-centred kinetic energy / (m / 2))

@@ -245,6 +245,182 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
+// Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
+// each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil for
+// the deposit alone), E read from the cells in float (Step::cells32), the deposit's weights
+// (from the float fractions) and the sums in double.  D: the full vector, or one lane
+// (CappedTag<float, 1>) for the rest of the particles: lane by lane the same operations, so the
+// same bits either way.
+template <class D>
+HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
+  return hn::PromoteTo(hn::Rebind<double, D>(), v);
+}
+template <class D, size_t kLanes>
+HWY_INLINE hn::Vec<hn::Repartition<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<kLanes>) {
+  const hn::Repartition<double, D> dd;
+  const hn::Half<D> dh;
+  return hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, v)), hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+}
+template <class D>
+using WideLanes = hwy::SizeTag<hn::MaxLanes(D()) == 1 ? 1 : 2>;
+
+template <class D>
+long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
+                      double* HWY_RESTRICT ne, Sums& sums) {
+  const hn::RebindToSigned<D> di;
+  using V = hn::Vec<D>;
+  const auto lanes = static_cast<long long>(hn::Lanes(d));
+  constexpr long long kChunk = 512, kSub = 64;
+  if (lanes > kSub) return begin;
+  alignas(64) std::int32_t node[kChunk], cell[kSub];
+  alignas(64) float gxs[kChunk], gys[kChunk];  // the stencils' fractions at x_{n+1}
+  alignas(64) float ex_at[4 * kSub], ey_at[4 * kSub];
+  const int row = static_cast<int>(s.row);
+  const FloatStep f = float_step(s);
+  const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy), lx = hn::Set(d, f.lx),
+          ly = hn::Set(d, f.ly), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
+          below_lx = hn::Set(d, f.below_lx), below_ly = hn::Set(d, f.below_ly),
+          one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  // The stay region rounded inwards: a float inside it is inside the region in double.
+  const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
+          stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]);
+  const auto rows = hn::Set(di, row), base = hn::Set(di, static_cast<std::int32_t>(s.base));
+  const auto i_lo = hn::Set(di, static_cast<std::int32_t>(s.i_lo)),
+             i_hi = hn::Set(di, static_cast<std::int32_t>(s.i_hi - 1)),
+             j_lo = hn::Set(di, static_cast<std::int32_t>(s.j_lo)),
+             j_hi = hn::Set(di, static_cast<std::int32_t>(s.j_hi - 1)),
+             nxs = hn::Set(di, static_cast<std::int32_t>(s.nx)),
+             nys = hn::Set(di, static_cast<std::int32_t>(s.ny)), none = hn::Set(di, -1);
+  auto energy = hn::Zero(hn::DFromV<decltype(Promoted(d, zero, WideLanes<D>()))>());
+  auto momentum = energy;
+  float* HWY_RESTRICT x = s.x;
+  float* HWY_RESTRICT y = s.y;
+  float* HWY_RESTRICT vx = s.vx;
+  float* HWY_RESTRICT vy = s.vy;
+  const float* HWY_RESTRICT cells = s.cells32;
+  const double q = s.charge;
+  const bool whole = s.whole_box;
+  std::vector<std::int64_t>* leavers = s.leavers;
+  long long i = begin;
+  while (end - i >= lanes) {
+    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
+    bool missed = false;
+    for (long long k = 0; k < m; k += lanes) {
+      if (k % kSub == 0) {  // the next sub-chunk's cells, copied in particle order
+        const long long sub = std::min(kSub, m - k);
+        for (long long l = 0; l < sub; l += lanes) {
+          const long long p = i + k + l;
+          const auto jx = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, x + p), inv_dx)),
+                     jy = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+          hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
+        }
+        for (long long l = 0; l < sub; ++l) {
+          const float* HWY_RESTRICT from = cells + 8 * static_cast<long long>(cell[l]);
+          std::memcpy(ex_at + 4 * l, from, 4 * sizeof(float));
+          std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(float));
+        }
+      }
+      const long long p = i + k;
+      // The field at x_n (truncation is floor for x >= 0).
+      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
+      const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
+      const V fx = hn::Sub(sx, hn::ConvertTo(d, hn::ConvertTo(di, sx))),
+              fy = hn::Sub(sy, hn::ConvertTo(d, hn::ConvertTo(di, sy)));
+      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
+      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
+              w11 = hn::Mul(fx, fy);
+      V c0, c1, c2, c3;  // a component at the four corners
+      const long long at = 4 * (k % kSub);
+      hn::LoadInterleaved4(d, ex_at + at, c0, c1, c2, c3);
+      const V e0 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
+                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
+      hn::LoadInterleaved4(d, ey_at + at, c0, c1, c2, c3);
+      const V e1 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
+                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
+      // The push and the move.
+      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
+      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
+      hn::StoreU(nx, d, vx + p);
+      hn::StoreU(ny, d, vy + p);
+      const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
+      energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
+      momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
+      V px = hn::Add(x0, hn::Mul(dt, nx));
+      V py = hn::Add(y0, hn::Mul(dt, ny));
+      px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
+      px = hn::IfThenElse(hn::Ge(px, lx), hn::Sub(px, lx), px);
+      py = hn::IfThenElse(hn::Lt(py, zero), hn::Add(py, ly), py);
+      py = hn::IfThenElse(hn::Ge(py, ly), hn::Sub(py, ly), py);
+      const auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
+                                  hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
+      if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
+        alignas(64) float lane[HWY_MAX_BYTES / sizeof(float)];
+        hn::StoreU(px, d, lane);
+        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.lx, s.lx);
+        px = hn::LoadU(d, lane);
+        hn::StoreU(py, d, lane);
+        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.ly, s.ly);
+        py = hn::LoadU(d, lane);
+      }
+      px = hn::Min(px, below_lx);  // a float in [0, L) as the arrays keep it
+      py = hn::Min(py, below_ly);
+      hn::StoreU(px, d, x + p);
+      hn::StoreU(py, d, y + p);
+      if (leavers != nullptr) {
+        const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                                   hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
+        if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
+          for (long long l = p; l < p + lanes; ++l)
+            if (!(x[l] >= s.stay_lo[0] && x[l] <= s.stay_hi[0] && y[l] >= s.stay_lo[1] &&
+                  y[l] <= s.stay_hi[1]))
+              leavers->push_back(l);
+      }
+      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
+      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
+      auto kx = hn::ConvertTo(di, tx), ky = hn::ConvertTo(di, ty);
+      const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
+      if (whole) {
+        hn::StoreU(hn::Add(hn::Add(hn::Mul(kx, rows), ky), base), di, node + k);
+      } else {
+        kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
+        kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
+        ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
+        ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
+        const auto reach = hn::Not(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
+                                          hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))));
+        const auto c = hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
+        hn::StoreU(hn::IfThenElse(reach, c, none), di, node + k);
+        if (!hn::AllTrue(di, reach)) [[unlikely]] {
+          sums.undeposited += static_cast<long long>(hn::CountTrue(di, hn::Not(reach)));
+          missed = true;
+        }
+      }
+      hn::StoreU(gx, d, gxs + k);
+      hn::StoreU(gy, d, gys + k);
+    }
+    for (long long k = 0; k < m; ++k) {  // the deposit in double (host_step.hpp)
+      const int c = node[k];
+      if (missed && c < 0) continue;  // beyond the guards: counted above
+      const double fx = gxs[k], fy = gys[k], ax = 1.0 - fx, ay = 1.0 - fy;
+      ne[c] += q * (ax * ay);
+      ne[c + 1] += q * (ax * fy);
+      ne[c + row] += q * (fx * ay);
+      ne[c + row + 1] += q * (fx * fy);
+    }
+    i += m;
+  }
+  const hn::DFromV<decltype(energy)> dd;
+  sums.energy += hn::GetLane(hn::SumOfLanes(dd, energy));
+  sums.momentum += hn::GetLane(hn::SumOfLanes(dd, momentum));
+  return i;
+}
+// Whole vectors, then the rest one lane at a time (or every particle so: Step::one_lane).
+long long CicFloats(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                    Sums& sums) {
+  if (!s.one_lane) begin = CicFloatsOf(hn::ScalableTag<float>(), s, begin, end, ne, sums);
+  return CicFloatsOf(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+}
+
 // The entry points HWY_EXPORT names: 2D and 3D, double and float particles, real and integer
 // grids.
 #define PIC_VECTORS_OF(name, of, R, G)                                                 \
@@ -254,7 +430,6 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   }
 PIC_VECTORS_OF(CicVectors, CicVectorsOf, double, double)
 PIC_VECTORS_OF(CicVectorsInt, CicVectorsOf, double, std::int64_t)
-PIC_VECTORS_OF(CicVectorsF, CicVectorsOf, float, double)
 PIC_VECTORS_OF(CicVectorsIntF, CicVectorsOf, float, std::int64_t)
 
 // 3D CIC: the same scheme with E's three components interleaved at the guarded nodes (3
@@ -471,7 +646,7 @@ PIC_VECTORS_OF(Cic3VectorsIntF, Cic3VectorsOf, float, std::int64_t)
   }
 PIC_NO_VECTORS(CicVectors, double, double)
 PIC_NO_VECTORS(CicVectorsInt, double, std::int64_t)
-PIC_NO_VECTORS(CicVectorsF, float, double)
+PIC_NO_VECTORS(CicFloats, float, double)
 PIC_NO_VECTORS(CicVectorsIntF, float, std::int64_t)
 PIC_NO_VECTORS(Cic3Vectors, double, double)
 PIC_NO_VECTORS(Cic3VectorsInt, double, std::int64_t)
@@ -489,7 +664,7 @@ namespace pic::host_step {
 
 HWY_EXPORT(CicVectors);
 HWY_EXPORT(CicVectorsInt);
-HWY_EXPORT(CicVectorsF);
+HWY_EXPORT(CicFloats);
 HWY_EXPORT(CicVectorsIntF);
 HWY_EXPORT(Cic3Vectors);
 HWY_EXPORT(Cic3VectorsInt);
@@ -524,13 +699,35 @@ const Choice& choice() {
   }
 PIC_VECTORS(cic_vectors, CicVectors, double, double)
 PIC_VECTORS(cic_vectors, CicVectorsInt, double, std::int64_t)
-PIC_VECTORS(cic_vectors, CicVectorsF, float, double)
 PIC_VECTORS(cic_vectors, CicVectorsIntF, float, std::int64_t)
 PIC_VECTORS(cic3_vectors, Cic3Vectors, double, double)
 PIC_VECTORS(cic3_vectors, Cic3VectorsInt, double, std::int64_t)
 PIC_VECTORS(cic3_vectors, Cic3VectorsF, float, double)
 PIC_VECTORS(cic3_vectors, Cic3VectorsIntF, float, std::int64_t)
 #undef PIC_VECTORS
+// The portable choice runs the float loop one lane at a time, on the baseline target.
+long long cic_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums) {
+  if (choice().vectors) return HWY_DYNAMIC_DISPATCH(CicFloats)(s, begin, end, ne, sums);
+  Step<float> one = s;
+  one.one_lane = true;
+  return HWY_STATIC_DISPATCH(CicFloats)(one, begin, end, ne, sums);
+}
+
+void fill_cell_fields32(long long nodes, long long row, const double* ex, const double* ey,
+                        std::vector<float>& cells) {
+  cells.resize(static_cast<std::size_t>(8 * nodes));
+  float* out = cells.data();
+#pragma omp parallel for schedule(static)
+  for (long long c = 0; c < nodes; ++c) {
+    float* cell = out + 8 * c;
+    const long long at[4] = {c, c + 1, c + row, c + row + 1};
+    for (int k = 0; k < 4; ++k) {
+      const bool in = at[k] < nodes;
+      cell[k] = in ? static_cast<float>(ex[at[k]]) : 0.0f;
+      cell[4 + k] = in ? static_cast<float>(ey[at[k]]) : 0.0f;
+    }
+  }
+}
 
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells) {

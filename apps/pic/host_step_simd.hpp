@@ -16,6 +16,10 @@ namespace pic::host_step {
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells);
 
+// The same in float (32 bytes a cell), for the float lanes of cic_floats.
+void fill_cell_fields32(long long nodes, long long row, const double* ex, const double* ey,
+                        std::vector<float>& cells);
+
 // 2D CIC particles [begin, end) by whole vectors: the gather, push and move of a chunk with
 // vector instructions, its deposit (into the thread's guarded grid, double or int64) one
 // particle at a time.  Returns where it stopped (the rest is the scalar loop's); adds to
@@ -25,9 +29,13 @@ long long cic_vectors(const Step<double>& s, long long begin, long long end, dou
                       Sums& sums);
 long long cic_vectors(const Step<double>& s, long long begin, long long end, std::int64_t* ne,
                       Sums& sums);
-long long cic_vectors(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums);
 long long cic_vectors(const Step<float>& s, long long begin, long long end, std::int64_t* ne,
                       Sums& sums);
+// Float particles with real grids (Step::floats, Step::cells32): 2D CIC particles [begin, end)
+// in float arithmetic, whole vectors of floats (twice double's lanes), then the rest one lane at
+// a time; the density and the sums in double.  Returns end (begin on a target with no vectors:
+// the scalar loop's double arithmetic then runs them).
+long long cic_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums);
 // 3D CIC the same way, E's components gathered from Step::exy (3 doubles a node).
 long long cic3_vectors(const Step<double>& s, long long begin, long long end, double* ne,
                        Sums& sums);

@@ -13,8 +13,9 @@ class FieldLayout;
 struct LocalGrid;
 
 // Real: the precision the particles are stored in (double, or float for --precision single);
-// the arithmetic of every step is done in double either way, each new position and velocity
-// rounded once when stored (positions kept inside the box: kernels::periodic_as).
+// the arithmetic of the steps is done in double either way, each new position and velocity
+// rounded once when stored (positions kept inside the box: kernels::periodic_as), but for the
+// fused host step's 2D CIC loop, which steps float particles in float (host_step.hpp).
 template <typename Real>
 struct Particles {
   using real_type = Real;

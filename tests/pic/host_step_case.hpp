@@ -2,12 +2,15 @@
 // on a small random 2D or 3D CIC case (far movers, a position that rounds to the last node),
 // through the vector loop or the scalar loop alone, on a grid that is the whole box or a block of
 // it (a decomposed rank's, whose particles' images may lie beyond its guards), with real or integer
-// (deterministic) grids.  Shared by test_pic and tests/arm/pic_step_check.cpp.
+// (deterministic) grids.  Float particles on real 2D grids take the float step (host_step.hpp:
+// StepGeometry::floats), whose scalar loop is its vector loop one lane at a time.  Shared by
+// test_pic and tests/arm/pic_step_check.cpp.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "host_step.hpp"
@@ -77,6 +80,7 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   for (auto& e : gey) e = u(gen) - 0.5;
   for (auto& e : gez) e = u(gen) - 0.5;
   std::vector<double> ex(g.nodes()), ey(g.nodes()), ez(g.nodes()), exy, cells;
+  std::vector<float> cells32;
   const long long lz = three ? g.lnz + 2 * g.guard : 1;
   for (long long i = 0; i < g.lnx + 2 * g.guard; ++i)
     for (long long j = 0; j < g.lny + 2 * g.guard; ++j)
@@ -91,6 +95,10 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
       }
   interleave_fields(g.nodes(), ex.data(), ey.data(), three ? ez.data() : nullptr, exy);
   if (!three) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells);
+  // Float particles on real grids in 2D: the step's arithmetic in float (the mini-app's fused
+  // step); the scalar loop is the float loop one lane at a time.
+  const bool floats = std::is_same_v<Real, float> && !three && !integer;
+  if (floats) fill_cell_fields32(g.nodes(), g.row(), ex.data(), ey.data(), cells32);
   CaseResult r;
   r.x.resize(n);
   r.y.resize(n);
@@ -164,6 +172,9 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   s.cells = vectors && !three ? cells.data() : nullptr;
   s.vectors3 = vectors && three;
   s.integer = integer;
+  s.floats = floats;
+  s.one_lane = floats && !vectors;
+  s.cells32 = floats ? cells32.data() : nullptr;
   if (integer) {
     s.energies = r.energies.data();
     s.half_mass = 0.5;
