@@ -14,14 +14,15 @@
 // counted (Sums::undeposited): the caller redeposits every particle after the migration.
 //
 // The same math per particle as the separate kernels (kernels::stencil's weights, the
-// gather's sums in the same order, the push's roundings).  Deterministic (integer grids): each
+// gather's sums in the same order, the push's roundings), but for float particles on real 2D
+// CIC grids, below.  Deterministic (integer grids): each
 // node's weight quantised to multiples of 2^-24 and summed as integers (exact in any order),
 // as DeterministicStep does, and the kinetic energy left per particle for a fixed-order sum.
 // Float particles on real 2D CIC grids (StepGeometry::floats) step in float: the gather, push,
 // move and stencil of each particle in float lanes (twice double's: cic_floats), E rounded to
-// float once per step, the deposit's weights and every sum in double; the deterministic step
-// keeps double's arithmetic (its bits are every backend's).  Measured by
-// scripts/compare_picksc.sh (ns per particle-step).
+// float once per step, the kinetic energy's terms in float, the deposit's weights and every
+// sum in double; the deterministic step keeps double's arithmetic (its bits are every
+// backend's).  Measured by scripts/compare_picksc.sh (ns per particle-step).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,7 @@ struct StepGeometry {
   const double* cells = nullptr;
   // Float particles, 2D CIC, real grids (`floats`): each particle's arithmetic in float, the
   // loop over float lanes (cic_floats) reading E from the cells in float (fill_cell_fields32),
-  // every particle one lane at a time with `one_lane` (the same bits).
+  // every particle one lane at a time on the baseline target with `one_lane` (the same bits).
   bool floats = false;
   bool one_lane = false;
   const float* cells32 = nullptr;
@@ -70,9 +71,9 @@ struct StepGeometry {
   std::vector<std::int64_t>* leavers = nullptr;
 };
 
-// Real: the particles' precision (double or float); the arithmetic is double either way, each
-// new position and velocity rounded once when stored (positions kept inside the box), but with
-// StepGeometry::floats (float particles, 2D CIC, real grids), whose arithmetic is float.
+// Real: the particles' precision (double or float).  The arithmetic is double, each new
+// position and velocity rounded once when stored (positions kept inside the box), unless
+// StepGeometry::floats (float particles, 2D CIC, real grids): then it is float.
 template <typename Real>
 struct Step : StepGeometry {
   Real* x = nullptr;

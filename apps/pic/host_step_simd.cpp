@@ -1,7 +1,9 @@
 // host_step's 2D and 3D CIC loops over whole vectors of particles (host_step_simd.hpp), compiled by
 // Google Highway for each instruction set (foreach_target.h includes this file once per target)
-// and chosen at run time.  Lane by lane the same operations, in the same order, as
-// host_step.cpp's scalar loop: the same bits.  Measured by scripts/compare_picksc.sh.
+// and chosen at run time.  The double loops: lane by lane the same operations, in the same order,
+// as host_step.cpp's scalar loop, the same bits.  The float loop (float particles on real 2D
+// grids): its own arithmetic in float, one lane at a time on the baseline target the same bits
+// as its vectors.  Measured by scripts/compare_picksc.sh.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "host_step_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -27,9 +29,208 @@ namespace pic::host_step {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// 2D CIC: the cells' entries (E_x at the four corners, then E_y: fill_cell_fields) of `count`
+// particles, E_x's into ex_at and E_y's into ey_at, four values a particle.
+template <typename T>
+HWY_INLINE void CopyCells(const T* HWY_RESTRICT cells, const std::int32_t* HWY_RESTRICT cell,
+                          long long count, T* HWY_RESTRICT ex_at, T* HWY_RESTRICT ey_at) {
+  for (long long l = 0; l < count; ++l) {
+    const T* HWY_RESTRICT from = cells + 8 * static_cast<long long>(cell[l]);
+    std::memcpy(ex_at + 4 * l, from, 4 * sizeof(T));
+    std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(T));
+  }
+}
+// The rows [p, p + lanes) whose stored position lies outside the stay region (2D), appended to
+// `leavers` in increasing order: the exact test in double, after a vector test found one.
+template <typename R>
+HWY_INLINE void AppendLeavers2(const StepGeometry& s, const R* x, const R* y, long long p,
+                               long long lanes) {
+  for (long long l = p; l < p + lanes; ++l)
+    if (!(x[l] >= s.stay_lo[0] && x[l] <= s.stay_hi[0] && y[l] >= s.stay_lo[1] &&
+          y[l] <= s.stay_hi[1]))
+      s.leavers->push_back(l);
+}
+// 2D CIC: the first node (in the guarded grid) of the stencils whose cells are (kx, ky), at
+// their images in the block, stored at `out`; -1 for a stencil beyond the guards, counted in
+// `sums` and flagged in `missed`.  DI: int32 lanes.
+template <class DI>
+HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, hn::Vec<DI> ky,
+                                 std::int32_t* HWY_RESTRICT out, Sums& sums, bool& missed) {
+  const auto set = [&](long long v) { return hn::Set(di, static_cast<std::int32_t>(v)); };
+  const auto rows = set(s.row), base = set(s.base);
+  if (s.whole_box) {
+    hn::StoreU(hn::Add(hn::Add(hn::Mul(kx, rows), ky), base), di, out);
+    return;
+  }
+  const auto i_lo = set(s.i_lo), i_hi = set(s.i_hi - 1), j_lo = set(s.j_lo), j_hi = set(s.j_hi - 1),
+             nxs = set(s.nx), nys = set(s.ny);
+  kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
+  kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
+  ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
+  ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
+  const auto reach = hn::Not(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
+                                    hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))));
+  const auto c = hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
+  hn::StoreU(hn::IfThenElse(reach, c, set(-1)), di, out);
+  if (!hn::AllTrue(di, reach)) [[unlikely]] {
+    sums.undeposited += static_cast<long long>(hn::CountTrue(di, hn::Not(reach)));
+    missed = true;
+  }
+}
+
+// Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
+// each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil for
+// the deposit alone), E read from the cells in float (Step::cells32), the deposit's weights
+// (from the float fractions) and the sums in double.  D: the full vector, or one lane
+// (CappedTag<float, 1>) for the rest of the particles: lane by lane the same operations, so the
+// same bits either way.
+template <class D>
+HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
+  return hn::PromoteTo(hn::Rebind<double, D>(), v);
+}
+#if HWY_TARGET != HWY_SCALAR  // (one lane there: no halves)
+template <class D, size_t kLanes>
+HWY_INLINE hn::Vec<hn::Repartition<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<kLanes>) {
+  const hn::Repartition<double, D> dd;
+  const hn::Half<D> dh;
+  return hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, v)), hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+}
+#endif
+template <class D>
+using WideLanes = hwy::SizeTag<hn::MaxLanes(D()) == 1 ? 1 : 2>;
+
+template <class D>
+long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
+                      double* HWY_RESTRICT ne, Sums& sums) {
+  const hn::RebindToSigned<D> di;
+  using V = hn::Vec<D>;
+  const auto lanes = static_cast<long long>(hn::Lanes(d));
+  constexpr long long kChunk = 512, kSub = 64;
+  if (lanes > kSub) return begin;
+  alignas(64) std::int32_t node[kChunk], cell[kSub];
+  alignas(64) float gxs[kChunk], gys[kChunk];  // the stencils' fractions at x_{n+1}
+  alignas(64) float ex_at[4 * kSub], ey_at[4 * kSub];
+  const int row = static_cast<int>(s.row);
+  const FloatStep f = float_step(s);
+  const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy), lx = hn::Set(d, f.lx),
+          ly = hn::Set(d, f.ly), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
+          below_lx = hn::Set(d, f.below_lx), below_ly = hn::Set(d, f.below_ly),
+          one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  // The stay region rounded inwards: a float inside it is inside the region in double.
+  const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
+          stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]);
+  const auto rows = hn::Set(di, row), base = hn::Set(di, static_cast<std::int32_t>(s.base));
+  auto energy = hn::Zero(hn::DFromV<decltype(Promoted(d, zero, WideLanes<D>()))>());
+  auto momentum = energy;
+  float* HWY_RESTRICT x = s.x;
+  float* HWY_RESTRICT y = s.y;
+  float* HWY_RESTRICT vx = s.vx;
+  float* HWY_RESTRICT vy = s.vy;
+  const float* HWY_RESTRICT cells = s.cells32;
+  const double q = s.charge;
+  std::vector<std::int64_t>* leavers = s.leavers;
+  long long i = begin;
+  while (end - i >= lanes) {
+    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
+    bool missed = false;
+    for (long long k = 0; k < m; k += lanes) {
+      if (k % kSub == 0) {  // the next sub-chunk's cells, copied in particle order
+        const long long sub = std::min(kSub, m - k);
+        for (long long l = 0; l < sub; l += lanes) {
+          const long long p = i + k + l;
+          const auto jx = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, x + p), inv_dx)),
+                     jy = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+          hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
+        }
+        CopyCells(cells, cell, sub, ex_at, ey_at);
+      }
+      const long long p = i + k;
+      // The field at x_n (truncation is floor for x >= 0).
+      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
+      const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
+      const V fx = hn::Sub(sx, hn::ConvertTo(d, hn::ConvertTo(di, sx))),
+              fy = hn::Sub(sy, hn::ConvertTo(d, hn::ConvertTo(di, sy)));
+      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
+      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
+              w11 = hn::Mul(fx, fy);
+      V c0, c1, c2, c3;  // a component at the four corners
+      const long long at = 4 * (k % kSub);
+      hn::LoadInterleaved4(d, ex_at + at, c0, c1, c2, c3);
+      const V e0 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
+                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
+      hn::LoadInterleaved4(d, ey_at + at, c0, c1, c2, c3);
+      const V e1 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
+                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
+      // The push and the move.
+      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
+      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
+      hn::StoreU(nx, d, vx + p);
+      hn::StoreU(ny, d, vy + p);
+      const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
+      energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
+      momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
+      V px = hn::Add(x0, hn::Mul(dt, nx));
+      V py = hn::Add(y0, hn::Mul(dt, ny));
+      px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
+      px = hn::IfThenElse(hn::Ge(px, lx), hn::Sub(px, lx), px);
+      py = hn::IfThenElse(hn::Lt(py, zero), hn::Add(py, ly), py);
+      py = hn::IfThenElse(hn::Ge(py, ly), hn::Sub(py, ly), py);
+      const auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
+                                  hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
+      if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
+        alignas(64) float lane[HWY_MAX_BYTES / sizeof(float)];
+        hn::StoreU(px, d, lane);
+        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.lx, s.lx);
+        px = hn::LoadU(d, lane);
+        hn::StoreU(py, d, lane);
+        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.ly, s.ly);
+        py = hn::LoadU(d, lane);
+      }
+      px = hn::Min(px, below_lx);  // a float in [0, L) as the arrays keep it
+      py = hn::Min(py, below_ly);
+      hn::StoreU(px, d, x + p);
+      hn::StoreU(py, d, y + p);
+      if (leavers != nullptr) {
+        const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                                   hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
+        if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
+          AppendLeavers2(s, x, y, p, lanes);
+      }
+      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
+      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
+      const auto kx = hn::ConvertTo(di, tx), ky = hn::ConvertTo(di, ty);
+      const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
+      StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
+      hn::StoreU(gx, d, gxs + k);
+      hn::StoreU(gy, d, gys + k);
+    }
+    for (long long k = 0; k < m; ++k) {  // the deposit in double (host_step.hpp)
+      const int c = node[k];
+      if (missed && c < 0) continue;  // beyond the guards: counted above
+      const double fx = gxs[k], fy = gys[k], ax = 1.0 - fx, ay = 1.0 - fy;
+      ne[c] += q * (ax * ay);
+      ne[c + 1] += q * (ax * fy);
+      ne[c + row] += q * (fx * ay);
+      ne[c + row + 1] += q * (fx * fy);
+    }
+    i += m;
+  }
+  const hn::DFromV<decltype(energy)> dd;
+  sums.energy += hn::GetLane(hn::SumOfLanes(dd, energy));
+  sums.momentum += hn::GetLane(hn::SumOfLanes(dd, momentum));
+  return i;
+}
+// Whole vectors, then the rest one lane at a time (or every particle so: Step::one_lane).
+long long CicFloats(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                    Sums& sums) {
+  if (!s.one_lane) begin = CicFloatsOf(hn::ScalableTag<float>(), s, begin, end, ne, sums);
+  return CicFloatsOf(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+}
+
+// The double loops below need more than one lane (the scalar target runs the scalar loop).
 #if HWY_TARGET != HWY_SCALAR
 // The particle arrays in their precision (double, or float promoted to double and demoted
-// when stored: the arithmetic is double either way, as in host_step.cpp).
+// when stored: the double loops' arithmetic is double either way, as in host_step.cpp).
 template <class D>
 HWY_INLINE hn::Vec<D> LoadP(D d, const double* HWY_RESTRICT p) {
   return hn::LoadU(d, p);
@@ -102,14 +303,6 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
           ly = hn::Set(d, s.ly), dv = hn::Set(d, s.dv), dt = hn::Set(d, s.dt),
           one = hn::Set(d, 1.0), zero = hn::Zero(d), half_mass = hn::Set(d, s.half_mass);
   const auto rows = hn::Set(d32, row), base = hn::Set(d32, static_cast<std::int32_t>(s.base));
-  // The block with its guards (global node numbers) and the images' distance, for the layouts
-  // whose block is not the whole box.
-  const auto i_lo = hn::Set(d32, static_cast<std::int32_t>(s.i_lo)),
-             i_hi = hn::Set(d32, static_cast<std::int32_t>(s.i_hi - 1)),
-             j_lo = hn::Set(d32, static_cast<std::int32_t>(s.j_lo)),
-             j_hi = hn::Set(d32, static_cast<std::int32_t>(s.j_hi - 1)),
-             nxs = hn::Set(d32, static_cast<std::int32_t>(s.nx)),
-             nys = hn::Set(d32, static_cast<std::int32_t>(s.ny)), none = hn::Set(d32, -1);
   V energy = zero, momentum = zero;
   R* HWY_RESTRICT x = s.x;
   R* HWY_RESTRICT y = s.y;
@@ -118,7 +311,6 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   const V below_lx = hn::Set(d, below_of<R>(s.lx)), below_ly = hn::Set(d, below_of<R>(s.ly));
   const double* HWY_RESTRICT cells = s.cells;
   const double q = s.charge;
-  const bool whole = s.whole_box;
   // The stay region, for the rows a migration must examine.
   const V stay_x0 = hn::Set(d, s.stay_lo[0]), stay_x1 = hn::Set(d, s.stay_hi[0]),
           stay_y0 = hn::Set(d, s.stay_lo[1]), stay_y1 = hn::Set(d, s.stay_hi[1]);
@@ -136,11 +328,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
                      jy = hn::DemoteTo(d32, hn::Mul(LoadP(d, y + p), inv_dy));
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), d32, cell + l);
         }
-        for (long long l = 0; l < sub; ++l) {
-          const double* HWY_RESTRICT from = cells + 8 * static_cast<long long>(cell[l]);
-          std::memcpy(ex_at + 4 * l, from, 4 * sizeof(double));
-          std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(double));
-        }
+        CopyCells(cells, cell, sub, ex_at, ey_at);
       }
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
@@ -193,31 +381,13 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
         const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
                                    hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
         if (!hn::AllTrue(d, stays)) [[unlikely]]
-          for (long long l = p; l < p + lanes; ++l)
-            if (!(x[l] >= s.stay_lo[0] && x[l] <= s.stay_hi[0] && y[l] >= s.stay_lo[1] &&
-                  y[l] <= s.stay_hi[1]))
-              leavers->push_back(l);
+          AppendLeavers2(s, x, y, p, lanes);
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty);
+      const auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
-      if (whole) {
-        hn::StoreU(hn::Add(hn::Add(hn::Mul(kx, rows), ky), base), d32, node + k);
-      } else {
-        kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
-        kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
-        ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
-        ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
-        const auto reach = hn::Not(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
-                                          hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))));
-        const auto c = hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
-        hn::StoreU(hn::IfThenElse(reach, c, none), d32, node + k);
-        if (!hn::AllTrue(d32, reach)) [[unlikely]] {
-          sums.undeposited += static_cast<long long>(hn::CountTrue(d32, hn::Not(reach)));
-          missed = true;
-        }
-      }
+      StoreImageNodes2(d32, s, kx, ky, node + k, sums, missed);
       hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
       hn::StoreU(gx, d, wx1 + k);
       hn::StoreU(hn::Sub(one, gy), d, wy0 + k);
@@ -245,182 +415,6 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
-// Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
-// each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil for
-// the deposit alone), E read from the cells in float (Step::cells32), the deposit's weights
-// (from the float fractions) and the sums in double.  D: the full vector, or one lane
-// (CappedTag<float, 1>) for the rest of the particles: lane by lane the same operations, so the
-// same bits either way.
-template <class D>
-HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
-  return hn::PromoteTo(hn::Rebind<double, D>(), v);
-}
-template <class D, size_t kLanes>
-HWY_INLINE hn::Vec<hn::Repartition<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<kLanes>) {
-  const hn::Repartition<double, D> dd;
-  const hn::Half<D> dh;
-  return hn::Add(hn::PromoteTo(dd, hn::LowerHalf(dh, v)), hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
-}
-template <class D>
-using WideLanes = hwy::SizeTag<hn::MaxLanes(D()) == 1 ? 1 : 2>;
-
-template <class D>
-long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
-                      double* HWY_RESTRICT ne, Sums& sums) {
-  const hn::RebindToSigned<D> di;
-  using V = hn::Vec<D>;
-  const auto lanes = static_cast<long long>(hn::Lanes(d));
-  constexpr long long kChunk = 512, kSub = 64;
-  if (lanes > kSub) return begin;
-  alignas(64) std::int32_t node[kChunk], cell[kSub];
-  alignas(64) float gxs[kChunk], gys[kChunk];  // the stencils' fractions at x_{n+1}
-  alignas(64) float ex_at[4 * kSub], ey_at[4 * kSub];
-  const int row = static_cast<int>(s.row);
-  const FloatStep f = float_step(s);
-  const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy), lx = hn::Set(d, f.lx),
-          ly = hn::Set(d, f.ly), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
-          below_lx = hn::Set(d, f.below_lx), below_ly = hn::Set(d, f.below_ly),
-          one = hn::Set(d, 1.0f), zero = hn::Zero(d);
-  // The stay region rounded inwards: a float inside it is inside the region in double.
-  const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
-          stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]);
-  const auto rows = hn::Set(di, row), base = hn::Set(di, static_cast<std::int32_t>(s.base));
-  const auto i_lo = hn::Set(di, static_cast<std::int32_t>(s.i_lo)),
-             i_hi = hn::Set(di, static_cast<std::int32_t>(s.i_hi - 1)),
-             j_lo = hn::Set(di, static_cast<std::int32_t>(s.j_lo)),
-             j_hi = hn::Set(di, static_cast<std::int32_t>(s.j_hi - 1)),
-             nxs = hn::Set(di, static_cast<std::int32_t>(s.nx)),
-             nys = hn::Set(di, static_cast<std::int32_t>(s.ny)), none = hn::Set(di, -1);
-  auto energy = hn::Zero(hn::DFromV<decltype(Promoted(d, zero, WideLanes<D>()))>());
-  auto momentum = energy;
-  float* HWY_RESTRICT x = s.x;
-  float* HWY_RESTRICT y = s.y;
-  float* HWY_RESTRICT vx = s.vx;
-  float* HWY_RESTRICT vy = s.vy;
-  const float* HWY_RESTRICT cells = s.cells32;
-  const double q = s.charge;
-  const bool whole = s.whole_box;
-  std::vector<std::int64_t>* leavers = s.leavers;
-  long long i = begin;
-  while (end - i >= lanes) {
-    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
-    bool missed = false;
-    for (long long k = 0; k < m; k += lanes) {
-      if (k % kSub == 0) {  // the next sub-chunk's cells, copied in particle order
-        const long long sub = std::min(kSub, m - k);
-        for (long long l = 0; l < sub; l += lanes) {
-          const long long p = i + k + l;
-          const auto jx = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, x + p), inv_dx)),
-                     jy = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, y + p), inv_dy));
-          hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
-        }
-        for (long long l = 0; l < sub; ++l) {
-          const float* HWY_RESTRICT from = cells + 8 * static_cast<long long>(cell[l]);
-          std::memcpy(ex_at + 4 * l, from, 4 * sizeof(float));
-          std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(float));
-        }
-      }
-      const long long p = i + k;
-      // The field at x_n (truncation is floor for x >= 0).
-      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
-      const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
-      const V fx = hn::Sub(sx, hn::ConvertTo(d, hn::ConvertTo(di, sx))),
-              fy = hn::Sub(sy, hn::ConvertTo(d, hn::ConvertTo(di, sy)));
-      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
-      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
-              w11 = hn::Mul(fx, fy);
-      V c0, c1, c2, c3;  // a component at the four corners
-      const long long at = 4 * (k % kSub);
-      hn::LoadInterleaved4(d, ex_at + at, c0, c1, c2, c3);
-      const V e0 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
-                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
-      hn::LoadInterleaved4(d, ey_at + at, c0, c1, c2, c3);
-      const V e1 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
-                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
-      // The push and the move.
-      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
-      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
-      hn::StoreU(nx, d, vx + p);
-      hn::StoreU(ny, d, vy + p);
-      const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
-      energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
-      momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
-      V px = hn::Add(x0, hn::Mul(dt, nx));
-      V py = hn::Add(y0, hn::Mul(dt, ny));
-      px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
-      px = hn::IfThenElse(hn::Ge(px, lx), hn::Sub(px, lx), px);
-      py = hn::IfThenElse(hn::Lt(py, zero), hn::Add(py, ly), py);
-      py = hn::IfThenElse(hn::Ge(py, ly), hn::Sub(py, ly), py);
-      const auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
-                                  hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
-      if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
-        alignas(64) float lane[HWY_MAX_BYTES / sizeof(float)];
-        hn::StoreU(px, d, lane);
-        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.lx, s.lx);
-        px = hn::LoadU(d, lane);
-        hn::StoreU(py, d, lane);
-        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.ly, s.ly);
-        py = hn::LoadU(d, lane);
-      }
-      px = hn::Min(px, below_lx);  // a float in [0, L) as the arrays keep it
-      py = hn::Min(py, below_ly);
-      hn::StoreU(px, d, x + p);
-      hn::StoreU(py, d, y + p);
-      if (leavers != nullptr) {
-        const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
-                                   hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
-        if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
-          for (long long l = p; l < p + lanes; ++l)
-            if (!(x[l] >= s.stay_lo[0] && x[l] <= s.stay_hi[0] && y[l] >= s.stay_lo[1] &&
-                  y[l] <= s.stay_hi[1]))
-              leavers->push_back(l);
-      }
-      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
-      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      auto kx = hn::ConvertTo(di, tx), ky = hn::ConvertTo(di, ty);
-      const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
-      if (whole) {
-        hn::StoreU(hn::Add(hn::Add(hn::Mul(kx, rows), ky), base), di, node + k);
-      } else {
-        kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
-        kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
-        ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
-        ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
-        const auto reach = hn::Not(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
-                                          hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))));
-        const auto c = hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
-        hn::StoreU(hn::IfThenElse(reach, c, none), di, node + k);
-        if (!hn::AllTrue(di, reach)) [[unlikely]] {
-          sums.undeposited += static_cast<long long>(hn::CountTrue(di, hn::Not(reach)));
-          missed = true;
-        }
-      }
-      hn::StoreU(gx, d, gxs + k);
-      hn::StoreU(gy, d, gys + k);
-    }
-    for (long long k = 0; k < m; ++k) {  // the deposit in double (host_step.hpp)
-      const int c = node[k];
-      if (missed && c < 0) continue;  // beyond the guards: counted above
-      const double fx = gxs[k], fy = gys[k], ax = 1.0 - fx, ay = 1.0 - fy;
-      ne[c] += q * (ax * ay);
-      ne[c + 1] += q * (ax * fy);
-      ne[c + row] += q * (fx * ay);
-      ne[c + row + 1] += q * (fx * fy);
-    }
-    i += m;
-  }
-  const hn::DFromV<decltype(energy)> dd;
-  sums.energy += hn::GetLane(hn::SumOfLanes(dd, energy));
-  sums.momentum += hn::GetLane(hn::SumOfLanes(dd, momentum));
-  return i;
-}
-// Whole vectors, then the rest one lane at a time (or every particle so: Step::one_lane).
-long long CicFloats(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
-                    Sums& sums) {
-  if (!s.one_lane) begin = CicFloatsOf(hn::ScalableTag<float>(), s, begin, end, ne, sums);
-  return CicFloatsOf(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
-}
-
 // The entry points HWY_EXPORT names: 2D and 3D, double and float particles, real and integer
 // grids.
 #define PIC_VECTORS_OF(name, of, R, G)                                                 \
@@ -646,7 +640,6 @@ PIC_VECTORS_OF(Cic3VectorsIntF, Cic3VectorsOf, float, std::int64_t)
   }
 PIC_NO_VECTORS(CicVectors, double, double)
 PIC_NO_VECTORS(CicVectorsInt, double, std::int64_t)
-PIC_NO_VECTORS(CicFloats, float, double)
 PIC_NO_VECTORS(CicVectorsIntF, float, std::int64_t)
 PIC_NO_VECTORS(Cic3Vectors, double, double)
 PIC_NO_VECTORS(Cic3VectorsInt, double, std::int64_t)
@@ -705,9 +698,11 @@ PIC_VECTORS(cic3_vectors, Cic3VectorsInt, double, std::int64_t)
 PIC_VECTORS(cic3_vectors, Cic3VectorsF, float, double)
 PIC_VECTORS(cic3_vectors, Cic3VectorsIntF, float, std::int64_t)
 #undef PIC_VECTORS
-// The portable choice runs the float loop one lane at a time, on the baseline target.
+// One lane at a time (Step::one_lane, and every particle under the portable choice): on the
+// baseline target, whose bits the vector targets' lanes give.
 long long cic_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums) {
-  if (choice().vectors) return HWY_DYNAMIC_DISPATCH(CicFloats)(s, begin, end, ne, sums);
+  if (choice().vectors && !s.one_lane)
+    return HWY_DYNAMIC_DISPATCH(CicFloats)(s, begin, end, ne, sums);
   Step<float> one = s;
   one.one_lane = true;
   return HWY_STATIC_DISPATCH(CicFloats)(one, begin, end, ne, sums);

@@ -33,8 +33,9 @@ long long cic_vectors(const Step<float>& s, long long begin, long long end, std:
                       Sums& sums);
 // Float particles with real grids (Step::floats, Step::cells32): 2D CIC particles [begin, end)
 // in float arithmetic, whole vectors of floats (twice double's lanes), then the rest one lane at
-// a time; the density and the sums in double.  Returns end (begin on a target with no vectors:
-// the scalar loop's double arithmetic then runs them).
+// a time (every particle so on the baseline target with Step::one_lane or the portable choice:
+// the same bits); each particle's kinetic energy term in float, the density and the sums in
+// double.  Returns end.
 long long cic_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums);
 // 3D CIC the same way, E's components gathered from Step::exy (3 doubles a node).
 long long cic3_vectors(const Step<double>& s, long long begin, long long end, double* ne,

@@ -20,10 +20,13 @@ int main() {
   for (bool single : {false, true})
     for (const auto& g : pic::host_step::vector_loop_cases())
       for (bool integer : {false, true}) {
-        const bool same = pic::host_step::scalar_and_vector(single, g, integer).same();
-        std::printf("%dD %s, %s grids, %s particles: %s\n", g.dim,
-                    g.whole() ? "whole box" : "block", integer ? "integer" : "real",
-                    single ? "float" : "double", same ? "vector loop == scalar loop" : "DIFFERENT");
+        const auto both = pic::host_step::scalar_and_vector(single, g, integer);
+        const bool same = both.same();
+        std::printf("%dD %s%s, %s grids, %s particles: %s%s\n", g.dim,
+                    g.whole() ? "whole box" : "block", g.dx != 1.0 ? " (cells of pi/4)" : "",
+                    integer ? "integer" : "real", single ? "float" : "double",
+                    same ? "vector loop == scalar loop" : "DIFFERENT: ",
+                    same ? "" : both.differs().c_str());
         failures += same ? 0 : 1;
       }
   return failures == 0 ? 0 : 1;

@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "host_step.hpp"
@@ -22,6 +24,11 @@ namespace pic::host_step {
 struct CaseResult {
   std::vector<double> x, y, z, vx, vy, vz, ne, energies;
   Sums sums;
+  // On a block: the rows the step found outside the block (its stay region).
+  std::vector<std::int64_t> leavers;
+  // On the whole box: the density of the deposit alone (host_step::deposit) at the new
+  // positions, which must be the push's (a restart redeposits).
+  std::vector<double> ne_redeposited;
 };
 
 // A guarded block of an nx x ny (x nz in 3D) periodic grid: nodes [x0, x0 + lnx) x [y0, y0 +
@@ -31,6 +38,7 @@ struct CaseGrid {
   int dim = 2;
   long long nx = 16, ny = 12, nz = 1, x0 = 0, y0 = 0, z0 = 0, lnx = 16, lny = 12, lnz = 1,
             guard = 2;
+  double dx = 1.0;  // the cells' size along every axis (the box: nx dx x ny dx [x nz dx])
   long long col() const { return dim == 3 ? lnz + 2 * guard : 1; }
   long long row() const { return (lny + 2 * guard) * col(); }
   long long nodes() const { return (lnx + 2 * guard) * row(); }
@@ -50,13 +58,15 @@ struct CaseGrid {
 };
 
 // The cases the vector loops are checked on: the whole box and a decomposed rank's block, 2D
-// and 3D.
+// and 3D, and in 2D the same with cells of pi / 4 (lengths no float holds exactly).
 inline std::vector<CaseGrid> vector_loop_cases() {
   CaseGrid whole, block, whole3 = CaseGrid::three();
   block.x0 = 4;
   block.lnx = 8;
   block.y0 = 3;
   block.lny = 6;
+  CaseGrid scaled = whole, scaled_block = block;
+  scaled.dx = scaled_block.dx = 0.78539816339744831;
   CaseGrid block3 = whole3;
   block3.x0 = 2;
   block3.lnx = 5;
@@ -64,7 +74,7 @@ inline std::vector<CaseGrid> vector_loop_cases() {
   block3.lny = 4;
   block3.z0 = 1;
   block3.lnz = 3;
-  return {whole, block, whole3, block3};
+  return {whole, block, whole3, block3, scaled, scaled_block};
 }
 
 // Real: the particles' precision (the arrays of the step; the result holds their values).
@@ -107,30 +117,31 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   r.vy.resize(n);
   r.vz.assign(n, 0.0);
   r.energies.assign(n, 0.0);
+  const double h = g.dx;
   for (long long i = 0; i < n; ++i) {  // at x_n in the block
-    r.x[i] = static_cast<double>(g.x0) + u(gen) * static_cast<double>(g.lnx);
-    r.y[i] = static_cast<double>(g.y0) + u(gen) * static_cast<double>(g.lny);
-    r.vx[i] = 4.0 * (u(gen) - 0.5);
-    r.vy[i] = 4.0 * (u(gen) - 0.5);
+    r.x[i] = (static_cast<double>(g.x0) + u(gen) * static_cast<double>(g.lnx)) * h;
+    r.y[i] = (static_cast<double>(g.y0) + u(gen) * static_cast<double>(g.lny)) * h;
+    r.vx[i] = 4.0 * (u(gen) - 0.5) * h;
+    r.vy[i] = 4.0 * (u(gen) - 0.5) * h;
     if (three) {
-      r.z[i] = static_cast<double>(g.z0) + u(gen) * static_cast<double>(g.lnz);
-      r.vz[i] = 4.0 * (u(gen) - 0.5);
+      r.z[i] = (static_cast<double>(g.z0) + u(gen) * static_cast<double>(g.lnz)) * h;
+      r.vz[i] = 4.0 * (u(gen) - 0.5) * h;
     }
   }
-  if (three) r.vz[21] = -17.0 * g.nz;
-  r.vx[17] = 31.0 * g.nx;  // far moves, inside the vector loop's range
-  r.vy[18] = -22.0 * g.ny;
-  r.x[40] = static_cast<double>(g.x0 + g.lnx) - 0.5;  // moves 3 cells: beyond a block's guards
-  r.vx[40] = 30.0;
-  r.x[17] = static_cast<double>(g.x0 + g.lnx) - 0.25;  // 49.6 cells on: beyond them too
-  if (g.whole()) r.x[19] = std::nextafter(static_cast<double>(g.nx), 0.0);  // the last node
+  if (three) r.vz[21] = -17.0 * g.nz * h;
+  r.vx[17] = 31.0 * g.nx * h;  // far moves, inside the vector loop's range
+  r.vy[18] = -22.0 * g.ny * h;
+  r.x[40] = (static_cast<double>(g.x0 + g.lnx) - 0.5) * h;  // moves 3 cells: beyond the guards
+  r.vx[40] = 30.0 * h;
+  r.x[17] = (static_cast<double>(g.x0 + g.lnx) - 0.25) * h;  // 49.6 cells on: beyond them too
+  if (g.whole()) r.x[19] = std::nextafter(g.nx * h, 0.0);    // the last node
   // The particles in the step's precision (rounded once from the doubles drawn above; a
   // position kept below the box's end, as the mini-app stores it: particle 19 rounds up to it
   // in float).
-  const auto positions = [](const std::vector<double>& v, long long length) {
+  const auto positions = [h](const std::vector<double>& v, long long length) {
     std::vector<Real> out(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
-      out[i] = kernels::inside_as<Real>(v[i], static_cast<double>(length));
+      out[i] = kernels::inside_as<Real>(v[i], static_cast<double>(length) * h);
     return out;
   };
   std::vector<Real> px = positions(r.x, g.nx), py = positions(r.y, g.ny), pz = positions(r.z, g.nz),
@@ -146,12 +157,10 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   s.n = n;
   s.dim = g.dim;
   s.order = 1;
-  s.inv_dx = 1.0;
-  s.inv_dy = 1.0;
-  s.inv_dz = 1.0;
-  s.lx = static_cast<double>(g.nx);
-  s.ly = static_cast<double>(g.ny);
-  s.lz = static_cast<double>(g.nz);
+  s.inv_dx = s.inv_dy = s.inv_dz = 1.0 / h;
+  s.lx = static_cast<double>(g.nx) * h;
+  s.ly = static_cast<double>(g.ny) * h;
+  s.lz = static_cast<double>(g.nz) * h;
   s.dv = -0.1;
   s.dt = 0.1;
   s.charge = 0.5;
@@ -179,6 +188,15 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
     s.energies = r.energies.data();
     s.half_mass = 0.5;
   }
+  if (!g.whole()) {  // the block is the stay region
+    s.stay_lo[0] = static_cast<double>(g.x0) * h;
+    s.stay_hi[0] = static_cast<double>(g.x0 + g.lnx) * h;
+    s.stay_lo[1] = static_cast<double>(g.y0) * h;
+    s.stay_hi[1] = static_cast<double>(g.y0 + g.lny) * h;
+    s.stay_lo[2] = static_cast<double>(g.z0) * h;
+    s.stay_hi[2] = static_cast<double>(g.z0 + g.lnz) * h;
+    s.leavers = &r.leavers;
+  }
   ThreadGrids grids;
   grids.ensure(1, g.nodes(), integer);
   r.sums = push_and_deposit(s, grids);
@@ -190,18 +208,49 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   r.vz.assign(pvz.begin(), pvz.end());
   r.ne.assign(g.nodes(), 0.0);
   fold(grids, g.nodes(), r.ne.data());
+  if (g.whole()) {
+    Step<Real> again = s;
+    again.leavers = nullptr;
+    deposit(again, grids);
+    r.ne_redeposited.assign(g.nodes(), 0.0);
+    fold(grids, g.nodes(), r.ne_redeposited.data());
+  }
   return r;
 }
 
 // The scalar loop's and the vector loop's result of one case, with double or float particles.
 struct ScalarAndVector {
   CaseResult scalar, vector;
-  // Positions, velocities, density, energies and undeposited counts bit for bit.
+  // On the whole box: the deposit alone at the new positions gave the push's density.
+  bool redeposited_as_pushed() const {
+    return vector.ne_redeposited.empty() ||
+           (vector.ne_redeposited == vector.ne && scalar.ne_redeposited == scalar.ne);
+  }
+  // The first field that differs ("" when none).
+  std::string differs() const {
+    const std::pair<const char*, bool> fields[] = {
+        {"x", vector.x == scalar.x},
+        {"y", vector.y == scalar.y},
+        {"z", vector.z == scalar.z},
+        {"vx", vector.vx == scalar.vx},
+        {"vy", vector.vy == scalar.vy},
+        {"vz", vector.vz == scalar.vz},
+        {"density", vector.ne == scalar.ne},
+        {"energies", vector.energies == scalar.energies},
+        {"undeposited", vector.sums.undeposited == scalar.sums.undeposited},
+        {"leavers", vector.leavers == scalar.leavers},
+        {"redeposited density", redeposited_as_pushed()}};
+    for (const auto& [name, equal] : fields)
+      if (!equal) return name;
+    return "";
+  }
+  // Positions, velocities, density, energies, undeposited counts and leavers bit for bit.
   bool same() const {
     return vector.x == scalar.x && vector.y == scalar.y && vector.z == scalar.z &&
            vector.vx == scalar.vx && vector.vy == scalar.vy && vector.vz == scalar.vz &&
            vector.ne == scalar.ne && vector.energies == scalar.energies &&
-           vector.sums.undeposited == scalar.sums.undeposited;
+           vector.sums.undeposited == scalar.sums.undeposited && vector.leavers == scalar.leavers &&
+           redeposited_as_pushed();
   }
 };
 inline ScalarAndVector scalar_and_vector(bool single, const CaseGrid& g, bool integer) {

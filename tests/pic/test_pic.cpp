@@ -416,7 +416,8 @@ TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
         const auto [scalar, vector] = pic::host_step::scalar_and_vector(single, g, integer);
         const std::string what = std::to_string(g.dim) + "D, " +
                                  std::string(g.whole() ? "whole box" : "block") +
-                                 (integer ? ", integer grids" : "") + (single ? ", float" : "");
+                                 (integer ? ", integer grids" : "") + (single ? ", float" : "") +
+                                 (g.dx != 1.0 ? ", cells of pi/4" : "");
         if (single) {  // the particles are floats, the velocities rounded when stored
           for (const double v : vector.vx) ASSERT_EQ(v, static_cast<double>(static_cast<float>(v)));
           for (const double x : vector.x) ASSERT_EQ(x, static_cast<double>(static_cast<float>(x)));
@@ -430,31 +431,49 @@ TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
         EXPECT_EQ(vector.ne, scalar.ne) << what;
         EXPECT_EQ(vector.energies, scalar.energies) << what;
         EXPECT_EQ(vector.sums.undeposited, scalar.sums.undeposited) << what;
+        EXPECT_EQ(vector.leavers, scalar.leavers) << what;
+        const double h = g.dx;
         if (!g.whole()) {
           EXPECT_GT(scalar.sums.undeposited, 0) << what << ": the far movers leave the guards";
+          // The leavers: exactly the rows whose stored position lies outside the block.
+          std::vector<std::int64_t> outside;
+          for (std::size_t i = 0; i < vector.x.size(); ++i) {
+            const bool in =
+                vector.x[i] >= g.x0 * h && vector.x[i] <= (g.x0 + g.lnx) * h &&
+                vector.y[i] >= g.y0 * h && vector.y[i] <= (g.y0 + g.lny) * h &&
+                (g.dim < 3 || (vector.z[i] >= g.z0 * h && vector.z[i] <= (g.z0 + g.lnz) * h));
+            if (!in) outside.push_back(static_cast<std::int64_t>(i));
+          }
+          EXPECT_EQ(vector.leavers, outside) << what;
+          EXPECT_GT(outside.size(), 0u) << what;
+        } else {  // the deposit alone at the new positions: the push's density, bit for bit
+          EXPECT_EQ(vector.ne_redeposited, vector.ne) << what;
+          EXPECT_EQ(scalar.ne_redeposited, scalar.ne) << what;
         }
         EXPECT_NEAR(vector.sums.energy, scalar.sums.energy, 1e-12 * std::abs(scalar.sums.energy));
         EXPECT_NEAR(vector.sums.momentum, scalar.sums.momentum, 1e-9);
         for (std::size_t i = 0; i < vector.x.size(); ++i) {
           ASSERT_GE(vector.x[i], 0.0);
-          ASSERT_LT(vector.x[i], static_cast<double>(g.nx));
+          ASSERT_LT(vector.x[i], static_cast<double>(g.nx) * h);
           ASSERT_GE(vector.y[i], 0.0);
-          ASSERT_LT(vector.y[i], static_cast<double>(g.ny));
+          ASSERT_LT(vector.y[i], static_cast<double>(g.ny) * h);
           ASSERT_GE(vector.z[i], 0.0);
-          ASSERT_LT(vector.z[i], g.dim == 3 ? static_cast<double>(g.nz) : 1.0);
+          ASSERT_LT(vector.z[i], g.dim == 3 ? static_cast<double>(g.nz) * h : 1.0);
         }
       }
 }
 
 // Float particles on real 2D grids step in float (twice the lanes): the same step as double
 // particles' to float's rounding (a few units in the last place of each position and velocity,
-// the density to 1e-5 of a particle's charge), the same particles beyond the guards.
+// each particle's weights to a float's resolution of its position), the same particles beyond
+// the guards; on cells of 1 and of pi / 4.
 TEST(HostStep, FloatStepFollowsTheDoubleStepToFloatRounding) {
   for (const auto& g : pic::host_step::vector_loop_cases()) {
     if (g.dim != 2) continue;
     const auto single = pic::host_step::run_case<float>(true, g, false);
     const auto full = pic::host_step::run_case<double>(true, g, false);
-    const std::string what = g.whole() ? "whole box" : "block";
+    const std::string what =
+        std::string(g.whole() ? "whole box" : "block") + ", cells of " + std::to_string(g.dx);
     ASSERT_EQ(single.sums.undeposited, full.sums.undeposited) << what;
     for (std::size_t i = 0; i < full.x.size(); ++i) {
       // Periodic distances: a position at the box's end may wrap in one and not the other.
@@ -462,14 +481,16 @@ TEST(HostStep, FloatStepFollowsTheDoubleStepToFloatRounding) {
         const double d = std::abs(a - b);
         return std::min(d, l - d);
       };
-      ASSERT_LT(apart(single.x[i], full.x[i], static_cast<double>(g.nx)), 2e-5) << what << " " << i;
-      ASSERT_LT(apart(single.y[i], full.y[i], static_cast<double>(g.ny)), 2e-5) << what << " " << i;
+      ASSERT_LT(apart(single.x[i], full.x[i], g.nx * g.dx), 2e-5) << what << " " << i;
+      ASSERT_LT(apart(single.y[i], full.y[i], g.ny * g.dx), 2e-5) << what << " " << i;
       ASSERT_NEAR(single.vx[i], full.vx[i], 1e-6 * std::max(1.0, std::abs(full.vx[i]))) << i;
       ASSERT_NEAR(single.vy[i], full.vy[i], 1e-6 * std::max(1.0, std::abs(full.vy[i]))) << i;
     }
     double charge = 0.0;
     for (std::size_t c = 0; c < full.ne.size(); ++c) {
-      ASSERT_NEAR(single.ne[c], full.ne[c], 1e-5 * 0.5) << what << ", node " << c;
+      // Each particle's weights to a float's resolution of its position in cells.
+      ASSERT_NEAR(single.ne[c], full.ne[c], 4e-6 * (0.5 + std::abs(full.ne[c])))
+          << what << ", node " << c;
       charge += single.ne[c];
     }
     EXPECT_NEAR(charge, 0.5 * static_cast<double>(1003 - single.sums.undeposited), 1e-9 * 1003)
