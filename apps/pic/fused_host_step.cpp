@@ -77,14 +77,13 @@ class FusedHostStep final : public ParticleStep<Real> {
     host_step::interleave_fields(g.nodes(), layout.ex.data(),
                                  g.has_y() ? layout.ey.data() : nullptr,
                                  g.has_z() ? layout.ez.data() : nullptr, exy_);
-    const bool vectors = g.two() && g.order == 1;
-    const bool floats = floats_of(g);
-    if (floats)
-      host_step::fill_cell_fields32(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells32_);
-    else if (vectors)
-      host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
     grids_.ensure(threads_, g.nodes(), deterministic_);
     host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
+    const bool vectors = g.two() && g.order == 1, floats = s.floats;
+    if (floats)
+      host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells32_);
+    else if (vectors)
+      host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
     s.exy = exy_.data();
     s.cells = vectors && !floats ? cells_.data() : nullptr;
     s.cells32 = floats ? cells32_.data() : nullptr;

@@ -344,18 +344,13 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
   long long missed = 0;
   for (long long i = begin; i < end; ++i) {
     long long fx = 0, fy = 0;
-    const double gx = float_stencil(s.x[i], f.inv_dx, fx), gy = float_stencil(s.y[i], f.inv_dy, fy);
+    const float gx = float_stencil(s.x[i], f.inv_dx, fx), gy = float_stencil(s.y[i], f.inv_dy, fy);
     if (!s.whole_box &&
         (!image(fx, 1, s.i_lo, s.i_hi, s.nx) || !image(fy, 1, s.j_lo, s.j_hi, s.ny))) {
       ++missed;
       continue;
     }
-    const long long c = node_index<2>(s, fx, fy, 0);
-    const double ax = 1.0 - gx, ay = 1.0 - gy;
-    ne[c] += s.charge * (ax * ay);
-    ne[c + 1] += s.charge * (ax * gy);
-    ne[c + s.row] += s.charge * (gx * ay);
-    ne[c + s.row + 1] += s.charge * (gx * gy);
+    deposit_float_cic2(ne, node_index<2>(s, fx, fy, 0), s.row, s.charge, gx, gy);
   }
   return missed;
 }

@@ -52,7 +52,7 @@ struct StepGeometry {
   // particles; null: the scalar loop alone.
   const double* cells = nullptr;
   // Float particles, 2D CIC, real grids (`floats`): each particle's arithmetic in float, the
-  // loop over float lanes (cic_floats) reading E from the cells in float (fill_cell_fields32),
+  // loop over float lanes (cic_floats) reading E from the cells in float (fill_cell_fields),
   // every particle one lane at a time on the baseline target with `one_lane` (the same bits).
   bool floats = false;
   bool one_lane = false;
@@ -103,6 +103,17 @@ inline float float_stencil(float p, float inv, long long& first) {
   const auto j = static_cast<std::int32_t>(t);
   first = j;
   return t - static_cast<float>(j);
+}
+// The float step's CIC deposit of a particle whose stencil starts at guarded node c with
+// fractions gx, gy: weights 1 - g and g in double, the same in the vector loop and in the
+// deposit alone (a restart redeposits the push's density bit for bit).
+inline void deposit_float_cic2(double* ne, long long c, long long row, double charge, float gx,
+                               float gy) {
+  const double fx = gx, fy = gy, ax = 1.0 - fx, ay = 1.0 - fy;
+  ne[c] += charge * (ax * ay);
+  ne[c + 1] += charge * (ax * fy);
+  ne[c + row] += charge * (fx * ay);
+  ne[c + row + 1] += charge * (fx * fy);
 }
 
 struct Sums {

@@ -207,11 +207,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
     for (long long k = 0; k < m; ++k) {  // the deposit in double (host_step.hpp)
       const int c = node[k];
       if (missed && c < 0) continue;  // beyond the guards: counted above
-      const double fx = gxs[k], fy = gys[k], ax = 1.0 - fx, ay = 1.0 - fy;
-      ne[c] += q * (ax * ay);
-      ne[c + 1] += q * (ax * fy);
-      ne[c + row] += q * (fx * ay);
-      ne[c + row + 1] += q * (fx * fy);
+      deposit_float_cic2(ne, c, row, q, gxs[k], gys[k]);
     }
     i += m;
   }
@@ -708,36 +704,33 @@ long long cic_floats(const Step<float>& s, long long begin, long long end, doubl
   return HWY_STATIC_DISPATCH(CicFloats)(one, begin, end, ne, sums);
 }
 
-void fill_cell_fields32(long long nodes, long long row, const double* ex, const double* ey,
-                        std::vector<float>& cells) {
+namespace {
+// Cell c's entry: E_x at its four corners (c, c + 1, c + row, c + row + 1), then E_y, in T.
+template <typename T>
+void fill_cells(long long nodes, long long row, const double* ex, const double* ey,
+                std::vector<T>& cells) {
   cells.resize(static_cast<std::size_t>(8 * nodes));
-  float* out = cells.data();
+  T* out = cells.data();
 #pragma omp parallel for schedule(static)
   for (long long c = 0; c < nodes; ++c) {
-    float* cell = out + 8 * c;
-    const long long at[4] = {c, c + 1, c + row, c + row + 1};
-    for (int k = 0; k < 4; ++k) {
-      const bool in = at[k] < nodes;
-      cell[k] = in ? static_cast<float>(ex[at[k]]) : 0.0f;
-      cell[4 + k] = in ? static_cast<float>(ey[at[k]]) : 0.0f;
-    }
-  }
-}
-
-void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
-                      std::vector<double>& cells) {
-  cells.resize(static_cast<std::size_t>(8 * nodes));
-  double* out = cells.data();
-#pragma omp parallel for schedule(static)
-  for (long long c = 0; c < nodes; ++c) {
-    double* cell = out + 8 * c;
+    T* cell = out + 8 * c;
     const long long at[4] = {c, c + 1, c + row, c + row + 1};
     for (int k = 0; k < 4; ++k) {
       const bool in = at[k] < nodes;  // the grid's last row and column have no cell
-      cell[k] = in ? ex[at[k]] : 0.0;
-      cell[4 + k] = in ? ey[at[k]] : 0.0;
+      cell[k] = in ? static_cast<T>(ex[at[k]]) : T(0);
+      cell[4 + k] = in ? static_cast<T>(ey[at[k]]) : T(0);
     }
   }
+}
+}  // namespace
+
+void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
+                      std::vector<double>& cells) {
+  fill_cells(nodes, row, ex, ey, cells);
+}
+void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
+                      std::vector<float>& cells) {
+  fill_cells(nodes, row, ex, ey, cells);
 }
 
 }  // namespace pic::host_step

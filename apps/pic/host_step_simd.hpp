@@ -17,8 +17,8 @@ void fill_cell_fields(long long nodes, long long row, const double* ex, const do
                       std::vector<double>& cells);
 
 // The same in float (32 bytes a cell), for the float lanes of cic_floats.
-void fill_cell_fields32(long long nodes, long long row, const double* ex, const double* ey,
-                        std::vector<float>& cells);
+void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
+                      std::vector<float>& cells);
 
 // 2D CIC particles [begin, end) by whole vectors: the gather, push and move of a chunk with
 // vector instructions, its deposit (into the thread's guarded grid, double or int64) one

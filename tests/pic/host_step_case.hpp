@@ -108,7 +108,7 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   // Float particles on real grids in 2D: the step's arithmetic in float (the mini-app's fused
   // step); the scalar loop is the float loop one lane at a time.
   const bool floats = std::is_same_v<Real, float> && !three && !integer;
-  if (floats) fill_cell_fields32(g.nodes(), g.row(), ex.data(), ey.data(), cells32);
+  if (floats) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells32);
   CaseResult r;
   r.x.resize(n);
   r.y.resize(n);
