@@ -19,6 +19,10 @@ struct MeshBlock {
 struct ParticleBlock {
   std::vector<cunumpy::Array<double>> position, velocity;     // one per axis (double particles)
   std::vector<cunumpy::Array<float>> position32, velocity32;  // or these (single precision)
+  // Mixed precision: position32 holds the offsets in cell units within these cells, whose
+  // lengths are cell_size (openPMD's positionOffset).
+  std::vector<cunumpy::Array<std::int32_t>> cells;
+  std::vector<double> cell_size;
   cunumpy::Array<std::int64_t> id;
   long long count = 0;
   double weight = 1.0;

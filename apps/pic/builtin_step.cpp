@@ -16,11 +16,9 @@ namespace builtin {
 template <typename Real>
 void gather(Particles<Real>& p, const FieldLayout& layout) {
   p.use_work_arrays(true, p.work.ndim() != 0);
-  const kernels::Grid grid = layout.grid().kernel_grid();
+  const kernels::Grid grid = p.grid_for(layout.grid().kernel_grid());
   const bool has_y = grid.two, has_z = grid.three;
-  const Real* x = p.x.data();
-  const Real* y = has_y ? p.y.data() : x;  // unused past the dimension
-  const Real* z = has_z ? p.z.data() : x;
+  const kernels::Positions<Real> pos = p.positions();
   const double* ex = layout.ex.data();
   const double* ey = has_y ? layout.ey.data() : nullptr;
   const double* ez = has_z ? layout.ez.data() : nullptr;
@@ -28,7 +26,7 @@ void gather(Particles<Real>& p, const FieldLayout& layout) {
   double* eyp = has_y ? p.ey.data() : nullptr;
   double* ezp = has_z ? p.ez.data() : nullptr;
   CUNUMPY_FOR_ON(cn::on(p.x), "gather", p.n, i, double e[3];
-                 kernels::field_at(grid, x[i], y[i], z[i], ex, ey, ez, e); exp_[i] = e[0];
+                 kernels::field_at(grid, pos, i, ex, ey, ez, e); exp_[i] = e[0];
                  if (has_y) eyp[i] = e[1]; if (has_z) ezp[i] = e[2];);
 }
 
@@ -37,7 +35,15 @@ StepSums push(Particles<Real>& p, const FieldLayout& layout, double dv, double d
   const LocalGrid& g = layout.grid();
   const bool has_y = g.has_y(), has_z = g.has_z();
   const int dim = g.dim;
-  const double lx = g.lx, ly = g.ly, lz = g.lz, mass = p.mass;
+  const double mass = p.mass;
+  // Mixed: the moves in cell units (dt / cell size over each axis's cells).
+  const bool cells = p.cells;
+  const double lx = cells ? g.nx : g.lx, ly = cells ? g.ny : g.ly, lz = cells ? g.nz : g.lz;
+  const double tx = cells ? dt / g.dx : dt, ty = cells ? dt / g.dy : dt,
+               tz = cells ? dt / g.dz : dt;
+  std::int32_t* cx = cells ? p.cx.data() : nullptr;
+  std::int32_t* cy = cells && has_y ? p.cy.data() : nullptr;
+  std::int32_t* cz = cells && has_z ? p.cz.data() : nullptr;
   Real* x = p.x.data();
   Real* y = has_y ? p.y.data() : nullptr;
   Real* z = has_z ? p.z.data() : nullptr;
@@ -51,9 +57,10 @@ StepSums push(Particles<Real>& p, const FieldLayout& layout, double dv, double d
   // The kernel catalog's push, per particle (kernels::push_particle).
   sums.kinetic = CUNUMPY_REDUCE_ON(
       cn::on(p.x), "push", p.n, cn::ReduceOp::sum, i, Real* const pos[3] = {x, y, z};
-      Real* const vel[3] = {vx, vy, vz}; const double* const f[3] = {exp_, eyp, ezp};
-      const double l[3] = {lx, ly, lz};
-      return kernels::push_particle(pos, vel, f, l, dv, dt, mass, move, dim, i););
+      std::int32_t* const cell[3] = {cx, cy, cz}; Real* const vel[3] = {vx, vy, vz};
+      const double* const f[3] = {exp_, eyp, ezp}; const double l[3] = {lx, ly, lz};
+      const double steps[3] = {tx, ty, tz};
+      return kernels::push_particle(pos, cell, vel, f, l, steps, dv, mass, move, dim, i););
   sums.momentum =
       CUNUMPY_REDUCE_ON(cn::on(p.x), "momentum", p.n, cn::ReduceOp::sum, i, return mass * vx[i];);
   return sums;
@@ -61,12 +68,10 @@ StepSums push(Particles<Real>& p, const FieldLayout& layout, double dv, double d
 
 template <typename Real>
 StepSums kick(Particles<Real>& p, const FieldLayout& layout, double dv) {
-  const kernels::Grid grid = layout.grid().kernel_grid();
+  const kernels::Grid grid = p.grid_for(layout.grid().kernel_grid());
   const bool has_y = grid.two, has_z = grid.three;
   const double mass = p.mass;
-  const Real* x = p.x.data();
-  const Real* y = has_y ? p.y.data() : x;  // unused past the dimension
-  const Real* z = has_z ? p.z.data() : x;
+  const kernels::Positions<Real> pos = p.positions();
   Real* vx = p.vx.data();
   Real* vy = has_y ? p.vy.data() : nullptr;
   Real* vz = has_z ? p.vz.data() : nullptr;
@@ -77,7 +82,7 @@ StepSums kick(Particles<Real>& p, const FieldLayout& layout, double dv) {
   // gather's sums, then push's arithmetic, per particle.
   sums.kinetic = CUNUMPY_REDUCE_ON(
       cn::on(p.x), "kick", p.n, cn::ReduceOp::sum, i, double e[3];
-      kernels::field_at(grid, x[i], y[i], z[i], ex, ey, ez, e); const double e1 = e[1];
+      kernels::field_at(grid, pos, i, ex, ey, ez, e); const double e1 = e[1];
       const double e2 = e[2]; const double old_x = vx[i]; const double new_x = old_x + dv * e[0];
       vx[i] = new_x; double energy = old_x * new_x; if (has_y) {
         const double old_y = vy[i];
@@ -98,15 +103,13 @@ StepSums kick(Particles<Real>& p, const FieldLayout& layout, double dv) {
 
 template <typename Real>
 void deposit_atomics(const Particles<Real>& p, FieldLayout& layout) {
-  const kernels::Grid grid = layout.grid().kernel_grid();
+  const kernels::Grid grid = p.grid_for(layout.grid().kernel_grid());
   const double q = p.charge_density;
-  const Real* x = p.x.data();
-  const Real* y = grid.two ? p.y.data() : x;  // unused past the dimension
-  const Real* z = grid.three ? p.z.data() : x;
+  const kernels::Positions<Real> pos = p.positions();
   double* ne = layout.ne.data();
   layout.ne.fill(0.0);
   CUNUMPY_FOR_ON(cn::on(p.x), "deposit", p.n, i,
-                 kernels::for_each_node(grid, x[i], y[i], z[i], [&](long long c, double w, int) {
+                 kernels::for_each_node(grid, pos, i, [&](long long c, double w, int) {
                    cunumpy_atomic_add(&ne[c], q * w);
                  }););
 }
@@ -114,8 +117,7 @@ void deposit_atomics(const Particles<Real>& p, FieldLayout& layout) {
 template <typename Real>
 void deposit_private_grids(const Particles<Real>& p, FieldLayout& layout) {
   const LocalGrid& g = layout.grid();
-  deposit_into_thread_grids(g.kernel_grid(), p.x.data(), g.has_y() ? p.y.data() : p.x.data(),
-                            g.has_z() ? p.z.data() : p.x.data(), layout.ne.data(), g.nodes(),
+  deposit_into_thread_grids(p.grid_for(g.kernel_grid()), p.positions(), layout.ne.data(), g.nodes(),
                             p.charge_density, p.n);
 }
 

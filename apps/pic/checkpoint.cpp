@@ -38,6 +38,11 @@ std::uint64_t checksum(const Checkpoint& c, const cn::Comm& comm) {
     if (!c.vy.empty()) h += std::bit_cast<std::uint64_t>(c.vy[i]) * 0xE7037ED1A0B428DBull;
     if (!c.z.empty()) h += std::bit_cast<std::uint64_t>(c.z[i]) * 0x8EBC6AF09C88C6E3ull;
     if (!c.vz.empty()) h += std::bit_cast<std::uint64_t>(c.vz[i]) * 0x589965CC75374CC3ull;
+    const std::vector<std::int32_t>* cells[] = {&c.cx, &c.cy, &c.cz};
+    for (int a = 0; a < 3; ++a)
+      if (!cells[a]->empty())
+        h += (static_cast<std::uint64_t>(static_cast<std::uint32_t>((*cells[a])[i])) + 1 + a) *
+             0x9FB21C651E98DF25ull;
     sum += h;
   }
   return comm.allreduce(sum, cn::Op::sum);
@@ -92,13 +97,20 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
     return cn::from_host<double>(std::span<const double>(v), {static_cast<long long>(v.size())},
                                  cn::Backend::host);
   };
-  // Single-precision particles are written as float32 records (their values exactly).
+  // Single and mixed-precision particles are written as float32 records (their values
+  // exactly), mixed precision's positions as float32 offsets and int32 cells (positionOffset).
   auto host32 = [&](const std::vector<double>& v) {
     const std::vector<float> f(v.begin(), v.end());
     return cn::from_host<float>(std::span<const float>(f), {static_cast<long long>(f.size())},
                                 cn::Backend::host);
   };
-  const bool single = c.config.precision == "single";
+  const bool single = c.config.precision != "double";
+  const bool in_cells = c.config.precision == "mixed";
+  const std::vector<std::int32_t>* cells[] = {&c.cx, &c.cy, &c.cz};
+  std::vector<cn::Array<std::int32_t>> cell_arrays;
+  for (std::size_t a = 0; in_cells && a < dim; ++a)
+    cell_arrays.push_back(cn::from_host<std::int32_t>(std::span<const std::int32_t>(*cells[a]), {n},
+                                                      cn::Backend::host));
   const std::vector<double>* positions[] = {&c.x, &c.y, &c.z};
   const std::vector<double>* velocities[] = {&c.vx, &c.vy, &c.vz};
   std::vector<cn::Array<double>> pos, vel;
@@ -127,11 +139,19 @@ std::string write_checkpoint(const std::string& folder, const cn::Comm& comm, co
       p.momentum.push_back(&vel[a]);
     }
   }
+  const BoxLengths box = box_of(c.config);
+  if (in_cells) {
+    const double sizes[] = {box.lx / c.config.cells_x, box.ly / c.config.cells_y,
+                            box.lz / c.config.cells_z};
+    for (std::size_t a = 0; a < dim; ++a) {
+      p.position_offset.push_back(&cell_arrays[a]);
+      p.cell_size.push_back(sizes[a]);
+    }
+  }
   p.id = &id;
   p.count = n;
   p.weight = particle_weight(c.config);
   // One patch per rank, each the whole box (a checkpoint does not record the rank's region).
-  const BoxLengths box = box_of(c.config);
   p.patch_offset = std::vector<double>(p.axes.size(), 0.0);
   p.patch_extent = {box.lx, box.ly, box.lz};
   p.patch_extent.resize(dim);
@@ -205,9 +225,11 @@ Checkpoint read_checkpoint(const std::string& path, const cn::Comm& comm) {
   std::vector<double>* positions[] = {&c.x, &c.y, &c.z};
   std::vector<double>* velocities[] = {&c.vx, &c.vy, &c.vz};
   const std::vector<std::string> axes = axis_names(c.config.dim);
+  std::vector<std::int32_t>* cells[] = {&c.cx, &c.cy, &c.cz};
   for (std::size_t a = 0; a < axes.size(); ++a) {
     column("position/" + axes[a], *positions[a]);
     column("momentum/" + axes[a], *velocities[a]);
+    if (c.config.precision == "mixed") column("positionOffset/" + axes[a], *cells[a]);
   }
   std::vector<std::uint64_t> ids;
   column("id", ids);
@@ -256,6 +278,8 @@ std::string SnapshotWriter::write(int step, double time, double dt, const MeshBl
   for (const auto& a : p.velocity) r.momentum.push_back(&a);
   for (const auto& a : p.position32) r.position.push_back(&a);
   for (const auto& a : p.velocity32) r.momentum.push_back(&a);
+  for (const auto& a : p.cells) r.position_offset.push_back(&a);
+  r.cell_size = p.cell_size;
   r.id = &p.id;
   r.count = p.count;
   r.weight = p.weight;

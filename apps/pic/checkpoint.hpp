@@ -32,8 +32,10 @@ struct Checkpoint {
   Config config;
   int step = 0;  // the steps done: the run continues at this step
   Results history;
-  // This rank's particles (rows in order): x[, y[, z]], vx[, vy[, vz]], id.
+  // This rank's particles (rows in order): x[, y[, z]], vx[, vy[, vz]], id; mixed precision:
+  // x, y, z the offsets within the cells cx[, cy[, cz]].
   std::vector<double> x, y, z, vx, vy, vz;
+  std::vector<std::int32_t> cx, cy, cz;
   std::vector<std::int64_t> id;
   long long total = 0;
 };

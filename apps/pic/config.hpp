@@ -33,10 +33,11 @@ struct Config {
   int order = 1;      // 1: CIC, 2: TSC
   bool deterministic =
       false;  // deposit by sort + segment_sum, bit-identical over runs, backends and ranks
-  // The particles' precision: double, or single (float positions and velocities: half the
+  // The particles' precision: double, single (float positions and velocities: half the
   // particle memory and traffic; fields and sums stay double, and each particle's arithmetic
   // too but in the fused host step's 2D CIC loop on real grids, which computes in float: twice
-  // the vector lanes, host_step.hpp).
+  // the vector lanes, host_step.hpp) or mixed (per axis an int32 cell and a float offset
+  // within it, float velocities: particles.hpp).
   std::string precision = "double";
   int sort_every = 20;   // Morton re-sort period (0: never)
   bool progress = true;  // rank 0 prints progress

@@ -34,9 +34,18 @@ class DecomposedLayout final : public FieldLayout {
   template <typename Real>
   void migrate_as(Particles<Real>& p) {
     cn::ParticleColumns columns;
-    columns.position(p.x);
-    if (p.dim >= 2) columns.position(p.y);
-    if (p.dim == 3) columns.position(p.z);
+    if (p.cells) {  // mixed precision: owned by the cells, the offsets travel beside them
+      columns.position(p.cx);
+      if (p.dim >= 2) columns.position(p.cy);
+      if (p.dim == 3) columns.position(p.cz);
+      columns.column(p.x);
+      if (p.dim >= 2) columns.column(p.y);
+      if (p.dim == 3) columns.column(p.z);
+    } else {
+      columns.position(p.x);
+      if (p.dim >= 2) columns.position(p.y);
+      if (p.dim == 3) columns.position(p.z);
+    }
     columns.column(p.vx);
     if (p.dim >= 2) columns.column(p.vy);
     if (p.dim == 3) columns.column(p.vz);

@@ -22,26 +22,23 @@ constexpr double kQuantum = 16777216.0;  // 2^24
 template <typename Real>
 void deposit(const Particles<Real>& p, FieldLayout& layout) {
   const LocalGrid& g = layout.grid();
-  const kernels::Grid grid = g.kernel_grid();
+  const kernels::Grid grid = p.grid_for(g.kernel_grid());
   const long long n = p.n;
   const int order = g.order;
   const int dim = g.dim, width = order + 1;
   const int points = dim == 3 ? width * width * width : dim == 2 ? width * width : width;
-  const Real* x = p.x.data();
-  const Real* y = dim >= 2 ? p.y.data() : x;  // unused past the dimension
-  const Real* z = dim == 3 ? p.z.data() : x;
+  const kernels::Positions<Real> pos = p.positions();
   const cn::Backend b = p.x.backend();
   auto keys = cn::empty<std::int64_t>({n}, b);
   auto values = cn::empty<std::int64_t>({n, points}, b);
   std::int64_t* key = keys.data();
   std::int64_t* value = values.data();
   const double quantum = kQuantum;
-  CUNUMPY_FOR_ON(
-      cn::on(b), "deposit weights", n, i,
-      kernels::for_each_node(grid, x[i], y[i], z[i], [&](long long c, double w, int point) {
-        if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
-        value[i * points + point] = llround(w * quantum);
-      }););
+  CUNUMPY_FOR_ON(cn::on(b), "deposit weights", n, i,
+                 kernels::for_each_node(grid, pos, i, [&](long long c, double w, int point) {
+                   if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
+                   value[i * points + point] = llround(w * quantum);
+                 }););
   const long long nodes = g.nodes();
   const cn::Array<double> sums = cn::segment_sum(keys, values, nodes);
   const double* sum = sums.data();

@@ -79,7 +79,7 @@ class FusedHostStep final : public ParticleStep<Real> {
                                  g.has_z() ? layout.ez.data() : nullptr, exy_);
     grids_.ensure(threads_, g.nodes(), deterministic_);
     host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
-    const bool vectors = g.two() && g.order == 1, floats = s.floats;
+    const bool vectors = g.two() && g.order == 1 && !p.cells, floats = s.floats;
     if (floats)
       host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells32_);
     else if (vectors)
@@ -87,13 +87,14 @@ class FusedHostStep final : public ParticleStep<Real> {
     s.exy = exy_.data();
     s.cells = vectors && !floats ? cells_.data() : nullptr;
     s.cells32 = floats ? cells32_.data() : nullptr;
-    s.vectors3 = g.has_z() && g.order == 1;
+    s.vectors3 = g.has_z() && g.order == 1 && !p.cells;
     if (deterministic_) {
       s.energies = p.work.data();
       s.half_mass = 0.5 * p.mass;
     }
     // The rows that left the layout's stay region, for the migration.
-    p.leavers_known = layout.stay_region(s.stay_lo, s.stay_hi);
+    // (Mixed precision: not listed, the migration examines every row.)
+    p.leavers_known = !p.cells && layout.stay_region(s.stay_lo, s.stay_hi);
     if (p.leavers_known) s.leavers = &p.leavers;
     const host_step::Sums sums = host_step::push_and_deposit(s, grids_);
     pushed_ = true;
@@ -154,7 +155,19 @@ class FusedHostStep final : public ParticleStep<Real> {
     // A block that spans the box (the replicated layout, or one rank) holds every image.
     s.whole_box = g.whole_box || (g.lnx == g.nx && g.lny == g.ny && g.lnz == g.nz);
     s.integer = deterministic_;
-    s.floats = floats_of(g);
+    s.floats = !p.cells && floats_of(g);
+    if (p.cells) {  // mixed precision: in cell units (StepGeometry::cell_dt)
+      s.cx = p.cx.data();
+      s.cy = g.has_y() ? p.cy.data() : nullptr;
+      s.cz = g.has_z() ? p.cz.data() : nullptr;
+      s.inv_dx = s.inv_dy = s.inv_dz = 1.0;
+      s.lx = static_cast<double>(g.nx);
+      s.ly = static_cast<double>(g.ny);
+      s.lz = static_cast<double>(g.nz);
+      s.cell_dt[0] = dt_ / g.dx;
+      s.cell_dt[1] = dt_ / g.dy;
+      s.cell_dt[2] = dt_ / g.dz;
+    }
     return s;
   }
 

@@ -99,6 +99,29 @@ PIC_ALWAYS_INLINE bool leaves(const StepGeometry& s, double x, double y, double 
   return !(in_x && in_y && in_z);
 }
 
+// A particle's coordinate along an axis as the loops take it: the stored one, or with cells
+// (Cells) the cell plus the offset, in cell units (exact in double).
+template <bool Cells, typename R>
+PIC_ALWAYS_INLINE double coordinate(const R* p, const std::int32_t* cell, long long i) {
+  if constexpr (Cells)
+    return static_cast<double>(cell[i]) + static_cast<double>(p[i]);
+  else
+    return static_cast<double>(p[i]);
+}
+
+// The move along an axis: x += dt v wrapped into [0, l) and stored (wrapped), or with cells,
+// the cell and offset of (cell + offset) + step wrapped into [0, cells) (kernels::move_along's
+// arithmetic, bit for bit).
+template <bool Cells, typename R>
+PIC_ALWAYS_INLINE void move(R* p, std::int32_t* cell, long long i, double dt, double v, double l) {
+  if constexpr (Cells)
+    kernels::put_in_cell(
+        wrapped<double>(static_cast<double>(cell[i]) + static_cast<double>(p[i]) + dt * v, l),
+        cell[i], p[i]);
+  else
+    p[i] = wrapped<R>(p[i] + dt * v, l);
+}
+
 // The first node of the stencil of a particle's cell (node (fx, fy[, fz]) of the whole grid) in
 // the guarded grid: j's stride is 1 in 2D, `col` in 3D.
 template <int Dim>
@@ -190,25 +213,33 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
 // before one store, 1.7x slower (its branch mispredicts); two density grids alternating by
 // particle, 2% faster (not kept).
 constexpr long long kChunk = 2048;
-template <int Dim, int Order, typename R, typename G>
+template <int Dim, int Order, bool Cells, typename R, typename G>
 PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G* __restrict ne) {
   constexpr int P = Order + 1;
   R* __restrict x = s.x;
   R* __restrict y = s.y;
   R* __restrict z = s.z;
+  std::int32_t* __restrict cx = s.cx;
+  std::int32_t* __restrict cy = s.cy;
+  std::int32_t* __restrict cz = s.cz;
+  // The moves' factors of v: dt, or dt over the cell size with cells.
+  const double mx = Cells ? s.cell_dt[0] : s.dt, my = Cells ? s.cell_dt[1] : s.dt,
+               mz = Cells ? s.cell_dt[2] : s.dt;
   R* __restrict vx = s.vx;
   R* __restrict vy = s.vy;
   R* __restrict vz = s.vz;
   const double* __restrict exy = s.exy;
-  const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, inv_dz = s.inv_dz, dv = s.dv, dt = s.dt;
+  const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, inv_dz = s.inv_dz, dv = s.dv;
   const long long row = s.row, col = s.col;
   Sums sums;
   for (long long c0 = begin; c0 < end; c0 += kChunk) {
     const long long c1 = std::min(end, c0 + kChunk);
     for (long long i = c0; i < c1; ++i) {
       // The field at x_n, summed in kernels::for_each_node's order.
-      const auto [fx, fy, fz, ax, ay, az] = stencils_at<Dim, Order>(
-          x[i] * inv_dx, Dim >= 2 ? y[i] * inv_dy : 0.0, Dim == 3 ? z[i] * inv_dz : 0.0);
+      const auto [fx, fy, fz, ax, ay, az] =
+          stencils_at<Dim, Order>(coordinate<Cells>(x, cx, i) * inv_dx,
+                                  Dim >= 2 ? coordinate<Cells>(y, cy, i) * inv_dy : 0.0,
+                                  Dim == 3 ? coordinate<Cells>(z, cz, i) * inv_dz : 0.0);
       const long long b0 = node_index<Dim>(s, fx, fy, fz);
       double e0 = 0.0, e1 = 0.0, e2 = 0.0;
       if constexpr (Dim == 3) {
@@ -245,78 +276,95 @@ PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G
       const double nx = ox + dv * e0;
       vx[i] = nx;
       double energy = ox * nx;
-      x[i] = wrapped<R>(x[i] + dt * nx, s.lx);
+      move<Cells>(x, cx, i, mx, nx, s.lx);
       if constexpr (Dim >= 2) {
         const double oy = vy[i];
         const double ny = oy + dv * e1;
         vy[i] = ny;
         energy += oy * ny;
-        y[i] = wrapped<R>(y[i] + dt * ny, s.ly);
+        move<Cells>(y, cy, i, my, ny, s.ly);
       }
       if constexpr (Dim == 3) {
         const double oz = vz[i];
         const double nz = oz + dv * e2;
         vz[i] = nz;
         energy += oz * nz;
-        z[i] = wrapped<R>(z[i] + dt * nz, s.lz);
+        move<Cells>(z, cz, i, mz, nz, s.lz);
       }
       if (s.energies != nullptr)
         s.energies[i] = s.half_mass * energy;
       else
         sums.energy += energy;
       sums.momentum += nx;
-      if (s.leavers != nullptr) [[unlikely]]
+      if (!Cells && s.leavers != nullptr) [[unlikely]]  // with cells: none (fused_host_step)
         if (leaves(s, x[i], Dim >= 2 ? y[i] : 0.0, Dim == 3 ? z[i] : 0.0, Dim))
           s.leavers->push_back(i);
     }
     // The charge at x_{n+1}.
     for (long long i = c0; i < c1; ++i)
-      if (!deposit_one<Dim, Order>(s, x[i], Dim >= 2 ? y[i] : 0.0, Dim == 3 ? z[i] : 0.0, ne))
-          [[unlikely]]
+      if (!deposit_one<Dim, Order>(s, coordinate<Cells>(x, cx, i),
+                                   Dim >= 2 ? coordinate<Cells>(y, cy, i) : 0.0,
+                                   Dim == 3 ? coordinate<Cells>(z, cz, i) : 0.0, ne)) [[unlikely]]
         ++sums.undeposited;
   }
   return sums;
 }
 
-template <typename R, typename G>
+template <bool Cells, typename R, typename G>
 PIC_HOST_CLONES Sums range_1d_cic(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<1, 1>(s, b, e, ne);
+  return range<1, 1, Cells>(s, b, e, ne);
 }
-template <typename R, typename G>
+template <bool Cells, typename R, typename G>
 PIC_HOST_CLONES Sums range_1d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<1, 2>(s, b, e, ne);
+  return range<1, 2, Cells>(s, b, e, ne);
 }
-template <typename R, typename G>
+template <bool Cells, typename R, typename G>
 PIC_HOST_CLONES Sums range_2d_cic(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<2, 1>(s, b, e, ne);
+  return range<2, 1, Cells>(s, b, e, ne);
 }
-template <typename R, typename G>
+template <bool Cells, typename R, typename G>
 PIC_HOST_CLONES Sums range_2d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<2, 2>(s, b, e, ne);
+  return range<2, 2, Cells>(s, b, e, ne);
 }
 
-template <typename R, typename G>
+template <bool Cells, typename R, typename G>
 PIC_HOST_CLONES Sums range_3d_cic(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<3, 1>(s, b, e, ne);
+  return range<3, 1, Cells>(s, b, e, ne);
 }
-template <typename R, typename G>
+template <bool Cells, typename R, typename G>
 PIC_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<3, 2>(s, b, e, ne);
+  return range<3, 2, Cells>(s, b, e, ne);
+}
+
+// Mixed precision's particles (cells and offsets): the scalar loops.
+template <typename R, typename G>
+Sums range_in_cells(const Step<R>& s, long long begin, long long end, G* ne) {
+  if (s.dim == 3)
+    return s.order == 1 ? range_3d_cic<true>(s, begin, end, ne)
+                        : range_3d_tsc<true>(s, begin, end, ne);
+  if (s.dim == 1)
+    return s.order == 1 ? range_1d_cic<true>(s, begin, end, ne)
+                        : range_1d_tsc<true>(s, begin, end, ne);
+  return s.order == 1 ? range_2d_cic<true>(s, begin, end, ne)
+                      : range_2d_tsc<true>(s, begin, end, ne);
 }
 
 template <typename R, typename G>
 Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
+  if constexpr (std::is_same_v<R, float>)
+    if (s.cx != nullptr) return range_in_cells(s, begin, end, ne);
   if (s.dim == 3) {
-    if (s.order == 2) return range_3d_tsc(s, begin, end, ne);
+    if (s.order == 2) return range_3d_tsc<false>(s, begin, end, ne);
     Sums v;  // 3D CIC: whole vectors of particles first, the rest by the scalar loop
     if (s.vectors3) begin = cic3_vectors(s, begin, end, ne, v);
-    const Sums rest = range_3d_cic(s, begin, end, ne);
+    const Sums rest = range_3d_cic<false>(s, begin, end, ne);
     return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
                 v.undeposited + rest.undeposited};
   }
   if (s.dim == 1)
-    return s.order == 1 ? range_1d_cic(s, begin, end, ne) : range_1d_tsc(s, begin, end, ne);
-  if (s.order == 2) return range_2d_tsc(s, begin, end, ne);
+    return s.order == 1 ? range_1d_cic<false>(s, begin, end, ne)
+                        : range_1d_tsc<false>(s, begin, end, ne);
+  if (s.order == 2) return range_2d_tsc<false>(s, begin, end, ne);
   // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
@@ -324,15 +372,17 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   } else {
     if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
   }
-  const Sums rest = range_2d_cic(s, begin, end, ne);
+  const Sums rest = range_2d_cic<false>(s, begin, end, ne);
   return Sums{v.energy + rest.energy, v.momentum + rest.momentum, v.undeposited + rest.undeposited};
 }
 
-template <int Dim, int Order, typename R, typename G>
+template <int Dim, int Order, bool Cells = false, typename R, typename G>
 long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne) {
   long long missed = 0;
   for (long long i = begin; i < end; ++i)
-    if (!deposit_one<Dim, Order>(s, s.x[i], Dim >= 2 ? s.y[i] : 0.0, Dim == 3 ? s.z[i] : 0.0, ne))
+    if (!deposit_one<Dim, Order>(s, coordinate<Cells>(s.x, s.cx, i),
+                                 Dim >= 2 ? coordinate<Cells>(s.y, s.cy, i) : 0.0,
+                                 Dim == 3 ? coordinate<Cells>(s.z, s.cz, i) : 0.0, ne))
       ++missed;
   return missed;
 }
@@ -359,6 +409,17 @@ template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
     if (s.floats) return deposit_range_floats(s, begin, end, ne);
+  if constexpr (std::is_same_v<R, float>)
+    if (s.cx != nullptr) {
+      if (s.dim == 3)
+        return s.order == 1 ? deposit_range<3, 1, true>(s, begin, end, ne)
+                            : deposit_range<3, 2, true>(s, begin, end, ne);
+      if (s.dim == 1)
+        return s.order == 1 ? deposit_range<1, 1, true>(s, begin, end, ne)
+                            : deposit_range<1, 2, true>(s, begin, end, ne);
+      return s.order == 1 ? deposit_range<2, 1, true>(s, begin, end, ne)
+                          : deposit_range<2, 2, true>(s, begin, end, ne);
+    }
   if (s.dim == 3)
     return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
                         : deposit_range<3, 2>(s, begin, end, ne);

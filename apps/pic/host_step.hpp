@@ -69,6 +69,10 @@ struct StepGeometry {
   // list of its own and joins them): the rows a migration needs to examine.
   double stay_lo[3] = {0.0, 0.0, 0.0}, stay_hi[3] = {0.0, 0.0, 0.0};
   std::vector<std::int64_t>* leavers = nullptr;
+  // Mixed precision (Step::cx set): positions in cell units, cell + offset; inv_dx, inv_dy,
+  // inv_dz are 1, lx, ly, lz the cells per axis, and a move is cell_dt[a] * v (dt / cell size):
+  // the builtin push's arithmetic (kernels::push_particle), bit for bit.
+  double cell_dt[3] = {0.0, 0.0, 0.0};
 };
 
 // Real: the particles' precision (double or float).  The arithmetic is double, each new
@@ -82,6 +86,10 @@ struct Step : StepGeometry {
   Real* vx = nullptr;
   Real* vy = nullptr;  // 2D and 3D
   Real* vz = nullptr;  // 3D
+  // Mixed precision: the cells (x, y, z the offsets in them); the scalar loops, no vectors.
+  std::int32_t* cx = nullptr;
+  std::int32_t* cy = nullptr;  // 2D and 3D
+  std::int32_t* cz = nullptr;  // 3D
 };
 
 // The float step's geometry (StepGeometry::floats): rounded once to float; the largest floats

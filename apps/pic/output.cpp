@@ -54,6 +54,16 @@ void StagedOutput::start(const Particles<Real>& p, const FieldLayout& layout, in
     else
       out.columns.push_back(stage(doubles_[fields.size() + k], *columns[k]));
   }
+  if (p.cells) {
+    const cn::Array<std::int32_t>* cells[] = {&p.cx, &p.cy, &p.cz};
+    const LocalGrid& g = layout.grid();
+    const double sizes[] = {g.dx, g.dy, g.dz};
+    cells_.resize(std::max(cells_.size(), static_cast<std::size_t>(p.dim)));
+    for (int a = 0; a < p.dim; ++a) {
+      out.cells.push_back(stage(cells_[static_cast<std::size_t>(a)], *cells[a]));
+      out.cell_size.push_back(sizes[a]);
+    }
+  }
   out.id = stage(ids_, p.id);
   pending_ = std::move(out);
 }
@@ -77,6 +87,8 @@ std::string StagedOutput::write(const FieldLayout& layout, double dt, double wei
     b.position32.push_back(head(p.columns32[2 * a].result()));
     b.velocity32.push_back(head(p.columns32[2 * a + 1].result()));
   }
+  for (auto& c : p.cells) b.cells.push_back(head(c.result()));
+  b.cell_size = p.cell_size;
   const cn::Array<std::int64_t> ids = p.id->result();
   b.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(ids.data(), p.n), {p.n},
                                      cn::Backend::host);

@@ -35,6 +35,8 @@ class StagedOutput {
     long long n = 0;
     std::vector<cunumpy::StagedCopy<double>> fields, columns;  // rho, ex[, ey]; x, vx[, y, vy]
     std::vector<cunumpy::StagedCopy<float>> columns32;         // x, vx[, ...] of float particles
+    std::vector<cunumpy::StagedCopy<std::int32_t>> cells;      // cx[, cy[, cz]]: mixed precision
+    std::vector<double> cell_size;                             // with cells
     std::optional<cunumpy::StagedCopy<std::int64_t>> id;
   };
   SnapshotWriter writer_;
@@ -42,6 +44,7 @@ class StagedOutput {
   std::vector<std::unique_ptr<cunumpy::HostStaging<double>>> doubles_;
   std::vector<std::unique_ptr<cunumpy::HostStaging<float>>> floats_;
   std::unique_ptr<cunumpy::HostStaging<std::int64_t>> ids_;
+  std::vector<std::unique_ptr<cunumpy::HostStaging<std::int32_t>>> cells_;
   std::optional<Pending> pending_;
   int dim_ = 1;
 };

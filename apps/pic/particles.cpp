@@ -54,6 +54,11 @@ void allocate(Particles<Real>& p, long long rows, cn::Backend backend) {
     p.z = cn::empty<Real>({rows}, backend);
     p.vz = cn::empty<Real>({rows}, backend);
   }
+  if (p.cells) {
+    p.cx = cn::empty<std::int32_t>({rows}, backend);
+    if (p.dim >= 2) p.cy = cn::empty<std::int32_t>({rows}, backend);
+    if (p.dim == 3) p.cz = cn::empty<std::int32_t>({rows}, backend);
+  }
 }
 
 // Rows [0, p.n): the particles of ids first + i, or (given_ids) of the ids already in p.id.
@@ -77,6 +82,11 @@ void initialise(Particles<Real>& p, const Config& c, long long first, bool given
   Real* vy = c.dim >= 2 ? p.vy.data() : nullptr;
   Real* z = three ? p.z.data() : nullptr;
   Real* vz = three ? p.vz.data() : nullptr;
+  // Mixed: the cells beside the offsets (else null), the cells per axis.
+  std::int32_t* cx = p.cells ? p.cx.data() : nullptr;
+  std::int32_t* cy = p.cells && c.dim >= 2 ? p.cy.data() : nullptr;
+  std::int32_t* cz = p.cells && three ? p.cz.data() : nullptr;
+  const double nx = c.cells_x, ny = c.cells_y, nz = c.cells_z;
   std::int64_t* ids = p.id.data();
   const cn::Target t = cn::on(p.x);
   if (!given_ids) CUNUMPY_FOR_ON(t, "particle ids", p.n, i, ids[i] = first + i;);
@@ -115,9 +125,11 @@ void initialise(Particles<Real>& p, const Config& c, long long first, bool given
         gz *= vth;
       } const double beam = beams ? (id % 2 == 0 ? v0 : -v0) : 0.0;
       if (along_x) {
-        x[i] = kernels::periodic_as<Real>(kernels::perturbed_position(ux, lx, amp, k), lx);
-        if (y != nullptr) y[i] = kernels::periodic_as<Real>(uy * ly, ly);
-        if (three) z[i] = kernels::periodic_as<Real>(uz * lz, lz);
+        kernels::store_position(kernels::perturbed_position(ux, lx, amp, k), lx, nx, x[i],
+                                cx != nullptr ? cx + i : nullptr);
+        if (y != nullptr)
+          kernels::store_position(uy * ly, ly, ny, y[i], cy != nullptr ? cy + i : nullptr);
+        if (three) kernels::store_position(uz * lz, lz, nz, z[i], cz != nullptr ? cz + i : nullptr);
       } else {
         // Uniform positions displaced along the wave vector: s = k_hat . r solves s + (a / k)
         // sin(k s) = s0, so the density is 1 + a cos(k . r) (the box holds whole wavelengths
@@ -125,9 +137,10 @@ void initialise(Particles<Real>& p, const Config& c, long long first, bool given
         const double rx = ux * lx, ry = uy * ly, rz = three ? uz * lz : 0.0;
         const double s0 = kx_hat * rx + ky_hat * ry + kz_hat * rz;
         const double d = kernels::perturbed_position(s0 / wavelength, wavelength, amp, k) - s0;
-        x[i] = kernels::periodic_as<Real>(rx + kx_hat * d, lx);
-        y[i] = kernels::periodic_as<Real>(ry + ky_hat * d, ly);
-        if (three) z[i] = kernels::periodic_as<Real>(rz + kz_hat * d, lz);
+        kernels::store_position(rx + kx_hat * d, lx, nx, x[i], cx != nullptr ? cx + i : nullptr);
+        kernels::store_position(ry + ky_hat * d, ly, ny, y[i], cy != nullptr ? cy + i : nullptr);
+        if (three)
+          kernels::store_position(rz + kz_hat * d, lz, nz, z[i], cz != nullptr ? cz + i : nullptr);
       } vx[i] = static_cast<Real>(gx + beam * kx_hat);
       if (y != nullptr) vy[i] = static_cast<Real>(ky_hat != 0.0 ? gy + beam * ky_hat : gy);
       if (three) vz[i] = static_cast<Real>(kz_hat != 0.0 ? gz + beam * kz_hat : gz););
@@ -145,6 +158,7 @@ cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::
   const long long chunk = std::max<long long>(1, std::min<long long>(global, 1LL << 20));
   Particles<Real> t;
   t.dim = config.dim;
+  t.cells = stored_in_cells(config);
   t.global = global;
   allocate(t, chunk, backend);
   auto owned = cn::empty<std::uint8_t>({chunk}, backend);
@@ -163,18 +177,24 @@ cn::Array<std::int64_t> owned_ids(const Config& config, const LocalGrid& g, cn::
     const Real* x = t.x.data();
     const Real* y = has_y ? t.y.data() : nullptr;
     const Real* z = has_z ? t.z.data() : nullptr;
+    // Mixed: by the cells alone (the migration's rule for cell indices as positions).
+    const std::int32_t* kx = t.cells ? t.cx.data() : nullptr;
+    const std::int32_t* ky = t.cells && has_y ? t.cy.data() : nullptr;
+    const std::int32_t* kz = t.cells && has_z ? t.cz.data() : nullptr;
     std::uint8_t* own = owned.data();
     CUNUMPY_FOR_ON(
-        on, "owned at birth", t.n, i, long long cx = static_cast<long long>(x[i] * sx);
-        cx = cx < nx ? cx : nx - 1; bool mine = x[i] >= 0.0 && x[i] < lx && cx >= x0 && cx < x1;
+        on, "owned at birth", t.n, i,
+        long long cx = kx != nullptr ? kx[i] : static_cast<long long>(x[i] * sx);
+        cx = cx < nx ? cx : nx - 1;
+        bool mine = (kx != nullptr || (x[i] >= 0.0 && x[i] < lx)) && cx >= x0 && cx < x1;
         if (has_y) {
-          long long cy = static_cast<long long>(y[i] * sy);
+          long long cy = ky != nullptr ? ky[i] : static_cast<long long>(y[i] * sy);
           cy = cy < ny ? cy : ny - 1;
-          mine = mine && y[i] >= 0.0 && y[i] < ly && cy >= y0 && cy < y1;
+          mine = mine && (ky != nullptr || (y[i] >= 0.0 && y[i] < ly)) && cy >= y0 && cy < y1;
         } if (has_z) {
-          long long cz = static_cast<long long>(z[i] * sz);
+          long long cz = kz != nullptr ? kz[i] : static_cast<long long>(z[i] * sz);
           cz = cz < nz ? cz : nz - 1;
-          mine = mine && z[i] >= 0.0 && z[i] < lz && cz >= z0 && cz < z1;
+          mine = mine && (kz != nullptr || (z[i] >= 0.0 && z[i] < lz)) && cz >= z0 && cz < z1;
         } own[i] = mine ? 1 : 0;);
     cn::Array<std::int64_t> rows = cn::flatnonzero(owned.leading(t.n));
     std::int64_t* r = rows.data();
@@ -199,6 +219,7 @@ Particles<Real> make_particles(const Config& config, const cn::Comm& comm, cn::B
                                long long spare, const LocalGrid* block) {
   Particles<Real> p;
   p.dim = config.dim;
+  p.cells = stored_in_cells(config);
   p.global = config.particles;
   const int r = comm.rank(), ranks = comm.size();
   // A rank of a decomposed grid creates the particles born in its block (no initial
@@ -225,6 +246,10 @@ Particles<Real> make_particles(const Config& config, const cn::Comm& comm, cn::B
   }
   initialise(p, config, first, born_on_owner);
   return p;
+}
+
+bool stored_in_cells(const Config& config) {
+  return config.precision == "mixed";
 }
 
 template struct Particles<double>;

@@ -6,23 +6,31 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "pic_kernels.hpp"
+
 namespace pic {
 
 struct Config;
 class FieldLayout;
 struct LocalGrid;
 
-// Real: the precision the particles are stored in (double, or float for --precision single);
-// the arithmetic of the steps is done in double either way, each new position and velocity
-// rounded once when stored (positions kept inside the box: kernels::periodic_as), but for the
-// fused host step's 2D CIC loop, which steps float particles in float (host_step.hpp).
+// Real: the precision the particles are stored in (double, or float for --precision single
+// and mixed); the arithmetic of the steps is done in double either way, each new position and
+// velocity rounded once when stored (positions kept inside the box: kernels::periodic_as), but
+// for the fused host step's 2D CIC loop, which steps single-precision particles in float
+// (host_step.hpp).  Mixed (`cells`, float): each axis's position is an int32 cell index (cx,
+// cy, cz) and a float offset within the cell in cell units, [0, 1) (x, y, z): the position
+// (cell + offset) * cell size keeps a float's 24 bits within the cell however far from the
+// origin, where a float coordinate keeps 24 bits of the whole box.
 template <typename Real>
 struct Particles {
   using real_type = Real;
   int dim = 1;
-  // Positions and velocities (y, vy empty in 1D; z, vz but in 3D).
+  bool cells = false;  // mixed precision: x, y, z are offsets in the cells cx, cy, cz
+  // Positions (or offsets) and velocities (y, vy empty in 1D; z, vz but in 3D).
   cunumpy::Array<Real> x, y, z, vx, vy, vz;
-  cunumpy::Array<std::int64_t> id;  // global ids: the particles are functions of them
+  cunumpy::Array<std::int32_t> cx, cy, cz;  // with `cells`: the cells (empty past the dimension)
+  cunumpy::Array<std::int64_t> id;          // global ids: the particles are functions of them
   // Per-particle work of the separate steps (the field at the particles, energies), as many
   // rows as the particle arrays when in use: each step allocates what it uses
   // (use_work_arrays; the fused host step none, or the energies when deterministic: 32 bytes a
@@ -43,11 +51,25 @@ struct Particles {
   // The field at the particles (ex[, ey[, ez]]) and the energies (work): allocated at the row
   // count when wanted, released when not.
   void use_work_arrays(bool fields, bool energies);
-  // Bytes a particle takes in the particle arrays (positions, velocities, id).
-  static long long bytes_per_particle(int dim) {
-    return 2 * dim * static_cast<long long>(sizeof(Real)) + 8;
+  // Bytes a particle takes in the particle arrays (positions, velocities, id; the cells).
+  static long long bytes_per_particle(int dim, bool cells) {
+    return 2 * dim * static_cast<long long>(sizeof(Real)) + 8 + (cells ? 4 * dim : 0);
+  }
+  // The loops' view of the positions (axes past the dimension point at axis 0, unread).
+  kernels::Positions<Real> positions() const {
+    const Real* px = x.data();
+    const std::int32_t* c0 = cells ? cx.data() : nullptr;
+    return {{px, dim >= 2 ? y.data() : px, dim == 3 ? z.data() : px},
+            {c0, dim >= 2 && cells ? cy.data() : c0, dim == 3 && cells ? cz.data() : c0}};
+  }
+  // kernels::Grid in the positions' units: `grid`, in cell units with cells.
+  kernels::Grid grid_for(kernels::Grid grid) const {
+    return cells ? kernels::in_cell_units(grid) : grid;
   }
 };
+
+// Whether a configuration's particles are stored as cells and offsets (--precision mixed).
+bool stored_in_cells(const Config& config);
 
 // This rank's initial particles (positions and velocities functions of the global id: the same
 // particles at every rank count), `spare` rows beyond them.  With the block of a decomposed

@@ -84,29 +84,37 @@ void resort(Particles<Real>& p, const LocalGrid& grid) {
   const int dim = p.dim;
   const long long nx = grid.nx, ny = grid.ny, nz = grid.nz, n = p.n;
   const double inv_dx = 1.0 / grid.dx, inv_dy = 1.0 / grid.dy, inv_dz = 1.0 / grid.dz;
-  const Real* x = p.x.data();
-  const Real* y = dim >= 2 ? p.y.data() : nullptr;
-  const Real* z = dim == 3 ? p.z.data() : nullptr;
+  // The cell along an axis: floor(x / dx) wrapped, or the stored cell (mixed precision).
+  const kernels::Positions<Real> pos = p.positions();
+  const double inv[3] = {p.cells ? 1.0 : inv_dx, p.cells ? 1.0 : inv_dy, p.cells ? 1.0 : inv_dz};
   auto keys = cn::empty<std::uint64_t>({n}, p.x.backend());
   std::uint64_t* k = keys.data();
   CUNUMPY_FOR_ON(
       cn::on(p.x), "morton keys", n, i,
-      const unsigned long long cx =
-          static_cast<unsigned long long>(kernels::wrap(kernels::node_of(x[i] * inv_dx), nx));
+      const unsigned long long cx = static_cast<unsigned long long>(
+          kernels::wrap(kernels::node_of(pos.at(0, i) * inv[0]), nx));
       const unsigned long long cy = dim >= 2 ? static_cast<unsigned long long>(kernels::wrap(
-                                                   kernels::node_of(y[i] * inv_dy), ny))
+                                                   kernels::node_of(pos.at(1, i) * inv[1]), ny))
                                              : 0ull;
       if (dim == 3) {
-        const unsigned long long cz =
-            static_cast<unsigned long long>(kernels::wrap(kernels::node_of(z[i] * inv_dz), nz));
+        const unsigned long long cz = static_cast<unsigned long long>(
+            kernels::wrap(kernels::node_of(pos.at(2, i) * inv[2]), nz));
         k[i] = cunumpy_morton_encode3(cx, cy, cz);
       } else k[i] = cunumpy_morton_encode2(cx, cy););
-  if (dim == 3)
+  if (p.cells) {
+    if (dim == 3)
+      sort_rows(std::move(keys), n, p.x, p.y, p.z, p.cx, p.cy, p.cz, p.vx, p.vy, p.vz, p.id);
+    else if (dim == 2)
+      sort_rows(std::move(keys), n, p.x, p.y, p.cx, p.cy, p.vx, p.vy, p.id);
+    else
+      sort_rows(std::move(keys), n, p.x, p.cx, p.vx, p.id);
+  } else if (dim == 3) {
     sort_rows(std::move(keys), n, p.x, p.y, p.z, p.vx, p.vy, p.vz, p.id);
-  else if (dim == 2)
+  } else if (dim == 2) {
     sort_rows(std::move(keys), n, p.x, p.y, p.vx, p.vy, p.id);
-  else
+  } else {
     sort_rows(std::move(keys), n, p.x, p.vx, p.id);
+  }
 }
 
 namespace {
@@ -141,6 +149,11 @@ Checkpoint checkpoint_of(const Config& config, const Particles<Real>& p, const R
     columns(c.z, p.z);
     columns(c.vz, p.vz);
   }
+  if (p.cells) {  // mixed precision: x, y, z hold the offsets in these cells
+    c.cx = rows_of(p.cx, p.n);
+    if (p.dim >= 2) c.cy = rows_of(p.cy, p.n);
+    if (p.dim == 3) c.cz = rows_of(p.cz, p.n);
+  }
   c.id = rows_of(p.id, p.n);
   return c;
 }
@@ -151,6 +164,7 @@ Particles<Real> particles_of(const Config& config, const Checkpoint& c, const Fi
                              cn::Backend backend) {
   Particles<Real> p;
   p.dim = config.dim;
+  p.cells = stored_in_cells(config);
   p.global = c.total;
   p.n = static_cast<long long>(c.id.size());
   p.charge_density = static_cast<double>(total_cells(config)) / static_cast<double>(p.global);
@@ -172,6 +186,11 @@ Particles<Real> particles_of(const Config& config, const Checkpoint& c, const Fi
   if (p.dim == 3) {
     put(p.z, c.z);
     put(p.vz, c.vz);
+  }
+  if (p.cells) {
+    put(p.cx, c.cx);
+    if (p.dim >= 2) put(p.cy, c.cy);
+    if (p.dim == 3) put(p.cz, c.cz);
   }
   put(p.id, c.id);
   return p;
@@ -385,7 +404,8 @@ Results run_as(const Config& config, const cn::Comm& comm) {
   r.fit_t_begin = fit.t_begin;
   r.fit_t_end = fit.t_end;
   r.precision = config.precision;
-  r.bytes_per_particle = static_cast<double>(Particles<Real>::bytes_per_particle(config.dim));
+  r.bytes_per_particle =
+      static_cast<double>(Particles<Real>::bytes_per_particle(config.dim, p.cells));
   r.complete = true;
   return r;
 }
@@ -393,7 +413,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
 
 Results run(const Config& config, const cn::Comm& comm) {
   validate(config, comm.size());
-  return config.precision == "single" ? run_as<float>(config, comm) : run_as<double>(config, comm);
+  return config.precision == "double" ? run_as<double>(config, comm) : run_as<float>(config, comm);
 }
 
 namespace {
@@ -449,9 +469,20 @@ cn::Array<double> initial_particles_as(const Config& config, const cn::Comm& com
   const int cols = 2 * config.dim;
   auto out = cn::zeros<double>({p.n, cols}, cn::Backend::host);
   const cn::Array<Real>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
+  // Mixed precision: the position (cell + offset) * cell size.
+  const cn::Array<std::int32_t>* cells[] = {&p.cx, nullptr, &p.cy, nullptr, &p.cz, nullptr};
+  const BoxLengths box = box_of(config);
+  const double cell_size[] = {box.lx / config.cells_x, 0.0, box.ly / config.cells_y, 0.0,
+                              box.lz / config.cells_z, 0.0};
   for (int c = 0; c < cols; ++c) {
     auto h = cn::to_host(*columns[c]);
-    for (long long i = 0; i < p.n; ++i) out(i, c) = h(i);
+    if (p.cells && cells[c] != nullptr) {
+      auto k = cn::to_host(*cells[c]);
+      for (long long i = 0; i < p.n; ++i)
+        out(i, c) = (static_cast<double>(k(i)) + static_cast<double>(h(i))) * cell_size[c];
+    } else {
+      for (long long i = 0; i < p.n; ++i) out(i, c) = h(i);
+    }
   }
   return out;
 }
@@ -460,14 +491,14 @@ cn::Array<double> initial_particles_as(const Config& config, const cn::Comm& com
 
 cn::Array<double> initial_density(const Config& config, const cn::Comm& comm) {
   validate(config, comm.size());
-  return config.precision == "single" ? initial_density_as<float>(config, comm)
-                                      : initial_density_as<double>(config, comm);
+  return config.precision == "double" ? initial_density_as<double>(config, comm)
+                                      : initial_density_as<float>(config, comm);
 }
 
 cn::Array<double> initial_particles(const Config& config, const cn::Comm& comm) {
   validate(config, comm.size());
-  return config.precision == "single" ? initial_particles_as<float>(config, comm)
-                                      : initial_particles_as<double>(config, comm);
+  return config.precision == "double" ? initial_particles_as<double>(config, comm)
+                                      : initial_particles_as<float>(config, comm);
 }
 
 }  // namespace pic

@@ -31,7 +31,8 @@ Results run(const Config& config, const cunumpy::Comm& comm);
 // The electron density per cell after the initial deposit (summed over the ranks), as a host
 // array: for the rank-count comparison.
 cunumpy::Array<double> initial_density(const Config& config, const cunumpy::Comm& comm);
-// This rank's initial particles (x[, y], vx[, vy] rows), as a host array (n_local, 2 * dim).
+// This rank's initial particles (x[, y], vx[, vy] rows), as a host array (n_local, 2 * dim);
+// mixed precision's positions as (cell + offset) * cell size.
 cunumpy::Array<double> initial_particles(const Config& config, const cunumpy::Comm& comm);
 
 // Creates `folder` (and its parents) and checks that files can be written there: before the

@@ -15,7 +15,7 @@ namespace pic {
 namespace cn = cunumpy;
 
 template <typename P>
-void deposit_into_thread_grids(const kernels::Grid& grid, const P* px, const P* py, const P* pz,
+void deposit_into_thread_grids(const kernels::Grid& grid, const kernels::Positions<P>& pos,
                                double* out, long long cells, double q, long long n) {
   int threads = 1;
 #if defined(_OPENMP)
@@ -35,8 +35,7 @@ void deposit_into_thread_grids(const kernels::Grid& grid, const P* px, const P* 
     double* g = grids[static_cast<std::size_t>(t)].data();
     const auto [begin, end] = cn::split_range(n, t, team);
     for (long long i = begin; i < end; ++i)
-      kernels::for_each_node(grid, px[i], py[i], pz[i],
-                             [&](long long c, double w, int) { g[c] += q * w; });
+      kernels::for_each_node(grid, pos, i, [&](long long c, double w, int) { g[c] += q * w; });
 #pragma omp barrier
 #pragma omp for schedule(static)
     for (long long c = 0; c < cells; ++c) {
@@ -48,11 +47,12 @@ void deposit_into_thread_grids(const kernels::Grid& grid, const P* px, const P* 
   }
 }
 
-template void deposit_into_thread_grids<double>(const kernels::Grid&, const double*, const double*,
-                                                const double*, double*, long long, double,
-                                                long long);
-template void deposit_into_thread_grids<float>(const kernels::Grid&, const float*, const float*,
-                                               const float*, double*, long long, double, long long);
+template void deposit_into_thread_grids<double>(const kernels::Grid&,
+                                                const kernels::Positions<double>&, double*,
+                                                long long, double, long long);
+template void deposit_into_thread_grids<float>(const kernels::Grid&,
+                                               const kernels::Positions<float>&, double*, long long,
+                                               double, long long);
 
 template <typename R>
 void deposit_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z, const Vec& ne,
@@ -61,7 +61,8 @@ void deposit_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>&
                   double q, long long n) {
   deposit_into_thread_grids(
       kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col),
-      x.data(), y.data(), z.data(), ne.data(), ne.size(), q, n);
+      kernels::Positions<R>{{x.data(), y.data(), z.data()}, {nullptr, nullptr, nullptr}}, ne.data(),
+      ne.size(), q, n);
 }
 
 template <typename R>

@@ -49,11 +49,11 @@ void push_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z,
 using DepositKernel = cunumpy::Kernel<decltype(&deposit_host<double>)>;
 
 // deposit_host's work on any grid (1D to 3D): ne[0, cells) = the density of particles [0, n) at
-// (x, y, z) (y and z read only where the grid has the axis), summed in per-thread private grids
+// the positions (y and z read only where the grid has the axis), summed in per-thread private grids
 // (OpenMP) in thread order.
-// P: the positions' type (double or float).
+// P: the positions' type (double or float; with cells, the offsets'; `grid` in their units).
 template <typename P>
-void deposit_into_thread_grids(const kernels::Grid& grid, const P* x, const P* y, const P* z,
+void deposit_into_thread_grids(const kernels::Grid& grid, const kernels::Positions<P>& positions,
                                double* ne, long long cells, double q, long long n);
 using GatherKernel = cunumpy::Kernel<decltype(&gather_host<double>)>;
 using PushKernel = cunumpy::Kernel<decltype(&push_host<double>)>;

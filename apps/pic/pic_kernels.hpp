@@ -151,6 +151,37 @@ CUNUMPY_HD_INLINE void for_each_node(const Grid& g, double x, double y, F&& f) {
   for_each_node(g, x, y, 0.0, static_cast<F&&>(f));
 }
 
+// The particles' positions as the loops read them, one array per axis (the first `dim`): the
+// coordinate (R: double or float), or, with cells (--precision mixed), the offset within the
+// cell in cell units, [0, 1), beside the cell's index along the axis (int: int32 on every target,
+// and NVRTC has no <cstdint>): the position is (cell + offset) * cell size, exact far from the
+// origin.  at() is what the stencil takes: the coordinate, or cell + offset (exact in double below
+// 2^29 cells) for a grid in cell units (in_cell_units).  Past the dimension the axes point at axis
+// 0 and are not read.
+template <typename R>
+struct Positions {
+  const R* p[3];
+  const int* cell[3];
+  CUNUMPY_HD_INLINE double at(int a, long long i) const {
+    return cell[a] != nullptr ? static_cast<double>(cell[a][i]) + static_cast<double>(p[a][i])
+                              : static_cast<double>(p[a][i]);
+  }
+};
+
+// The grid seen from positions in cell units (cell + offset): every inverse cell size 1.
+CUNUMPY_HD_INLINE Grid in_cell_units(Grid g) {
+  g.inv_dx = 1.0;
+  g.inv_dy = 1.0;
+  g.inv_dz = 1.0;
+  return g;
+}
+
+// for_each_node at particle i of `pos`.
+template <typename R, typename F>
+CUNUMPY_HD_INLINE void for_each_node(const Grid& g, const Positions<R>& pos, long long i, F&& f) {
+  for_each_node(g, pos.at(0, i), pos.at(1, i), pos.at(2, i), static_cast<F&&>(f));
+}
+
 // E at the particle at (x, y, z) from the guarded arrays ex, ey, ez (read only on the grid's
 // axes): e[0..2], each summed in for_each_node's order.  The gathers of every step.
 CUNUMPY_HD_INLINE void field_at(const Grid& g, double x, double y, double z, const double* ex,
@@ -164,6 +195,12 @@ CUNUMPY_HD_INLINE void field_at(const Grid& g, double x, double y, double z, con
   e[0] = e0;
   e[1] = e1;
   e[2] = e2;
+}
+
+template <typename R>
+CUNUMPY_HD_INLINE void field_at(const Grid& g, const Positions<R>& pos, long long i,
+                                const double* ex, const double* ey, const double* ez, double e[3]) {
+  field_at(g, pos.at(0, i), pos.at(1, i), pos.at(2, i), ex, ey, ez, e);
 }
 
 // x mapped into [0, length), for every x: near the box by x - length floor(x / length); far
@@ -196,6 +233,38 @@ CUNUMPY_HD_INLINE R periodic_as(double x, double length) {
   return inside_as<R>(periodic(x, length), length);  // periodic(x, length), as stored
 }
 
+// A position t in cell units, in [0, cells), stored as a cell and an offset within it (R:
+// float): the offset t - floor(t) rounded once, the float below 1 where it rounds up to 1.
+template <typename R>
+CUNUMPY_HD_INLINE void put_in_cell(double t, int& cell, R& offset) {
+  const double c = floor(t);
+  R o = static_cast<R>(t - c);
+  if (o >= static_cast<R>(1)) o = static_cast<R>(0.99999994039535522);  // the float below 1
+  cell = static_cast<int>(c);
+  offset = o;
+}
+// A position x (the box's units) as the particle arrays store it: wrapped into [0, length)
+// (periodic_as), or with a cell, x's cell and offset along an axis of `cells` cells over
+// `length`, wrapped into [0, cells).
+template <typename R>
+CUNUMPY_HD_INLINE void store_position(double x, double length, double cells, R& p, int* cell) {
+  if (cell == nullptr)
+    p = periodic_as<R>(x, length);
+  else
+    put_in_cell(periodic(x * (cells / length), cells), *cell, p);
+}
+// x += step along an axis, wrapped into the box: the coordinate (length: the box's), or with a
+// cell (step and length in cell units: dt v / dx and the axis's cells) the cell and offset.
+template <typename R>
+CUNUMPY_HD_INLINE void move_along(R& p, int* cell, double step, double length) {
+  if (cell == nullptr) {
+    p = periodic_as<R>(p + step, length);
+  } else {
+    put_in_cell(periodic(static_cast<double>(*cell) + static_cast<double>(p) + step, length), *cell,
+                p);
+  }
+}
+
 // The kernel catalog's gather and push of particle i (their host versions and CUDA sources,
 // double or float particles: R).  Past `dim` the coordinates, velocities and components are
 // not read or written.
@@ -212,19 +281,31 @@ CUNUMPY_HD_INLINE void gather_particle(const Grid& g, const R* x, const R* y, co
 }
 // v += dv E at the particle, then x += dt v (wrapped, as stored) when `move`; returns the
 // kinetic energy with time-centred velocities (mass / 2 * v_old . v_new).
+// With cells (mixed precision: p holds the offsets), the positions move in cell units: per
+// axis, dt[a] is dt / cell size and l[a] the axis's cells (move_along); without, dt[a] = dt and
+// l[a] the box's length.
 template <typename R>
-CUNUMPY_HD_INLINE double push_particle(R* const (&p)[3], R* const (&v)[3],
-                                       const double* const (&f)[3], const double (&l)[3], double dv,
-                                       double dt, double mass, bool move, int dim, long long i) {
+CUNUMPY_HD_INLINE double push_particle(R* const (&p)[3], int* const (&cell)[3], R* const (&v)[3],
+                                       const double* const (&f)[3], const double (&l)[3],
+                                       const double (&dt)[3], double dv, double mass, bool move,
+                                       int dim, long long i) {
   double k = 0.0;
   for (int a = 0; a < dim; ++a) {
     const double old_v = v[a][i];
     const double new_v = old_v + dv * f[a][i];
     v[a][i] = static_cast<R>(new_v);
     k = a == 0 ? old_v * new_v : k + old_v * new_v;
-    if (move) p[a][i] = periodic_as<R>(p[a][i] + dt * new_v, l[a]);
+    if (move) move_along(p[a][i], cell[a] != nullptr ? cell[a] + i : nullptr, dt[a] * new_v, l[a]);
   }
   return 0.5 * mass * k;
+}
+template <typename R>
+CUNUMPY_HD_INLINE double push_particle(R* const (&p)[3], R* const (&v)[3],
+                                       const double* const (&f)[3], const double (&l)[3], double dv,
+                                       double dt, double mass, bool move, int dim, long long i) {
+  int* const no_cells[3] = {nullptr, nullptr, nullptr};
+  const double steps[3] = {dt, dt, dt};
+  return push_particle(p, no_cells, v, f, l, steps, dv, mass, move, dim, i);
 }
 
 // The radical inverse of i in `base` (van der Corput): a low-discrepancy sequence in [0, 1).

@@ -13,7 +13,9 @@
 #  7. 3D, decomposed: checkpoints and openPMD output pass the validator, openPMD-api reads the
 #     3D meshes and particles, the restart continues bit for bit, the picture draws a slice;
 #  8. single precision: float32 particle records in the output and the checkpoint (validated,
-#     read by openPMD-api), a decomposed restart bit for bit.
+#     read by openPMD-api), a decomposed restart bit for bit;
+#  9. mixed precision: float32 offsets and int32 cells (positionOffset, unitSI the cell size),
+#     the positions single precision's to rounding, a decomposed restart bit for bit.
 # Usage: run_restart_checks.sh <pic> <work dir> <venv> <mpiexec, or "" without MPI>
 set -uo pipefail
 pic="$1" work="$2" venv="$3" mpiexec="$4"
@@ -189,4 +191,56 @@ PY
 grep -q "particles in single precision" s2r.log || fail "the restart left single precision"
 cmp s2/energy.csv s2r/energy.csv || fail "the single-precision restart's energy history differs"
 echo "single-precision restart: energy.csv identical to the uninterrupted run's"
+echo "== mixed precision: cells and float offsets, a decomposed 2D restart bit for bit"
+"${launch[@]}" "$pic" "${single[@]/single/mixed}" --decompose --output m2 >m2.log 2>&1 || { cat m2.log; fail "mixed-precision run"; }
+grep -q "particles in mixed precision (32 bytes each)" m2.log || { cat m2.log; fail "not mixed precision"; }
+for f in m2/checkpoints/checkpoint_20.h5 m2/openpmd/data_20.h5; do
+  "$check_h5" -i "$f" >/dev/null || fail "$f does not pass the validator"
+done
+"$venv/bin/python" - m2/openpmd/data_0.h5 m2/checkpoints/checkpoint_20.h5 s2/openpmd/data_0.h5 <<'PY' || fail "mixed precision: not cells and offsets"
+import sys
+import numpy as np
+import openpmd_api as io
+def load(path, step):
+    s = io.Series(path, io.Access.read_only)
+    e = s.iterations[step].particles["electrons"]
+    out = {}
+    for record in ("position", "positionOffset", "momentum"):
+        for axis in ("x", "y"):
+            c = e[record][axis]
+            out[record, axis] = (c, c.load_chunk(), c.unit_SI)
+    ids = e["id"][io.Record_Component.SCALAR].load_chunk()
+    s.flush()
+    return out, ids
+for path, step in ((sys.argv[1], 0), (sys.argv[2], 20)):
+    r, _ = load(path, step)
+    for axis in ("x", "y"):
+        c, v, unit = r["position", axis]
+        assert c.dtype == np.float32 and v.min() >= 0 and v.max() < 1, (path, axis, c.dtype)
+        c, k, unit_k = r["positionOffset", axis]
+        assert c.dtype == np.int32 and k.min() >= 0 and k.max() < 32, (path, axis, c.dtype)
+        assert unit == unit_k and abs(unit - 2 * np.pi / 0.5 / 32) < 1e-12, (unit, unit_k)
+        assert r["momentum", axis][0].dtype == np.float32
+# The same particles as single precision's at step 0: position + positionOffset within a
+# float's rounding of the box.
+m, mid = load(sys.argv[1], 0)
+f, fid = load(sys.argv[3], 0)
+om, of = np.argsort(mid), np.argsort(fid)
+assert (mid[om] == fid[of]).all()
+for axis in ("x", "y"):
+    xm = (m["position", axis][1].astype(np.float64) * m["position", axis][2] +
+          m["positionOffset", axis][1] * m["positionOffset", axis][2])[om]
+    xf = f["position", axis][1].astype(np.float64)[of] * f["position", axis][2]
+    box = 2 * np.pi / 0.5
+    d = np.abs(xm - xf)
+    d = np.minimum(d, box - d)
+    assert d.max() < 1e-6 * box, (axis, d.max())
+print("mixed precision: float32 offsets in [0, 1), int32 cells, the unit the cell size, the "
+      "positions single precision's to a float's rounding")
+PY
+"${launch[@]}" "$pic" --no-progress --restart m2/checkpoints/checkpoint_20.h5 --output m2r \
+  >m2r.log 2>&1 || { cat m2r.log; fail "mixed-precision restart"; }
+grep -q "particles in mixed precision" m2r.log || fail "the restart left mixed precision"
+cmp m2/energy.csv m2r/energy.csv || fail "the mixed-precision restart's energy history differs"
+echo "mixed-precision restart: energy.csv identical to the uninterrupted run's"
 echo "all restart checks passed"

@@ -96,13 +96,14 @@ double energy_drift(const pic::Results& r) {
 }  // namespace
 
 // --precision single: float positions and velocities (each step's arithmetic in double, the
-// new values rounded once when stored; in float in the fused host step's 2D CIC loop) keep
-// the physics of double.  Landau in 1D, 2D (the
-// vector loop) and 3D, two-stream in 1D: the rates within the tolerances of double; the charge
-// zero to rounding; the total energy conserved to 1e-3, within a few percent of double's drift
-// (measured: the same drift to 3 digits in 1D, double's 1.4e-5 and single's 1.4e-5 in 2D); the
-// particle arrays take 4 bytes per coordinate.
-TEST(Pic, SinglePrecisionParticlesKeepThePhysicsOfDouble) {
+// new values rounded once when stored; in float in the fused host step's 2D CIC loop), and
+// --precision mixed (an int32 cell and a float offset in it per axis, float velocities) keep
+// the physics of double.  Landau in 1D, 2D (single: the float lanes) and 3D, two-stream in 1D:
+// the rates within the tolerances of double; the charge zero to rounding; the total energy
+// conserved to 1e-3, within a few percent of double's drift (measured: the same drift to 3
+// digits in 1D, 1.4e-5 for double, single and mixed in 2D); the particle arrays take 4 bytes
+// per coordinate, mixed 4 more per axis for the cell.
+TEST(Pic, ReducedPrecisionParticlesKeepThePhysicsOfDouble) {
   pic::Config flat = landau();
   pic::Config plane = landau();
   plane.dim = 2;
@@ -111,30 +112,73 @@ TEST(Pic, SinglePrecisionParticlesKeepThePhysicsOfDouble) {
   plane.steps = 200;
   const pic::Config cases[] = {flat, plane, in_3d(landau()), preset("two_stream", 320)};
   for (const pic::Config& base : cases) {
-    pic::Config d = base, f = base;
-    f.precision = "single";
-    const pic::Results rd = pic::run(d, cn::Comm::serial());
-    const pic::Results rf = pic::run(f, cn::Comm::serial());
-    const std::string what = base.case_name + ", " + std::to_string(base.dim) + "D";
-    EXPECT_EQ(rf.precision, "single") << what;
-    EXPECT_EQ(rf.bytes_per_particle, 2 * base.dim * 4 + 8) << what;
-    EXPECT_EQ(rd.bytes_per_particle, 2 * base.dim * 8 + 8) << what;
-    EXPECT_NEAR(rf.gamma_fit / rf.gamma_theory, 1.0, 0.05) << what << ": " << rf.gamma_fit;
-    if (rf.omega_theory > 1e-9) {
-      EXPECT_NEAR(rf.omega_fit / rf.omega_theory, 1.0, 0.02) << what << ": " << rf.omega_fit;
-    }
-    // The same fit as double's to a fraction of the tolerance: float's rounding is far below
-    // the particle noise.
-    EXPECT_NEAR(rf.gamma_fit / rd.gamma_fit, 1.0, 0.01) << what;
-    for (double q : rf.total_charge) ASSERT_LT(std::abs(q), 1e-9) << what;
-    if (base.case_name == "landau") {
-      EXPECT_LT(energy_drift(rf), 1e-3) << what;
-      EXPECT_LT(energy_drift(rf), 1.1 * energy_drift(rd) + 1e-6) << what;
+    const pic::Results rd = pic::run(base, cn::Comm::serial());
+    EXPECT_EQ(rd.bytes_per_particle, 2 * base.dim * 8 + 8);
+    for (const std::string precision : {"single", "mixed"}) {
+      pic::Config f = base;
+      f.precision = precision;
+      const pic::Results rf = pic::run(f, cn::Comm::serial());
+      const std::string what = base.case_name + ", " + std::to_string(base.dim) + "D, " + precision;
+      EXPECT_EQ(rf.precision, precision) << what;
+      EXPECT_EQ(rf.bytes_per_particle,
+                2 * base.dim * 4 + 8 + (precision == "mixed" ? 4 * base.dim : 0))
+          << what;
+      EXPECT_NEAR(rf.gamma_fit / rf.gamma_theory, 1.0, 0.05) << what << ": " << rf.gamma_fit;
+      if (rf.omega_theory > 1e-9) {
+        EXPECT_NEAR(rf.omega_fit / rf.omega_theory, 1.0, 0.02) << what << ": " << rf.omega_fit;
+      }
+      // The same fit as double's to a fraction of the tolerance: float's rounding is far below
+      // the particle noise.
+      EXPECT_NEAR(rf.gamma_fit / rd.gamma_fit, 1.0, 0.01) << what;
+      for (double q : rf.total_charge) ASSERT_LT(std::abs(q), 1e-9) << what;
+      if (base.case_name == "landau") {
+        EXPECT_LT(energy_drift(rf), 1e-3) << what;
+        EXPECT_LT(energy_drift(rf), 1.1 * energy_drift(rd) + 1e-6) << what;
+      }
     }
   }
   pic::Config bad = landau();
   bad.precision = "half";
   EXPECT_THROW(pic::validate(bad, 1), cn::ValueError);
+  // Mixed precision's cells and offsets are not what the kernel catalog's kernels take.
+  bad.precision = "mixed";
+  bad.kernels = "rtc";
+  try {
+    pic::validate(bad, 1);
+    ADD_FAILURE() << "--precision mixed --kernels rtc was accepted";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("--kernels builtin"), std::string::npos) << e.what();
+  }
+}
+
+// Mixed precision is exact far from the origin: a particle in cell 2^24 - 3 of a box of 2^24
+// cells that moves a thousandth of a cell a step advances by it (its offset in the cell keeps
+// a float's 24 bits), where a float coordinate there (its last bit two cells) does not move
+// at all.  Across the box's end the cell wraps to 0.
+TEST(Pic, MixedPrecisionPositionsAreExactFarFromTheOrigin) {
+  const double cells = 16777216.0, dx = 0.5, length = cells * dx;
+  int cell = 0;
+  float offset = 0.0f;
+  pic::kernels::store_position((cells - 3.0 + 0.25) * dx, length, cells, offset, &cell);
+  EXPECT_EQ(cell, 16777213);
+  EXPECT_EQ(offset, 0.25f);
+  float coordinate = pic::kernels::periodic_as<float>((cells - 3.0 + 0.25) * dx, length);
+  const float start = coordinate;
+  for (int step = 0; step < 100; ++step) {
+    pic::kernels::move_along(offset, &cell, 1e-3, cells);  // in cell units
+    pic::kernels::move_along(coordinate, static_cast<int*>(nullptr), 1e-3 * dx, length);
+  }
+  EXPECT_EQ(cell, 16777213);
+  EXPECT_NEAR(offset, 0.35, 1e-5);
+  EXPECT_EQ(coordinate, start) << "a float coordinate there moves by whole cells or not at all";
+  // Three cells on: past the box's end, wrapped to cell 0 with the same offset (to rounding).
+  pic::kernels::move_along(offset, &cell, 3.0, cells);
+  EXPECT_EQ(cell, 0);
+  EXPECT_NEAR(offset, 0.35, 1e-5);
+  // An offset that would round up to 1 stays in its cell, below 1.
+  pic::kernels::put_in_cell(41.99999999, cell, offset);
+  EXPECT_EQ(cell, 41);
+  EXPECT_LT(offset, 1.0f);
 }
 
 TEST(Pic, TwoStreamGrowthMatchesTheory) {

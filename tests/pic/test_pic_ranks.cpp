@@ -73,20 +73,35 @@ pic::Config decomposed(pic::Config c) {
 
 namespace {
 // The particles made on their owners are the even split's, and the first migration moves none.
+// Particle i's coordinate along an axis: stored, or (mixed precision) (cell + offset) * cell
+// size, as initial_particles gives it.
+template <typename Real>
+double coordinate(const pic::Particles<Real>& p, const pic::Config& c, int axis, long long i) {
+  const cn::Array<Real>* stored[] = {&p.x, &p.y, &p.z};
+  if (!p.cells) return (*stored[axis])(i);
+  const cn::Array<std::int32_t>* cells[] = {&p.cx, &p.cy, &p.cz};
+  const pic::BoxLengths box = pic::box_of(c);
+  const double size[] = {box.lx / c.cells_x, box.ly / c.cells_y, box.lz / c.cells_z};
+  const double offset = (*stored[axis])(i);
+  EXPECT_TRUE(offset >= 0.0 && offset < 1.0) << offset;
+  return (static_cast<double>((*cells[axis])(i)) + offset) * size[axis];
+}
+
 template <typename Real>
 void check_born_on_owners(const pic::Config& c, const cn::Comm& world, pic::FieldLayout& layout,
                           pic::Particles<Real> p) {
   const auto all = pic::initial_particles(c, cn::Comm::serial());
+  ASSERT_EQ(p.cells, c.precision == "mixed");
   for (long long i = 0; i < p.n; ++i) {
     const long long id = p.id(i);
-    ASSERT_EQ(p.x(i), all(id, 0)) << id;
+    ASSERT_EQ(coordinate(p, c, 0, i), all(id, 0)) << id;
     ASSERT_EQ(p.vx(i), all(id, 1)) << id;
     if (c.dim >= 2) {
-      ASSERT_EQ(p.y(i), all(id, 2)) << id;
+      ASSERT_EQ(coordinate(p, c, 1, i), all(id, 2)) << id;
       ASSERT_EQ(p.vy(i), all(id, 3)) << id;
     }
     if (c.dim == 3) {
-      ASSERT_EQ(p.z(i), all(id, 4)) << id;
+      ASSERT_EQ(coordinate(p, c, 2, i), all(id, 4)) << id;
       ASSERT_EQ(p.vz(i), all(id, 5)) << id;
     }
   }
@@ -102,11 +117,11 @@ void check_born_on_owners(const pic::Config& c, const cn::Comm& world, pic::Fiel
 
 // On a decomposed grid each rank creates the particles born in its block: the same particles
 // (the same ids, positions and velocities) as the even split, and the first migration sends
-// nothing.  1D to 3D, the quiet and the random start, double and single precision (floats
-// decided on as stored).
+// nothing.  1D to 3D, the quiet and the random start, double, single and mixed precision
+// (floats decided on as stored; mixed by the cells).
 TEST(PicDecomposed, ParticlesAreBornOnTheirOwners) {
   const cn::Comm world = cn::Comm::world();
-  for (const char* precision : {"double", "single"})
+  for (const char* precision : {"double", "single", "mixed"})
     for (int dim : {1, 2, 3})
       for (bool quiet : {true, false}) {
         pic::Config c = decomposed(config(false, dim));
@@ -117,7 +132,7 @@ TEST(PicDecomposed, ParticlesAreBornOnTheirOwners) {
           return pic::make_particles<Real>(c, world, cn::Backend::host,
                                            layout->spare_rows(c.particles), &layout->grid());
         };
-        if (c.precision == "single")
+        if (c.precision != "double")
           check_born_on_owners(c, world, *layout, made.template operator()<float>());
         else
           check_born_on_owners(c, world, *layout, made.template operator()<double>());
@@ -378,10 +393,11 @@ TEST(PicDecomposed, TheOverlappedGuardSumGivesTheSeparatePassesBits) {
     }
 }
 
-// Every particle step on both layouts, 1D to 3D, at this rank count, with double and single
-// precision particles (rtc: the catalog's *_single kernels): the table picks the step
-// asked for (by its name), the deterministic steps give the same bits as each other, the rest
-// the same run to rounding (their deposits sum in other orders).
+// Every particle step on both layouts, 1D to 3D, at this rank count, with double, single and
+// mixed precision particles (rtc: the catalog's *_single kernels; mixed runs the builtin
+// kernels, rtc is refused): the table picks the step asked for (by its name), the
+// deterministic steps give the same bits as each other, the rest the same run to rounding
+// (their deposits sum in other orders).
 TEST(PicSteps, EveryStepRunsOnBothLayouts) {
   const cn::Comm world = cn::Comm::world();
   struct Variant {
@@ -400,7 +416,7 @@ TEST(PicSteps, EveryStepRunsOnBothLayouts) {
       {"deterministic", cn::Backend::emulated, "builtin", "fused", true},
       {"rtc", cn::Backend::emulated, "rtc", "fused", false},
   };
-  for (const std::string precision : {"double", "single"})
+  for (const std::string precision : {"double", "single", "mixed"})
     for (bool decompose : {false, true})
       for (int dim : {1, 2, 3}) {
         pic::Config c = config(false, dim);
@@ -409,7 +425,7 @@ TEST(PicSteps, EveryStepRunsOnBothLayouts) {
         c.sort_every = 5;
         c.decompose = decompose;
         c.precision = precision;
-        const bool single = precision == "single";
+        const bool single = precision != "double";
         const std::string where = std::string(decompose ? "decomposed" : "replicated") + ", " +
                                   std::to_string(dim) + "D, " + precision;
         // The reference: the separate host passes, deterministic.
@@ -429,6 +445,10 @@ TEST(PicSteps, EveryStepRunsOnBothLayouts) {
           vc.host_step = v.host_step;
           vc.deterministic = v.deterministic;
           auto on = cn::use_backend(v.backend);
+          if (precision == "mixed" && vc.kernels == "rtc") {
+            EXPECT_THROW(pic::run(vc, world), cn::ValueError) << where;
+            continue;
+          }
           const pic::Results r = pic::run(vc, world);
           const std::string what =
               where + ", " + v.step + " on " + std::string(cn::to_string(v.backend));
