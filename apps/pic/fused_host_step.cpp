@@ -155,7 +155,7 @@ class FusedHostStep final : public ParticleStep<Real> {
     // A block that spans the box (the replicated layout, or one rank) holds every image.
     s.whole_box = g.whole_box || (g.lnx == g.nx && g.lny == g.ny && g.lnz == g.nz);
     s.integer = deterministic_;
-    s.floats = !p.cells && floats_of(g);
+    s.floats = floats_of(g);
     if (p.cells) {  // mixed precision: in cell units (StepGeometry::cell_dt)
       s.cx = p.cx.data();
       s.cy = g.has_y() ? p.cy.data() : nullptr;

@@ -352,7 +352,14 @@ Sums range_in_cells(const Step<R>& s, long long begin, long long end, G* ne) {
 template <typename R, typename G>
 Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if constexpr (std::is_same_v<R, float>)
-    if (s.cx != nullptr) return range_in_cells(s, begin, end, ne);
+    if (s.cx != nullptr) {
+      Sums v;  // 2D CIC, real grids: the float lanes
+      if constexpr (std::is_same_v<G, double>)
+        if (s.floats) begin = cic_floats(s, begin, end, ne, v);
+      const Sums rest = range_in_cells(s, begin, end, ne);
+      return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
+                  v.undeposited + rest.undeposited};
+    }
   if (s.dim == 3) {
     if (s.order == 2) return range_3d_tsc<false>(s, begin, end, ne);
     Sums v;  // 3D CIC: whole vectors of particles first, the rest by the scalar loop
@@ -407,8 +414,7 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
 
 template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
-  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
-    if (s.floats) return deposit_range_floats(s, begin, end, ne);
+  // Cells: the float lanes deposit as the scalar loop (1 - offset and offset in double).
   if constexpr (std::is_same_v<R, float>)
     if (s.cx != nullptr) {
       if (s.dim == 3)
@@ -420,6 +426,8 @@ long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
       return s.order == 1 ? deposit_range<2, 1, true>(s, begin, end, ne)
                           : deposit_range<2, 2, true>(s, begin, end, ne);
     }
+  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
+    if (s.floats) return deposit_range_floats(s, begin, end, ne);
   if (s.dim == 3)
     return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
                         : deposit_range<3, 2>(s, begin, end, ne);

@@ -99,7 +99,13 @@ HWY_INLINE hn::Vec<hn::Repartition<double, D>> Promoted(D, hn::Vec<D> v, hwy::Si
 template <class D>
 using WideLanes = hwy::SizeTag<hn::MaxLanes(D()) == 1 ? 1 : 2>;
 
-template <class D>
+// Cells (mixed precision: Step::cx, cy): a particle's stencil is its cell and its offset, read
+// as they are; the move adds cell_dt v to the offset in float, moves the cell by the floor of
+// the sum and keeps the rest, below 1, as the new offset (a lane that left the box's cells
+// after the wrap, moved more than a box length or not finite, takes kernels::move_along).
+// Its deposit's weights, 1 - offset and offset in double, are the scalar loop's: the deposit
+// alone is host_step.cpp's.
+template <bool Cells, class D>
 long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
                       double* HWY_RESTRICT ne, Sums& sums) {
   const hn::RebindToSigned<D> di;
@@ -126,6 +132,16 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   float* HWY_RESTRICT y = s.y;
   float* HWY_RESTRICT vx = s.vx;
   float* HWY_RESTRICT vy = s.vy;
+  // Cells: the cells, the moves' factors (dt / cell size) and the cells per axis.
+  std::int32_t* HWY_RESTRICT cx = s.cx;
+  std::int32_t* HWY_RESTRICT cy = s.cy;
+  const V cdt_x = hn::Set(d, static_cast<float>(s.cell_dt[0])),
+          cdt_y = hn::Set(d, static_cast<float>(s.cell_dt[1])), below_one = hn::Set(d, 0.99999994f),
+          big = hn::Set(d, 8388608.0f);
+  const auto ncx = hn::Set(di, static_cast<std::int32_t>(s.lx)),
+             ncy = hn::Set(di, static_cast<std::int32_t>(s.ly)), zero_i = hn::Zero(di),
+             last_x = hn::Sub(ncx, hn::Set(di, 1)), last_y = hn::Sub(ncy, hn::Set(di, 1)),
+             minus_one = hn::Set(di, -1);
   const float* HWY_RESTRICT cells = s.cells32;
   const double q = s.charge;
   std::vector<std::int64_t>* leavers = s.leavers;
@@ -138,8 +154,14 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, x + p), inv_dx)),
-                     jy = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+          hn::Vec<decltype(di)> jx, jy;
+          if constexpr (Cells) {
+            jx = hn::LoadU(di, cx + p);
+            jy = hn::LoadU(di, cy + p);
+          } else {
+            jx = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, x + p), inv_dx));
+            jy = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+          }
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
         }
         CopyCells(cells, cell, sub, ex_at, ey_at);
@@ -147,9 +169,15 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const long long p = i + k;
       // The field at x_n (truncation is floor for x >= 0).
       const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
-      const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
-      const V fx = hn::Sub(sx, hn::ConvertTo(d, hn::ConvertTo(di, sx))),
-              fy = hn::Sub(sy, hn::ConvertTo(d, hn::ConvertTo(di, sy)));
+      V fx, fy;
+      if constexpr (Cells) {  // the offsets are the fractions
+        fx = x0;
+        fy = y0;
+      } else {
+        const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
+        fx = hn::Sub(sx, hn::ConvertTo(d, hn::ConvertTo(di, sx)));
+        fy = hn::Sub(sy, hn::ConvertTo(d, hn::ConvertTo(di, sy)));
+      }
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
@@ -169,6 +197,54 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
       energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
       momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
+      if constexpr (Cells) {
+        const V tx = hn::Add(x0, hn::Mul(cdt_x, nx)), ty = hn::Add(y0, hn::Mul(cdt_y, ny));
+        // A sum of sane size (NaN fails the test) moves the cell by its floor; the other lanes
+        // are redone below.
+        const auto sane = hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big));
+        const V flx = hn::IfThenElseZero(sane, hn::Floor(tx)),
+                fly = hn::IfThenElseZero(sane, hn::Floor(ty));
+        auto kx = hn::Add(hn::LoadU(di, cx + p), hn::ConvertTo(di, flx));
+        auto ky = hn::Add(hn::LoadU(di, cy + p), hn::ConvertTo(di, fly));
+        kx = hn::IfThenElse(hn::Lt(kx, zero_i), hn::Add(kx, ncx), kx);
+        kx = hn::IfThenElse(hn::Gt(kx, last_x), hn::Sub(kx, ncx), kx);
+        ky = hn::IfThenElse(hn::Lt(ky, zero_i), hn::Add(ky, ncy), ky);
+        ky = hn::IfThenElse(hn::Gt(ky, last_y), hn::Sub(ky, ncy), ky);
+        V gx = hn::Min(hn::Sub(tx, flx), below_one), gy = hn::Min(hn::Sub(ty, fly), below_one);
+        // Lanes of sane sums that moved less than a box length (a cell index back in
+        // [0, cells) after one wrap).
+        const auto in_box = hn::And(hn::And(hn::Gt(kx, minus_one), hn::Lt(kx, ncx)),
+                                    hn::And(hn::Gt(ky, minus_one), hn::Lt(ky, ncy)));
+        const auto ok = hn::And(hn::RebindMask(d, in_box), sane);
+        if (!hn::AllTrue(d, ok)) [[unlikely]] {
+          // The others: kernels::move_along, lane by lane, from the stored cells and offsets.
+          constexpr long long kMax = HWY_MAX_BYTES / sizeof(float);
+          alignas(64) float ox_l[kMax], oy_l[kMax];
+          alignas(64) std::int32_t kx_l[kMax], ky_l[kMax];
+          for (long long l = 0; l < lanes; ++l) {
+            ox_l[l] = x[p + l];
+            oy_l[l] = y[p + l];
+            kx_l[l] = cx[p + l];
+            ky_l[l] = cy[p + l];
+            kernels::move_along(ox_l[l], kx_l + l, s.cell_dt[0] * vx[p + l], s.lx);
+            kernels::move_along(oy_l[l], ky_l + l, s.cell_dt[1] * vy[p + l], s.ly);
+          }
+          const auto ok_i = hn::RebindMask(di, ok);
+          gx = hn::IfThenElse(ok, gx, hn::LoadU(d, ox_l));
+          gy = hn::IfThenElse(ok, gy, hn::LoadU(d, oy_l));
+          kx = hn::IfThenElse(ok_i, kx, hn::LoadU(di, kx_l));
+          ky = hn::IfThenElse(ok_i, ky, hn::LoadU(di, ky_l));
+        }
+        hn::StoreU(gx, d, x + p);
+        hn::StoreU(gy, d, y + p);
+        hn::StoreU(kx, di, cx + p);
+        hn::StoreU(ky, di, cy + p);
+        // The stencil at x_{n+1}: the new cell and offset.
+        StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
+        hn::StoreU(gx, d, gxs + k);
+        hn::StoreU(gy, d, gys + k);
+        continue;
+      }
       V px = hn::Add(x0, hn::Mul(dt, nx));
       V py = hn::Add(y0, hn::Mul(dt, ny));
       px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
@@ -217,10 +293,16 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   return i;
 }
 // Whole vectors, then the rest one lane at a time (or every particle so: Step::one_lane).
+template <bool Cells>
+long long CicFloatsIn(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                      Sums& sums) {
+  if (!s.one_lane) begin = CicFloatsOf<Cells>(hn::ScalableTag<float>(), s, begin, end, ne, sums);
+  return CicFloatsOf<Cells>(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+}
 long long CicFloats(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
                     Sums& sums) {
-  if (!s.one_lane) begin = CicFloatsOf(hn::ScalableTag<float>(), s, begin, end, ne, sums);
-  return CicFloatsOf(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+  return s.cx != nullptr ? CicFloatsIn<true>(s, begin, end, ne, sums)
+                         : CicFloatsIn<false>(s, begin, end, ne, sums);
 }
 
 // The double loops below need more than one lane (the scalar target runs the scalar loop).

@@ -17,14 +17,19 @@ std::string cunumpy::host_simd() {
 
 int main() {
   int failures = 0;
-  for (bool single : {false, true})
+  // double, float, and float in cells and offsets (mixed precision)
+  for (int precision : {0, 1, 2})
     for (const auto& g : pic::host_step::vector_loop_cases())
       for (bool integer : {false, true}) {
-        const auto both = pic::host_step::scalar_and_vector(single, g, integer);
+        const bool single = precision > 0, cells = precision == 2;
+        const auto both = pic::host_step::scalar_and_vector(single, g, integer, cells);
         const bool same = both.same();
         std::printf("%dD %s%s, %s grids, %s particles: %s%s\n", g.dim,
                     g.whole() ? "whole box" : "block", g.dx != 1.0 ? " (cells of pi/4)" : "",
-                    integer ? "integer" : "real", single ? "float" : "double",
+                    integer ? "integer" : "real",
+                    cells    ? "mixed"
+                    : single ? "float"
+                             : "double",
                     same ? "vector loop == scalar loop" : "DIFFERENT: ",
                     same ? "" : both.differs().c_str());
         failures += same ? 0 : 1;

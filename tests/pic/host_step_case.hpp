@@ -3,7 +3,8 @@
 // through the vector loop or the scalar loop alone, on a grid that is the whole box or a block of
 // it (a decomposed rank's, whose particles' images may lie beyond its guards), with real or integer
 // (deterministic) grids.  Float particles on real 2D grids take the float step (host_step.hpp:
-// StepGeometry::floats), whose scalar loop is its vector loop one lane at a time.  Shared by
+// StepGeometry::floats), whose scalar loop is its vector loop one lane at a time; so do mixed
+// precision's (cells and offsets).  Shared by
 // test_pic and tests/arm/pic_step_check.cpp.
 #pragma once
 
@@ -78,8 +79,11 @@ inline std::vector<CaseGrid> vector_loop_cases() {
 }
 
 // Real: the particles' precision (the arrays of the step; the result holds their values).
+// `in_cells` (Real float): mixed precision, each position a cell and an offset in it (the result's
+// positions in cell units, cell + offset), no leavers listed.
 template <typename Real = double>
-CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) {
+CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
+                    bool in_cells = false) {
   const long long n = 1003;
   std::mt19937_64 gen(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -147,6 +151,20 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   std::vector<Real> px = positions(r.x, g.nx), py = positions(r.y, g.ny), pz = positions(r.z, g.nz),
                     pvx(r.vx.begin(), r.vx.end()), pvy(r.vy.begin(), r.vy.end()),
                     pvz(r.vz.begin(), r.vz.end());
+  // Mixed precision: the cells and offsets of the doubles drawn above.
+  std::vector<std::int32_t> kx, ky, kz;
+  if (in_cells) {
+    const auto split = [h](const std::vector<double>& v, long long length, std::vector<Real>& off,
+                           std::vector<std::int32_t>& cell) {
+      cell.resize(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i)
+        kernels::store_position(v[i], static_cast<double>(length) * h, static_cast<double>(length),
+                                off[i], &cell[i]);
+    };
+    split(r.x, g.nx, px, kx);
+    split(r.y, g.ny, py, ky);
+    split(r.z, g.nz, pz, kz);
+  }
   Step<Real> s{};
   s.x = px.data();
   s.y = py.data();
@@ -188,7 +206,17 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
     s.energies = r.energies.data();
     s.half_mass = 0.5;
   }
-  if (!g.whole()) {  // the block is the stay region
+  if (in_cells) {  // in cell units
+    s.cx = kx.data();
+    s.cy = ky.data();
+    s.cz = three ? kz.data() : nullptr;
+    s.inv_dx = s.inv_dy = s.inv_dz = 1.0;
+    s.lx = static_cast<double>(g.nx);
+    s.ly = static_cast<double>(g.ny);
+    s.lz = static_cast<double>(g.nz);
+    s.cell_dt[0] = s.cell_dt[1] = s.cell_dt[2] = s.dt / h;
+  }
+  if (!g.whole() && !in_cells) {  // the block is the stay region
     s.stay_lo[0] = static_cast<double>(g.x0) * h;
     s.stay_hi[0] = static_cast<double>(g.x0 + g.lnx) * h;
     s.stay_lo[1] = static_cast<double>(g.y0) * h;
@@ -203,6 +231,11 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false) 
   r.x.assign(px.begin(), px.end());
   r.y.assign(py.begin(), py.end());
   r.z.assign(pz.begin(), pz.end());
+  for (std::size_t i = 0; in_cells && i < r.x.size(); ++i) {
+    r.x[i] += kx[i];
+    r.y[i] += ky[i];
+    if (three) r.z[i] += kz[i];
+  }
   r.vx.assign(pvx.begin(), pvx.end());
   r.vy.assign(pvy.begin(), pvy.end());
   r.vz.assign(pvz.begin(), pvz.end());
@@ -253,8 +286,11 @@ struct ScalarAndVector {
            redeposited_as_pushed();
   }
 };
-inline ScalarAndVector scalar_and_vector(bool single, const CaseGrid& g, bool integer) {
-  if (single) return {run_case<float>(false, g, integer), run_case<float>(true, g, integer)};
+// `cells`: float particles in mixed precision (single true).
+inline ScalarAndVector scalar_and_vector(bool single, const CaseGrid& g, bool integer,
+                                         bool cells = false) {
+  if (single)
+    return {run_case<float>(false, g, integer, cells), run_case<float>(true, g, integer, cells)};
   return {run_case<double>(false, g, integer), run_case<double>(true, g, integer)};
 }
 

@@ -511,6 +511,50 @@ TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
 // particles' to float's rounding (a few units in the last place of each position and velocity,
 // each particle's weights to a float's resolution of its position), the same particles beyond
 // the guards; on cells of 1 and of pi / 4.
+// Mixed precision's fused step (cells and float offsets): the float lanes (2D CIC, real grids)
+// give their one-lane loop's bits, and the deposit alone gives the push's density (a restart
+// continues bit for bit); the scalar loops elsewhere (3D, integer grids) too.  Every offset
+// stays in [0, 1) and every cell in the box, and the float lanes follow the double arithmetic
+// of the scalar loop to a float's rounding: positions within 1e-5 of a cell, velocities within
+// 1e-6; the charge deposited is the particles' to rounding.
+TEST(HostStep, MixedPrecisionStepKeepsCellsAndOffsets) {
+  for (const auto& g : pic::host_step::vector_loop_cases())
+    for (bool integer : {false, true}) {
+      const auto both = pic::host_step::scalar_and_vector(true, g, integer, true);
+      const std::string what =
+          std::to_string(g.dim) + "D, " + std::string(g.whole() ? "whole box" : "block") +
+          (integer ? ", integer grids" : "") + (g.dx != 1.0 ? ", cells of pi/4" : "");
+      EXPECT_EQ(both.differs(), "") << what;
+      const auto& v = both.vector;
+      const std::vector<double>* axes[] = {&v.x, &v.y, &v.z};
+      const long long cells[] = {g.nx, g.ny, g.nz};
+      for (int a = 0; a < g.dim; ++a)
+        for (const double t : *axes[a]) {
+          ASSERT_GE(t, 0.0) << what;
+          ASSERT_LT(t, static_cast<double>(cells[a])) << what;
+          ASSERT_LT(t - std::floor(t), 1.0) << what;
+        }
+      if (g.dim != 2 || integer) continue;
+      // Against the double arithmetic of the scalar loop in cells (the float lanes off).
+      auto doubles = pic::host_step::run_case<float>(false, g, true, true);
+      const auto& d = doubles;  // integer grids: the scalar loop; positions and velocities
+      for (std::size_t i = 0; i < v.x.size(); ++i) {
+        const auto apart = [](double p, double q, double n) {
+          const double e = std::abs(p - q);
+          return std::min(e, n - e);
+        };
+        ASSERT_LT(apart(v.x[i], d.x[i], static_cast<double>(g.nx)), 1e-5) << what << " " << i;
+        ASSERT_LT(apart(v.y[i], d.y[i], static_cast<double>(g.ny)), 1e-5) << what << " " << i;
+        ASSERT_NEAR(v.vx[i], d.vx[i], 1e-6 * std::max(1.0, std::abs(d.vx[i]))) << i;
+        ASSERT_NEAR(v.vy[i], d.vy[i], 1e-6 * std::max(1.0, std::abs(d.vy[i]))) << i;
+      }
+      double charge = 0.0;
+      for (const double c : v.ne) charge += c;
+      EXPECT_NEAR(charge, 0.5 * static_cast<double>(1003 - v.sums.undeposited), 1e-9 * 1003)
+          << what;
+    }
+}
+
 TEST(HostStep, FloatStepFollowsTheDoubleStepToFloatRounding) {
   for (const auto& g : pic::host_step::vector_loop_cases()) {
     if (g.dim != 2) continue;
