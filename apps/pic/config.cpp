@@ -79,10 +79,6 @@ void validate(const Config& c, int ranks) {
     fail("--dim 3 runs the spectral solver (--solver fft); the PETSc one is 1D and 2D");
   if (c.beam_velocity != 0.0 && c.beam_velocity < 1e-12)
     fail("--beam-velocity must be 0 (one Maxwellian) or at least 1e-12");
-  if (c.precision == "mixed" && c.kernels == "rtc")
-    fail(
-        "--precision mixed runs the builtin kernels (--kernels builtin): the kernel catalog's "
-        "take double or float coordinates, not cells and offsets");
   if ((c.output_every > 0 || c.checkpoint_every > 0) && c.output_folder.empty())
     fail("--output-every and --checkpoint-every need --output <folder>");
 }

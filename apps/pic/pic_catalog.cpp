@@ -118,6 +118,61 @@ PIC_CATALOG_HOST(double)
 PIC_CATALOG_HOST(float)
 #undef PIC_CATALOG_HOST
 
+namespace {
+// The mixed kernels' positions: offsets in cells (axes past the dimension given as x and cx).
+kernels::Positions<float> in_cells(const Particle<float>& x, const Particle<float>& y,
+                                   const Particle<float>& z, const Cells& cx, const Cells& cy,
+                                   const Cells& cz) {
+  return {{x.data(), y.data(), z.data()}, {cx.data(), cy.data(), cz.data()}};
+}
+}  // namespace
+
+void deposit_mixed_host(const Particle<float>& x, const Particle<float>& y,
+                        const Particle<float>& z, const Cells& cx, const Cells& cy, const Cells& cz,
+                        const Vec& ne, long long x0, long long y0, long long z0, long long guard,
+                        long long row, long long col, int order, int dim, double q, long long n) {
+  deposit_into_thread_grids(
+      kernels::local_grid_of(order, dim, 1.0, 1.0, 1.0, x0, y0, z0, guard, row, col),
+      in_cells(x, y, z, cx, cy, cz), ne.data(), ne.size(), q, n);
+}
+
+void gather_mixed_host(const Particle<float>& x, const Particle<float>& y, const Particle<float>& z,
+                       const Cells& cx, const Cells& cy, const Cells& cz, const Vec& ex,
+                       const Vec& ey, const Vec& ez, const Vec& ex_p, const Vec& ey_p,
+                       const Vec& ez_p, long long x0, long long y0, long long z0, long long guard,
+                       long long row, long long col, int order, int dim, long long n) {
+  const kernels::Grid grid =
+      kernels::local_grid_of(order, dim, 1.0, 1.0, 1.0, x0, y0, z0, guard, row, col);
+  const kernels::Positions<float> pos = in_cells(x, y, z, cx, cy, cz);
+  const double* fx = ex.data();
+  const double* fy = ey.data();
+  const double* fz = ez.data();
+  double* ox = ex_p.data();
+  double* oy = ey_p.data();
+  double* oz = ez_p.data();
+#pragma omp parallel for schedule(static)
+  for (long long i = 0; i < n; ++i)
+    kernels::gather_particle(grid, pos, fx, fy, fz, ox, oy, oz, dim, i);
+}
+
+void push_mixed_host(const Particle<float>& x, const Particle<float>& y, const Particle<float>& z,
+                     const Cells& cx, const Cells& cy, const Cells& cz, const Particle<float>& vx,
+                     const Particle<float>& vy, const Particle<float>& vz, const Vec& ex_p,
+                     const Vec& ey_p, const Vec& ez_p, const Vec& energy, double dv, double dt_x,
+                     double dt_y, double dt_z, double nx, double ny, double nz, double mass,
+                     bool move, int dim, long long n) {
+  float* const p[3] = {x.data(), y.data(), z.data()};
+  std::int32_t* const c[3] = {cx.data(), cy.data(), cz.data()};
+  float* const v[3] = {vx.data(), vy.data(), vz.data()};
+  const double* const f[3] = {ex_p.data(), ey_p.data(), ez_p.data()};
+  const double cells[3] = {nx, ny, nz};
+  const double steps[3] = {dt_x, dt_y, dt_z};
+  double* e = energy.data();
+#pragma omp parallel for schedule(static)
+  for (long long i = 0; i < n; ++i)
+    e[i] = kernels::push_particle(p, c, v, f, cells, steps, dv, mass, move, dim, i);
+}
+
 std::filesystem::path kernel_folder() {
   if (const char* env = std::getenv("CUNUMPY_PIC_KERNELS"); env != nullptr && *env != '\0')
     return env;
@@ -138,6 +193,9 @@ cn::KernelCatalog& kernel_catalog() {
     c->add("deposit_single", &deposit_host<float>);
     c->add("gather_single", &gather_host<float>);
     c->add("push_single", &push_host<float>);
+    c->add("deposit_mixed", &deposit_mixed_host);
+    c->add("gather_mixed", &gather_mixed_host);
+    c->add("push_mixed", &push_mixed_host);
     return c;
   }();
   return *catalog;

@@ -46,6 +46,27 @@ void push_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z,
                const Vec& ey_p, const Vec& ez_p, const Vec& energy, double dv, double dt, double lx,
                double ly, double lz, double mass, bool move, int dim, long long n);
 
+// Mixed precision (--precision mixed: deposit_mixed, gather_mixed, push_mixed): each position
+// a float offset within its cell in cell units (x, y, z), beside the int32 cell (cx, cy, cz;
+// past the dimension pass cx); the grid in cell units.  The push moves dt_x v (dt / dx) and so
+// on along each axis, wrapping into nx, ny, nz cells.
+using Cells = cunumpy::Array<std::int32_t>;
+void deposit_mixed_host(const Particle<float>& x, const Particle<float>& y,
+                        const Particle<float>& z, const Cells& cx, const Cells& cy, const Cells& cz,
+                        const Vec& ne, long long x0, long long y0, long long z0, long long guard,
+                        long long row, long long col, int order, int dim, double q, long long n);
+void gather_mixed_host(const Particle<float>& x, const Particle<float>& y, const Particle<float>& z,
+                       const Cells& cx, const Cells& cy, const Cells& cz, const Vec& ex,
+                       const Vec& ey, const Vec& ez, const Vec& ex_p, const Vec& ey_p,
+                       const Vec& ez_p, long long x0, long long y0, long long z0, long long guard,
+                       long long row, long long col, int order, int dim, long long n);
+void push_mixed_host(const Particle<float>& x, const Particle<float>& y, const Particle<float>& z,
+                     const Cells& cx, const Cells& cy, const Cells& cz, const Particle<float>& vx,
+                     const Particle<float>& vy, const Particle<float>& vz, const Vec& ex_p,
+                     const Vec& ey_p, const Vec& ez_p, const Vec& energy, double dv, double dt_x,
+                     double dt_y, double dt_z, double nx, double ny, double nz, double mass,
+                     bool move, int dim, long long n);
+
 using DepositKernel = cunumpy::Kernel<decltype(&deposit_host<double>)>;
 
 // deposit_host's work on any grid (1D to 3D): ne[0, cells) = the density of particles [0, n) at
@@ -60,8 +81,8 @@ using PushKernel = cunumpy::Kernel<decltype(&push_host<double>)>;
 
 // The folder of the CUDA sources: CUNUMPY_PIC_KERNELS when set, else the source tree's.
 std::filesystem::path kernel_folder();
-// deposit, gather and push, and their *_single versions (built at first use; the CUDA sources
-// are read then).
+// deposit, gather and push, and their *_single and *_mixed versions (built at first use; the
+// CUDA sources are read then).
 cunumpy::KernelCatalog& kernel_catalog();
 
 }  // namespace pic

@@ -266,18 +266,25 @@ CUNUMPY_HD_INLINE void move_along(R& p, int* cell, double step, double length) {
 }
 
 // The kernel catalog's gather and push of particle i (their host versions and CUDA sources,
-// double or float particles: R).  Past `dim` the coordinates, velocities and components are
-// not read or written.
+// double or float particles: R; mixed precision: Positions with cells, a grid in cell units).
+// Past `dim` the coordinates, velocities and components are not read or written.
+template <typename R>
+CUNUMPY_HD_INLINE void gather_particle(const Grid& g, const Positions<R>& pos, const double* ex,
+                                       const double* ey, const double* ez, double* ex_p,
+                                       double* ey_p, double* ez_p, int dim, long long i) {
+  double e[3];
+  field_at(g, pos, i, ex, ey, ez, e);
+  ex_p[i] = e[0];
+  if (dim >= 2) ey_p[i] = e[1];
+  if (dim == 3) ez_p[i] = e[2];
+}
 template <typename R>
 CUNUMPY_HD_INLINE void gather_particle(const Grid& g, const R* x, const R* y, const R* z,
                                        const double* ex, const double* ey, const double* ez,
                                        double* ex_p, double* ey_p, double* ez_p, int dim,
                                        long long i) {
-  double e[3];
-  field_at(g, x[i], y[i], z[i], ex, ey, ez, e);
-  ex_p[i] = e[0];
-  if (dim >= 2) ey_p[i] = e[1];
-  if (dim == 3) ez_p[i] = e[2];
+  const Positions<R> pos{{x, y, z}, {nullptr, nullptr, nullptr}};
+  gather_particle(g, pos, ex, ey, ez, ex_p, ey_p, ez_p, dim, i);
 }
 // v += dv E at the particle, then x += dt v (wrapped, as stored) when `move`; returns the
 // kinetic energy with time-centred velocities (mass / 2 * v_old . v_new).

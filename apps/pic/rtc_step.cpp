@@ -38,7 +38,8 @@ const cn::Array<T>& or_x(const cn::Array<T>& a, const cn::Array<T>& x) {
   return a.ndim() == 0 ? x : a;
 }
 
-// The catalog's kernel of the particles' precision: "deposit", or "deposit_single" for float.
+// The catalog's kernel of the particles' precision: "deposit", or "deposit_single" for float
+// ("deposit_mixed" and so on for mixed precision: push_in_cells).
 template <typename Real>
 std::string kernel_name(const char* name) {
   return std::is_same_v<Real, float> ? std::string(name) + "_single" : std::string(name);
@@ -57,6 +58,14 @@ class RtcStep final : public ParticleStep<Real> {
   void deposit(const Particles<Real>& p, FieldLayout& layout, long long) override {
     const LocalGrid& g = layout.grid();
     layout.ne.fill(0.0);
+    if constexpr (std::is_same_v<Real, float>)
+      if (p.cells) {  // mixed precision: on the grid in cell units
+        kernel_catalog().get<decltype(&deposit_mixed_host)>("deposit_mixed")(
+            cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.cx, or_x(p.cy, p.cx),
+            or_x(p.cz, p.cx), layout.ne, g.x0, g.y0, g.z0, g.guard, g.row, g.col, g.order, g.dim,
+            p.charge_density, p.n);
+        return;
+      }
     kernel_catalog().get<decltype(&deposit_host<Real>)>(kernel_name<Real>("deposit"))(
         cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ne, g.x0, g.y0, g.z0, g.guard,
         g.row, g.col, g.order, g.dim, 1.0 / g.dx, 1.0 / g.dy, 1.0 / g.dz, p.charge_density, p.n);
@@ -65,6 +74,8 @@ class RtcStep final : public ParticleStep<Real> {
   StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {
     const LocalGrid& g = layout.grid();
     p.use_work_arrays(true, true);
+    if constexpr (std::is_same_v<Real, float>)
+      if (p.cells) return push_in_cells(p, layout, -factor * dt_, move);
     kernel_catalog().get<decltype(&gather_host<Real>)>(kernel_name<Real>("gather"))(
         cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), layout.ex,
         or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), p.ex, or_x(p.ey, p.ex),
@@ -79,6 +90,22 @@ class RtcStep final : public ParticleStep<Real> {
   }
 
  private:
+  // Mixed precision: gather_mixed and push_mixed, the moves in cell units.
+  StepSums push_in_cells(Particles<float>& p, FieldLayout& layout, double dv, bool move) {
+    const LocalGrid& g = layout.grid();
+    kernel_catalog().get<decltype(&gather_mixed_host)>("gather_mixed")(
+        cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.cx, or_x(p.cy, p.cx),
+        or_x(p.cz, p.cx), layout.ex, or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), p.ex,
+        or_x(p.ey, p.ex), or_x(p.ez, p.ex), g.x0, g.y0, g.z0, g.guard, g.row, g.col, g.order, g.dim,
+        p.n);
+    kernel_catalog().get<decltype(&push_mixed_host)>("push_mixed")(
+        cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.cx, or_x(p.cy, p.cx),
+        or_x(p.cz, p.cx), p.vx, or_x(p.vy, p.vx), or_x(p.vz, p.vx), p.ex, or_x(p.ey, p.ex),
+        or_x(p.ez, p.ex), p.work, dv, dt_ / g.dx, dt_ / g.dy, dt_ / g.dz, static_cast<double>(g.nx),
+        static_cast<double>(g.ny), static_cast<double>(g.nz), p.mass, move, g.dim, p.n);
+    return StepSums{rtc::sum_of(p.work, p.n), rtc::momentum_of(p), 0};
+  }
+
   double dt_;
 };
 

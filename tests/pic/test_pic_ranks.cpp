@@ -324,28 +324,32 @@ TEST(PicDecomposed, TwoDimensionsWithTscMatchTheReplicatedRun) {
 // The fused step lists the rows that left the rank's stay region while it moves them, and the
 // migration examines those rows only: under the checked mode the migration also searches every
 // row, so a leaver the step missed is an error.  Fast particles (many cross every step), 1D and
-// 2D (the 2D CIC push runs whole vectors of particles, the rest the scalar loop), TSC too.
+// 2D (the 2D CIC push runs whole vectors of particles, the rest the scalar loop), TSC too;
+// double, and mixed precision (the leavers found by their cells).
 TEST(PicDecomposed, TheFusedStepListsEveryParticleThatLeaves) {
   const cn::Comm world = cn::Comm::world();
   const bool checks = cn::mpi_checks();
   cn::set_mpi_checks(true);
-  for (int dim : {1, 2})
-    for (int order : {1, 2}) {
-      pic::Config c;
-      c.case_name = "landau";
-      pic::apply_case(c);
-      c.dim = dim;
-      c.cells_x = 32;
-      c.cells_y = 16;
-      c.particles = 40000;
-      c.steps = 15;
-      c.order = order;
-      c.vth = 3.0;
-      c.progress = false;
-      c = decomposed(c);
-      ASSERT_EQ(c.host_step, "fused");
-      EXPECT_NO_THROW((void)pic::run(c, world)) << dim << "D, order " << order;
-    }
+  for (const char* precision : {"double", "mixed"})
+    for (int dim : {1, 2})
+      for (int order : {1, 2}) {
+        pic::Config c;
+        c.precision = precision;
+        c.case_name = "landau";
+        pic::apply_case(c);
+        c.dim = dim;
+        c.cells_x = 32;
+        c.cells_y = 16;
+        c.particles = 40000;
+        c.steps = 15;
+        c.order = order;
+        c.vth = 3.0;
+        c.progress = false;
+        c = decomposed(c);
+        ASSERT_EQ(c.host_step, "fused");
+        EXPECT_NO_THROW((void)pic::run(c, world))
+            << dim << "D, order " << order << ", " << precision;
+      }
   cn::set_mpi_checks(checks);
 }
 
@@ -394,8 +398,8 @@ TEST(PicDecomposed, TheOverlappedGuardSumGivesTheSeparatePassesBits) {
 }
 
 // Every particle step on both layouts, 1D to 3D, at this rank count, with double, single and
-// mixed precision particles (rtc: the catalog's *_single kernels; mixed runs the builtin
-// kernels, rtc is refused): the table picks the step asked for (by its name), the
+// mixed precision particles (rtc: the catalog's *_single and *_mixed kernels): the table
+// picks the step asked for (by its name), the
 // deterministic steps give the same bits as each other, the rest the same run to rounding
 // (their deposits sum in other orders).
 TEST(PicSteps, EveryStepRunsOnBothLayouts) {
@@ -445,10 +449,6 @@ TEST(PicSteps, EveryStepRunsOnBothLayouts) {
           vc.host_step = v.host_step;
           vc.deterministic = v.deterministic;
           auto on = cn::use_backend(v.backend);
-          if (precision == "mixed" && vc.kernels == "rtc") {
-            EXPECT_THROW(pic::run(vc, world), cn::ValueError) << where;
-            continue;
-          }
           const pic::Results r = pic::run(vc, world);
           const std::string what =
               where + ", " + v.step + " on " + std::string(cn::to_string(v.backend));
