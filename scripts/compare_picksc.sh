@@ -17,7 +17,7 @@
 # change), OpenMP threads, the replicated grid on N MPI ranks x 1 thread, and the decomposed
 # grid (--decompose) on 1 and N ranks x 1 thread, beside ppic2 on as many ranks.
 # Each figure is the median over the runs of the loop's time (particles and field solve) per
-# particle-step; ours runs in double and in single precision (--precision single); the table
+# particle-step; ours runs in double, single and mixed precision (--precision); the table
 # also gives the memory-bandwidth bound of our step in each: the bytes it moves per particle
 # over the STREAM triad measured here, and its share of the measured time.
 set -euo pipefail
@@ -151,6 +151,9 @@ for r in $(seq "$runs"); do
       "$ours" "${ours_args[@]}" --precision single --output "$work/ours_single" >/dev/null
       echo "ours-single $t $(ours_ns "$work/ours_single")" >>"$results"
       echo "mem-ours-single $t $(ours_mib "$work/ours_single")" >>"$results"
+      "$ours" "${ours_args[@]}" --precision mixed --output "$work/ours_mixed" >/dev/null
+      echo "ours-mixed $t $(ours_ns "$work/ours_mixed")" >>"$results"
+      echo "mem-ours-mixed $t $(ours_mib "$work/ours_mixed")" >>"$results"
       if [[ "$have_mpi" == 1 ]]; then
         if [[ "$t" -gt 1 ]]; then
           OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
@@ -178,6 +181,8 @@ for r in $(seq "$runs"); do
     echo "ours $t $(ours_ns "$work/ours")" >>"$results"
     "$ours" "${ours_args[@]}" --precision single --output "$work/ours_single" >/dev/null
     echo "ours-single $t $(ours_ns "$work/ours_single")" >>"$results"
+    "$ours" "${ours_args[@]}" --precision mixed --output "$work/ours_mixed" >/dev/null
+    echo "ours-mixed $t $(ours_ns "$work/ours_mixed")" >>"$results"
     "$ours" "${ours_args[@]}" --output "$work/ours_separate" --host-step separate >/dev/null
     echo "ours-separate $t $(ours_ns "$work/ours_separate")" >>"$results"
     if [[ "$t" -gt 1 ]] && command -v mpiexec >/dev/null; then
@@ -192,6 +197,9 @@ for r in $(seq "$runs"); do
       OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
         --decompose --precision single --output "$work/ours_decomposed_single" >/dev/null
       echo "ours-decomposed-single $t $(ours_ns "$work/ours_decomposed_single")" >>"$results"
+      OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
+        --decompose --precision mixed --output "$work/ours_decomposed_mixed" >/dev/null
+      echo "ours-decomposed-mixed $t $(ours_ns "$work/ours_decomposed_mixed")" >>"$results"
       echo "ppic2 $t $( (cd "$work/ppic2" && OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe \
         --bind-to none ./fppic2) | peer_ns)" >>"$results"
     fi
@@ -210,6 +218,7 @@ med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}
 if sys.argv[3] == "3":
     names = {"ours": "ours (pic --dim 3, fused host step)",
              "ours-single": "ours (--precision single)",
+             "ours-mixed": "ours (--precision mixed)",
              "ours-decomposed": "ours (--decompose, N ranks x 1 thread)",
              "mpic3": "PICKSC mpic3 (OpenMP, tiles)", "ppic3": "PICKSC ppic3 (MPI, N ranks)"}
     for t in threads:
@@ -217,7 +226,7 @@ if sys.argv[3] == "3":
     print("3D, 128^3 cells, 56,623,104 particles, %s steps: ns per particle-step, median of %d "
           "interleaved runs (peak MiB per rank)" % (sys.argv[4], len(rows["ours"][threads[0]])))
     print("%-40s" % "code" + "".join("%20s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
-    for code in (["ours", "ours-single"] + ["ours-%dranks" % t for t in threads if t > 1] +
+    for code in (["ours", "ours-single", "ours-mixed"] + ["ours-%dranks" % t for t in threads if t > 1] +
                  ["ours-decomposed", "mpic3", "ppic3"]):
         if code not in rows: continue
         cells = []
@@ -232,7 +241,9 @@ if sys.argv[3] == "3":
     sys.exit(0)
 names = {"ours": "ours (pic, one-pass host step)", "ours-separate": "ours (--host-step separate)",
          "ours-single": "ours (--precision single)",
+         "ours-mixed": "ours (--precision mixed)",
          "ours-decomposed-single": "ours (--decompose --precision single)",
+         "ours-decomposed-mixed": "ours (--decompose --precision mixed)",
          "pic2": "PICKSC pic2 (serial)", "mpic2": "PICKSC mpic2 (OpenMP, tiles)",
          "vmpic2": "PICKSC vmpic2 (OpenMP + SSE2)",
          "ours-decomposed": "ours (--decompose, N ranks x 1 thread)",
@@ -241,27 +252,30 @@ for t in threads:
     if t > 1: names["ours-%dranks" % t] = "ours (%d MPI ranks x 1 thread)" % t
 print("ns per particle-step, median of %d interleaved runs" % len(rows["ours"][threads[0]]))
 print("%-36s" % "code" + "".join("%12s" % ("%d core%s" % (t, "s" if t > 1 else "")) for t in threads))
-for code in (["ours", "ours-single", "ours-separate"] +
+for code in (["ours", "ours-single", "ours-mixed", "ours-separate"] +
              ["ours-%dranks" % t for t in threads if t > 1] +
-             ["ours-decomposed", "ours-decomposed-single", "pic2", "mpic2", "vmpic2", "ppic2"]):
+             ["ours-decomposed", "ours-decomposed-single", "ours-decomposed-mixed", "pic2", "mpic2",
+              "vmpic2", "ppic2"]):
     if code not in rows: continue
     cells = []
     for t in threads:
         m = med(code, t)
         cells.append("%12s" % ("-" if m is None or (code == "pic2" and t > 1) else "%.2f" % m))
     print("%-36s" % names[code] + "".join(cells))
-# x, y, vx, vy read and written once: 64 bytes in double, 32 in single.
+# x, y, vx, vy read and written once: 64 bytes in double, 32 in single, 48 in mixed (the
+# offsets, the cells and the velocities).
 for t in threads:
     tri = med("triad", t)
-    for code, moved in (("ours", 64), ("ours-single", 32)):
+    for code, moved in (("ours", 64), ("ours-single", 32), ("ours-mixed", 48)):
         bound = moved / tri
         print("triad %d thread(s): %.1f GB/s; %s moves %d B per particle-step: bound %.2f ns, "
               "%.0f%% of the measured %.2f" % (t, tri, code, moved, bound,
                                              100 * bound / med(code, t), med(code, t)))
 best = {t: min(med(c, t) for c in ("mpic2", "vmpic2") + (("pic2",) if t == 1 else ())) for t in threads}
 for t in threads:
-    print("ours / best peer on %d core(s): %.2fx; single: %.2fx" %
-          (t, med("ours", t) / best[t], med("ours-single", t) / best[t]))
+    print("ours / best peer on %d core(s): %.2fx; single: %.2fx; mixed: %.2fx" %
+          (t, med("ours", t) / best[t], med("ours-single", t) / best[t],
+           med("ours-mixed", t) / best[t]))
 for t in threads:
     if med("ppic2", t) and med("ours-decomposed", t):
         print("ours decomposed / ppic2 on %d rank(s): %.2fx" % (t, med("ours-decomposed", t) / med("ppic2", t)))

@@ -3,6 +3,7 @@
 // layout's ne.  Deterministic: integer grids (exact sums), the kinetic energy and momentum by
 // the library's fixed-order reductions.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #if defined(_OPENMP)
@@ -93,8 +94,14 @@ class FusedHostStep final : public ParticleStep<Real> {
       s.half_mass = 0.5 * p.mass;
     }
     // The rows that left the layout's stay region, for the migration.
-    // (Mixed precision: not listed, the migration examines every row.)
-    p.leavers_known = !p.cells && layout.stay_region(s.stay_lo, s.stay_hi);
+    p.leavers_known = layout.stay_region(s.stay_lo, s.stay_hi);
+    if (p.leavers_known && p.cells) {  // mixed precision: the block's cells, in cell units
+      const long long first[3] = {g.x0, g.y0, g.z0}, count[3] = {g.lnx, g.lny, g.lnz};
+      for (int a = 0; a < g.dim; ++a) {
+        s.stay_lo[a] = static_cast<double>(first[a]);
+        s.stay_hi[a] = std::nextafter(static_cast<double>(first[a] + count[a]), 0.0);
+      }
+    }
     if (p.leavers_known) s.leavers = &p.leavers;
     const host_step::Sums sums = host_step::push_and_deposit(s, grids_);
     pushed_ = true;

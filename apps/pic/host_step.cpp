@@ -296,8 +296,9 @@ PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G
       else
         sums.energy += energy;
       sums.momentum += nx;
-      if (!Cells && s.leavers != nullptr) [[unlikely]]  // with cells: none (fused_host_step)
-        if (leaves(s, x[i], Dim >= 2 ? y[i] : 0.0, Dim == 3 ? z[i] : 0.0, Dim))
+      if (s.leavers != nullptr) [[unlikely]]  // (with cells, the region in cell units)
+        if (leaves(s, coordinate<Cells>(x, cx, i), Dim >= 2 ? coordinate<Cells>(y, cy, i) : 0.0,
+                   Dim == 3 ? coordinate<Cells>(z, cz, i) : 0.0, Dim))
           s.leavers->push_back(i);
     }
     // The charge at x_{n+1}.

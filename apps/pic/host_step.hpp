@@ -71,7 +71,9 @@ struct StepGeometry {
   std::vector<std::int64_t>* leavers = nullptr;
   // Mixed precision (Step::cx set): positions in cell units, cell + offset; inv_dx, inv_dy,
   // inv_dz are 1, lx, ly, lz the cells per axis, and a move is cell_dt[a] * v (dt / cell size):
-  // the builtin push's arithmetic (kernels::push_particle), bit for bit.
+  // the builtin push's arithmetic (kernels::push_particle), bit for bit.  The stay region is
+  // in cell units too: [first cell, the double below the block's end] (a particle stays when
+  // its cell is the block's, as the migration decides for cells).
   double cell_dt[3] = {0.0, 0.0, 0.0};
 };
 

@@ -142,6 +142,14 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
              ncy = hn::Set(di, static_cast<std::int32_t>(s.ly)), zero_i = hn::Zero(di),
              last_x = hn::Sub(ncx, hn::Set(di, 1)), last_y = hn::Sub(ncy, hn::Set(di, 1)),
              minus_one = hn::Set(di, -1);
+  // The stay region's cells: (cell_lo, cell_hi) exclusive, the block's first cell - 1 and its
+  // end.
+  const auto cell_at = [&](double v) { return Cells ? static_cast<std::int32_t>(v) : 0; };
+  const std::int32_t cell_lo[2] = {cell_at(s.stay_lo[0]) - 1, cell_at(s.stay_lo[1]) - 1},
+                     cell_hi[2] = {cell_at(std::ceil(s.stay_hi[0])),
+                                   cell_at(std::ceil(s.stay_hi[1]))};
+  const auto cell_x0 = hn::Set(di, cell_lo[0]), cell_x1 = hn::Set(di, cell_hi[0]),
+             cell_y0 = hn::Set(di, cell_lo[1]), cell_y1 = hn::Set(di, cell_hi[1]);
   const float* HWY_RESTRICT cells = s.cells32;
   const double q = s.charge;
   std::vector<std::int64_t>* leavers = s.leavers;
@@ -239,6 +247,15 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         hn::StoreU(gy, d, y + p);
         hn::StoreU(kx, di, cx + p);
         hn::StoreU(ky, di, cy + p);
+        if (leavers != nullptr) {  // the block's cells (StepGeometry::stay_lo in cell units)
+          const auto stays = hn::And(hn::And(hn::Gt(kx, cell_x0), hn::Lt(kx, cell_x1)),
+                                     hn::And(hn::Gt(ky, cell_y0), hn::Lt(ky, cell_y1)));
+          if (!hn::AllTrue(di, stays)) [[unlikely]]
+            for (long long l = p; l < p + lanes; ++l)
+              if (!(cx[l] > cell_lo[0] && cx[l] < cell_hi[0] && cy[l] > cell_lo[1] &&
+                    cy[l] < cell_hi[1]))
+                leavers->push_back(l);
+        }
         // The stencil at x_{n+1}: the new cell and offset.
         StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
         hn::StoreU(gx, d, gxs + k);

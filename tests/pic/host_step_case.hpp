@@ -80,7 +80,7 @@ inline std::vector<CaseGrid> vector_loop_cases() {
 
 // Real: the particles' precision (the arrays of the step; the result holds their values).
 // `in_cells` (Real float): mixed precision, each position a cell and an offset in it (the result's
-// positions in cell units, cell + offset), no leavers listed.
+// positions in cell units, cell + offset; on a block, the stay region the block's cells).
 template <typename Real = double>
 CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
                     bool in_cells = false) {
@@ -216,7 +216,14 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
     s.lz = static_cast<double>(g.nz);
     s.cell_dt[0] = s.cell_dt[1] = s.cell_dt[2] = s.dt / h;
   }
-  if (!g.whole() && !in_cells) {  // the block is the stay region
+  if (!g.whole() && in_cells) {  // the block's cells, in cell units
+    const long long first[3] = {g.x0, g.y0, g.z0}, count[3] = {g.lnx, g.lny, g.lnz};
+    for (int a = 0; a < 3; ++a) {
+      s.stay_lo[a] = static_cast<double>(first[a]);
+      s.stay_hi[a] = std::nextafter(static_cast<double>(first[a] + count[a]), 0.0);
+    }
+    s.leavers = &r.leavers;
+  } else if (!g.whole()) {  // the block is the stay region
     s.stay_lo[0] = static_cast<double>(g.x0) * h;
     s.stay_hi[0] = static_cast<double>(g.x0 + g.lnx) * h;
     s.stay_lo[1] = static_cast<double>(g.y0) * h;
