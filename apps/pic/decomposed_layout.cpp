@@ -34,21 +34,23 @@ class DecomposedLayout final : public FieldLayout {
   template <typename Real>
   void migrate_as(Particles<Real>& p) {
     cn::ParticleColumns columns;
+    // The first `dim` arrays of an axis triple, as positions or as plain columns.
+    const auto axes = [&](auto& a, auto& b, auto& c, bool positions) {
+      for (auto* column : {&a, &b, &c})
+        if (column == &a || (column == &b && p.dim >= 2) || (column == &c && p.dim == 3)) {
+          if (positions)
+            columns.position(*column);
+          else
+            columns.column(*column);
+        }
+    };
     if (p.cells) {  // mixed precision: owned by the cells, the offsets travel beside them
-      columns.position(p.cx);
-      if (p.dim >= 2) columns.position(p.cy);
-      if (p.dim == 3) columns.position(p.cz);
-      columns.column(p.x);
-      if (p.dim >= 2) columns.column(p.y);
-      if (p.dim == 3) columns.column(p.z);
+      axes(p.cx, p.cy, p.cz, true);
+      axes(p.x, p.y, p.z, false);
     } else {
-      columns.position(p.x);
-      if (p.dim >= 2) columns.position(p.y);
-      if (p.dim == 3) columns.position(p.z);
+      axes(p.x, p.y, p.z, true);
     }
-    columns.column(p.vx);
-    if (p.dim >= 2) columns.column(p.vy);
-    if (p.dim == 3) columns.column(p.vz);
+    axes(p.vx, p.vy, p.vz, false);
     columns.column(p.id);
     p.n = p.leavers_known ? migration_.migrate(columns, p.n, p.leavers)
                           : migration_.migrate(columns, p.n);

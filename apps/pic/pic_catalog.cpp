@@ -54,6 +54,24 @@ template void deposit_into_thread_grids<float>(const kernels::Grid&,
                                                const kernels::Positions<float>&, double*, long long,
                                                double, long long);
 
+namespace {
+// The gathers' loop: the field at every particle of `pos` (OpenMP).
+template <typename R>
+void gather_all(const kernels::Grid& grid, const kernels::Positions<R>& pos, const Vec& ex,
+                const Vec& ey, const Vec& ez, const Vec& ex_p, const Vec& ey_p, const Vec& ez_p,
+                int dim, long long n) {
+  const double* fx = ex.data();
+  const double* fy = ey.data();
+  const double* fz = ez.data();
+  double* ox = ex_p.data();
+  double* oy = ey_p.data();
+  double* oz = ez_p.data();
+#pragma omp parallel for schedule(static)
+  for (long long i = 0; i < n; ++i)
+    kernels::gather_particle(grid, pos, fx, fy, fz, ox, oy, oz, dim, i);
+}
+}  // namespace
+
 template <typename R>
 void deposit_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& z, const Vec& ne,
                   long long x0, long long y0, long long z0, long long guard, long long row,
@@ -71,20 +89,10 @@ void gather_host(const Particle<R>& x, const Particle<R>& y, const Particle<R>& 
                  long long x0, long long y0, long long z0, long long guard, long long row,
                  long long col, int order, int dim, double inv_dx, double inv_dy, double inv_dz,
                  long long n) {
-  const kernels::Grid grid =
-      kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col);
-  const R* px = x.data();
-  const R* py = y.data();
-  const R* pz = z.data();
-  const double* fx = ex.data();
-  const double* fy = ey.data();
-  const double* fz = ez.data();
-  double* ox = ex_p.data();
-  double* oy = ey_p.data();
-  double* oz = ez_p.data();
-#pragma omp parallel for schedule(static)
-  for (long long i = 0; i < n; ++i)
-    kernels::gather_particle(grid, px, py, pz, fx, fy, fz, ox, oy, oz, dim, i);
+  gather_all(
+      kernels::local_grid_of(order, dim, inv_dx, inv_dy, inv_dz, x0, y0, z0, guard, row, col),
+      kernels::Positions<R>{{x.data(), y.data(), z.data()}, {nullptr, nullptr, nullptr}}, ex, ey,
+      ez, ex_p, ey_p, ez_p, dim, n);
 }
 
 template <typename R>
@@ -141,18 +149,8 @@ void gather_mixed_host(const Particle<float>& x, const Particle<float>& y, const
                        const Vec& ey, const Vec& ez, const Vec& ex_p, const Vec& ey_p,
                        const Vec& ez_p, long long x0, long long y0, long long z0, long long guard,
                        long long row, long long col, int order, int dim, long long n) {
-  const kernels::Grid grid =
-      kernels::local_grid_of(order, dim, 1.0, 1.0, 1.0, x0, y0, z0, guard, row, col);
-  const kernels::Positions<float> pos = in_cells(x, y, z, cx, cy, cz);
-  const double* fx = ex.data();
-  const double* fy = ey.data();
-  const double* fz = ez.data();
-  double* ox = ex_p.data();
-  double* oy = ey_p.data();
-  double* oz = ez_p.data();
-#pragma omp parallel for schedule(static)
-  for (long long i = 0; i < n; ++i)
-    kernels::gather_particle(grid, pos, fx, fy, fz, ox, oy, oz, dim, i);
+  gather_all(kernels::local_grid_of(order, dim, 1.0, 1.0, 1.0, x0, y0, z0, guard, row, col),
+             in_cells(x, y, z, cx, cy, cz), ex, ey, ez, ex_p, ey_p, ez_p, dim, n);
 }
 
 void push_mixed_host(const Particle<float>& x, const Particle<float>& y, const Particle<float>& z,
