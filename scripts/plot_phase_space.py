@@ -37,13 +37,17 @@ def main(argv):
     for col, step in enumerate(chosen):
         it = series.iterations[step]
         e = it.particles["electrons"]
-        x = e["position"]["x"].load_chunk()
+        # position + positionOffset, each in its unitSI (mixed precision: the offset in the
+        # cell and the cell; else positionOffset is a constant 0)
+        pos, off = e["position"]["x"], e["positionOffset"]["x"]
+        x_in, x_off = pos.load_chunk(), off.load_chunk()
         v = e["momentum"]["x"].load_chunk()
         rho = it.meshes["rho"][io.Mesh_Record_Component.SCALAR]
         rho_data = rho.load_chunk()
         ex = it.meshes["E"]["x"].load_chunk()
         spacing = it.meshes["E"].grid_spacing
         series.flush()
+        x = x_in.astype(np.float64) * pos.unit_SI + x_off.astype(np.float64) * off.unit_SI
         ax = axes[0][col]
         vmax = 1.1 * np.percentile(np.abs(v), 99.9) if len(v) else 1.0
         h, xe, ve = np.histogram2d(x, v, bins=(128, 128), range=((x.min(), x.max()), (-vmax, vmax)))

@@ -138,8 +138,9 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   const V cdt_x = hn::Set(d, static_cast<float>(s.cell_dt[0])),
           cdt_y = hn::Set(d, static_cast<float>(s.cell_dt[1])), below_one = hn::Set(d, 0.99999994f),
           big = hn::Set(d, 8388608.0f);
-  const auto ncx = hn::Set(di, static_cast<std::int32_t>(s.lx)),
-             ncy = hn::Set(di, static_cast<std::int32_t>(s.ly)), zero_i = hn::Zero(di),
+  // (Without cells, lx and ly are lengths, which need not fit an int32: unused then.)
+  const auto ncx = hn::Set(di, Cells ? static_cast<std::int32_t>(s.lx) : 0),
+             ncy = hn::Set(di, Cells ? static_cast<std::int32_t>(s.ly) : 0), zero_i = hn::Zero(di),
              last_x = hn::Sub(ncx, hn::Set(di, 1)), last_y = hn::Sub(ncy, hn::Set(di, 1)),
              minus_one = hn::Set(di, -1);
   // The stay region's cells: (cell_lo, cell_hi) exclusive, the block's first cell - 1 and its

@@ -30,6 +30,9 @@ struct CaseResult {
   // On the whole box: the density of the deposit alone (host_step::deposit) at the new
   // positions, which must be the push's (a restart redeposits).
   std::vector<double> ne_redeposited;
+  // Mixed precision: the stored offsets and cells per axis.
+  std::vector<float> offsets[3];
+  std::vector<std::int32_t> cells[3];
 };
 
 // A guarded block of an nx x ny (x nz in 3D) periodic grid: nodes [x0, x0 + lnx) x [y0, y0 +
@@ -238,6 +241,14 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   r.x.assign(px.begin(), px.end());
   r.y.assign(py.begin(), py.end());
   r.z.assign(pz.begin(), pz.end());
+  if (in_cells) {
+    r.offsets[0].assign(px.begin(), px.end());
+    r.offsets[1].assign(py.begin(), py.end());
+    r.offsets[2].assign(pz.begin(), pz.end());
+    r.cells[0] = kx;
+    r.cells[1] = ky;
+    r.cells[2] = kz;
+  }
   for (std::size_t i = 0; in_cells && i < r.x.size(); ++i) {
     r.x[i] += kx[i];
     r.y[i] += ky[i];

@@ -498,14 +498,11 @@ TEST(HostStep, VectorLoopGivesTheScalarLoopsBits) {
       }
 }
 
-// Float particles on real 2D grids step in float (twice the lanes): the same step as double
-// particles' to float's rounding (a few units in the last place of each position and velocity,
-// each particle's weights to a float's resolution of its position), the same particles beyond
-// the guards; on cells of 1 and of pi / 4.
 // Mixed precision's fused step (cells and float offsets): the float lanes (2D CIC, real grids)
 // give their one-lane loop's bits, and the deposit alone gives the push's density (a restart
-// continues bit for bit); the scalar loops elsewhere (3D, integer grids) too.  Every offset
-// stays in [0, 1) and every cell in the box, and the float lanes follow the double arithmetic
+// continues bit for bit; elsewhere, 1D, 3D and integer grids, both runs are the scalar loop).
+// Every stored offset stays in [0, 1) and every cell in the box, the rows that left a block are
+// listed, and the float lanes follow the double arithmetic
 // of the scalar loop to a float's rounding: positions within 1e-5 of a cell, velocities within
 // 1e-6; the charge deposited is the particles' to rounding.
 TEST(HostStep, MixedPrecisionStepKeepsCellsAndOffsets) {
@@ -520,10 +517,11 @@ TEST(HostStep, MixedPrecisionStepKeepsCellsAndOffsets) {
       const std::vector<double>* axes[] = {&v.x, &v.y, &v.z};
       const long long cells[] = {g.nx, g.ny, g.nz};
       for (int a = 0; a < g.dim; ++a)
-        for (const double t : *axes[a]) {
-          ASSERT_GE(t, 0.0) << what;
-          ASSERT_LT(t, static_cast<double>(cells[a])) << what;
-          ASSERT_LT(t - std::floor(t), 1.0) << what;
+        for (std::size_t i = 0; i < v.offsets[a].size(); ++i) {  // as stored
+          ASSERT_GE(v.offsets[a][i], 0.0f) << what;
+          ASSERT_LT(v.offsets[a][i], 1.0f) << what;
+          ASSERT_GE(v.cells[a][i], 0) << what;
+          ASSERT_LT(v.cells[a][i], cells[a]) << what;
         }
       if (!g.whole()) {  // the leavers: the rows whose cell is not the block's
         std::vector<std::int64_t> outside;
@@ -560,6 +558,10 @@ TEST(HostStep, MixedPrecisionStepKeepsCellsAndOffsets) {
     }
 }
 
+// Float particles on real 2D grids step in float (twice the lanes): the same step as double
+// particles' to float's rounding (a few units in the last place of each position and velocity,
+// each particle's weights to a float's resolution of its position), the same particles beyond
+// the guards; on cells of 1 and of pi / 4.
 TEST(HostStep, FloatStepFollowsTheDoubleStepToFloatRounding) {
   for (const auto& g : pic::host_step::vector_loop_cases()) {
     if (g.dim != 2) continue;
