@@ -39,7 +39,10 @@ struct Config {
   // the vector lanes, host_step.hpp) or mixed (per axis an int32 cell and a float offset
   // within it, float velocities: particles.hpp).
   std::string precision = "double";
-  int sort_every = 20;   // Morton re-sort period (0: never)
+  // Morton re-sort period (0: never).  50, PICKSC pic2's and ppic2's sortime: a re-sort costs
+  // about three particle-steps, and the step after 50 is within a few percent of the step
+  // after 20 (scripts/compare_picksc.sh's problem, docs/mini-app.md).
+  int sort_every = 50;
   bool progress = true;  // rank 0 prints progress
   // builtin: the parallel_for loops compiled with the program (nvcc on cuda); rtc: the kernel
   // catalog's deposit, gather and push (host versions on host, their CUDA sources compiled at
