@@ -42,8 +42,22 @@ void ThreadGrids::ensure(int threads, long long nodes, bool integer_grids) {
   } else {
     integer.clear();
     real.resize(static_cast<std::size_t>(threads));
+    const std::size_t length = pairs ? 2 * n : n;
     for (auto& g : real)
-      if (g.size() != n) g.assign(n, 0.0);
+      if (g.size() != length) g.assign(length, 0.0);
+  }
+}
+
+void ThreadGrids::pair(bool paired) {
+  if (paired == pairs) return;
+  pairs = paired;
+  for (auto& g : real) {
+    std::vector<double> other(paired ? 2 * g.size() : g.size() / 2, 0.0);
+    if (paired)
+      for (std::size_t c = 0; c < g.size(); ++c) other[2 * c] = g[c];
+    else
+      for (std::size_t c = 0; c < other.size(); ++c) other[c] = g[2 * c] + g[2 * c + 1];
+    g.swap(other);
   }
 }
 
@@ -337,6 +351,12 @@ PIC_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G*
   return range<3, 2, Cells>(s, b, e, ne);
 }
 
+// The float step's loops run (StepGeometry::floats on a 2D CIC step with real grids), and
+// deposit into paired grids.
+bool float_lanes(const StepGeometry& s) {
+  return s.floats && !s.integer && s.dim == 2 && s.order == 1;
+}
+
 // Mixed precision's particles (cells and offsets): the scalar loops.
 template <typename R, typename G>
 Sums range_in_cells(const Step<R>& s, long long begin, long long end, G* ne) {
@@ -356,7 +376,7 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
     if (s.cx != nullptr) {
       Sums v;  // 2D CIC, real grids: the float lanes
       if constexpr (std::is_same_v<G, double>)
-        if (s.floats) begin = cic_floats(s, begin, end, ne, v);
+        if (float_lanes(s)) begin = cic_floats(s, begin, end, ne, v);
       const Sums rest = range_in_cells(s, begin, end, ne);
       return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
                   v.undeposited + rest.undeposited};
@@ -376,7 +396,7 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
-    if (s.floats) begin = cic_floats(s, begin, end, ne, v);  // float arithmetic
+    if (float_lanes(s)) begin = cic_floats(s, begin, end, ne, v);  // float arithmetic
   } else {
     if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
   }
@@ -402,20 +422,31 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
   long long missed = 0;
   for (long long i = begin; i < end; ++i) {
     long long fx = 0, fy = 0;
-    const float gx = float_stencil(s.x[i], f.inv_dx, fx), gy = float_stencil(s.y[i], f.inv_dy, fy);
+    float gx = 0.0f, gy = 0.0f;
+    if (s.cx != nullptr) {  // mixed precision: the cell and the offset in it
+      fx = s.cx[i];
+      fy = s.cy[i];
+      gx = s.x[i];
+      gy = s.y[i];
+    } else {
+      gx = float_stencil(s.x[i], f.inv_dx, fx);
+      gy = float_stencil(s.y[i], f.inv_dy, fy);
+    }
     if (!s.whole_box &&
         (!image(fx, 1, s.i_lo, s.i_hi, s.nx) || !image(fy, 1, s.j_lo, s.j_hi, s.ny))) {
       ++missed;
       continue;
     }
-    deposit_float_cic2(ne, node_index<2>(s, fx, fy, 0), s.row, s.charge, gx, gy);
+    deposit_float_cic2(ne, i, node_index<2>(s, fx, fy, 0), s.row, s.charge, gx, gy);
   }
   return missed;
 }
 
 template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
-  // Cells: the float lanes deposit as the scalar loop (1 - offset and offset in double).
+  // The float step (single and mixed precision): into paired grids, as its push deposits.
+  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
+    if (float_lanes(s)) return deposit_range_floats(s, begin, end, ne);
   if constexpr (std::is_same_v<R, float>)
     if (s.cx != nullptr) {
       if (s.dim == 3)
@@ -427,8 +458,6 @@ long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
       return s.order == 1 ? deposit_range<2, 1, true>(s, begin, end, ne)
                           : deposit_range<2, 2, true>(s, begin, end, ne);
     }
-  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
-    if (s.floats) return deposit_range_floats(s, begin, end, ne);
   if (s.dim == 3)
     return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
                         : deposit_range<3, 2>(s, begin, end, ne);
@@ -447,6 +476,7 @@ int team_size(const ThreadGrids& g) {
 
 template <typename Real>
 Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
+  grids.pair(float_lanes(s));
   const int threads = team_size(grids);
   std::vector<Sums> parts(static_cast<std::size_t>(threads));
   std::vector<std::vector<std::int64_t>> lists(s.leavers != nullptr ? threads : 0);
@@ -480,6 +510,7 @@ Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
 
 template <typename Real>
 void deposit(const Step<Real>& s, ThreadGrids& grids) {
+  grids.pair(float_lanes(s));
   const int threads = team_size(grids);
   long long missed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : missed)
@@ -541,6 +572,14 @@ void fold(ThreadGrids& grids, long long nodes, double* ne) {
         g[k] = 0;
       }
       ne[c] = static_cast<double>(acc);
+    } else if (grids.pairs) {
+      double acc = 0.0;
+      for (auto& g : grids.real) {
+        acc += g[2 * k] + g[2 * k + 1];
+        g[2 * k] = 0.0;
+        g[2 * k + 1] = 0.0;
+      }
+      ne[c] = acc;
     } else {
       double acc = 0.0;
       for (auto& g : grids.real) {

@@ -301,7 +301,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
     for (long long k = 0; k < m; ++k) {  // the deposit in double (host_step.hpp)
       const int c = node[k];
       if (missed && c < 0) continue;  // beyond the guards: counted above
-      deposit_float_cic2(ne, c, row, q, gxs[k], gys[k]);
+      deposit_float_cic2(ne, i + k, c, row, q, gxs[k], gys[k]);
     }
     i += m;
   }

@@ -410,6 +410,69 @@ TEST(HostStep, FarMovesWrapAndEveryChargeIsDeposited) {
     }
 }
 
+// The float step deposits into paired grids: node c's two sums at 2c and 2c + 1, the even
+// particles' into the first and the odd ones' into the second (consecutive particles do not
+// wait for each other's sums); fold adds each pair, and unpairing keeps the sums.
+TEST(HostStep, FloatStepDepositsEachParityIntoItsOwnSum) {
+  namespace hs = pic::host_step;
+  const long long nx = 6, ny = 5, guard = 2, row = ny + 2 * guard, nodes = (nx + 2 * guard) * row;
+  // Five particles in cell (2, 3) at different offsets.
+  std::vector<float> x = {2.25f, 2.5f, 2.75f, 2.125f, 2.875f},
+                     y = {3.5f, 3.25f, 3.75f, 3.625f, 3.125f}, vx(5, 0.0f), vy(5, 0.0f);
+  hs::Step<float> s{};
+  s.x = x.data();
+  s.y = y.data();
+  s.vx = vx.data();
+  s.vy = vy.data();
+  s.n = 5;
+  s.dim = 2;
+  s.order = 1;
+  s.inv_dx = s.inv_dy = 1.0;
+  s.lx = static_cast<double>(nx);
+  s.ly = static_cast<double>(ny);
+  s.charge = 0.5;
+  s.row = row;
+  s.base = guard * row + guard;
+  s.nx = nx;
+  s.ny = ny;
+  s.i_lo = s.j_lo = -guard;
+  s.i_hi = nx + guard - 1;
+  s.j_hi = ny + guard - 1;
+  s.whole_box = true;
+  s.floats = true;
+  hs::ThreadGrids grids;
+  grids.ensure(1, nodes, false);
+  hs::deposit(s, grids);
+  ASSERT_TRUE(grids.pairs);
+  ASSERT_EQ(grids.real[0].size(), static_cast<std::size_t>(2 * nodes));
+  const long long c = s.base + 2 * row + 3;  // the cell's first node
+  const long long at[4] = {c, c + 1, c + row, c + row + 1};
+  double sums[2][4] = {};
+  for (int i = 0; i < 5; ++i) {
+    const double fx = x[i] - 2.0f, fy = y[i] - 3.0f, ax = 1.0 - fx, ay = 1.0 - fy;
+    const double w[4] = {ax * ay, ax * fy, fx * ay, fx * fy};
+    for (int k = 0; k < 4; ++k) sums[i % 2][k] += 0.5 * w[k];
+  }
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(grids.real[0][2 * at[k]], sums[0][k]) << "corner " << k << ", even particles";
+    EXPECT_EQ(grids.real[0][2 * at[k] + 1], sums[1][k]) << "corner " << k << ", odd particles";
+  }
+  hs::ThreadGrids unpaired = grids;
+  unpaired.pair(false);
+  ASSERT_EQ(unpaired.real[0].size(), static_cast<std::size_t>(nodes));
+  std::vector<double> ne(static_cast<std::size_t>(nodes)), kept(ne.size());
+  hs::fold(grids, nodes, ne.data());
+  hs::fold(unpaired, nodes, kept.data());
+  double total = 0.0;
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(ne[at[k]], sums[0][k] + sums[1][k]) << "corner " << k;
+    total += ne[at[k]];
+  }
+  EXPECT_NEAR(total, 2.5, 1e-12);
+  EXPECT_EQ(kept, ne) << "unpairing keeps each node's sum";
+  for (double v : grids.real[0]) ASSERT_EQ(v, 0.0) << "fold clears both sums";
+}
+
 // On a block of the box (a decomposed rank's): a particle that crosses the box's edge is
 // deposited at its image in the block's guards, one whose stencil lies beyond the guards is
 // left out and counted (the count checked against the final positions, independently); integer
