@@ -2,6 +2,7 @@
 #include "host_step.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -225,7 +226,7 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
 // vectorised gathers and stencils kept in small arrays, 1.5x slower on AVX-512 and AVX2 (the
 // gathers emulated by scalar loads); a run of particles sharing a node summed in registers
 // before one store, 1.7x slower (its branch mispredicts); two density grids alternating by
-// particle, 2% faster (not kept).
+// particle, 2% faster (not kept here; the float step keeps two sums a node: deposit_float_cic2).
 constexpr long long kChunk = 2048;
 template <int Dim, int Order, bool Cells, typename R, typename G>
 PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G* __restrict ne) {
@@ -376,7 +377,10 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
     if (s.cx != nullptr) {
       Sums v;  // 2D CIC, real grids: the float lanes
       if constexpr (std::is_same_v<G, double>)
-        if (float_lanes(s)) begin = cic_floats(s, begin, end, ne, v);
+        if (float_lanes(s)) {
+          begin = cic_floats(s, begin, end, ne, v);
+          assert(begin == end);  // the rest would be deposited unpaired
+        }
       const Sums rest = range_in_cells(s, begin, end, ne);
       return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
                   v.undeposited + rest.undeposited};
@@ -396,7 +400,10 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
-    if (float_lanes(s)) begin = cic_floats(s, begin, end, ne, v);  // float arithmetic
+    if (float_lanes(s)) {  // float arithmetic, every particle (the grids are paired)
+      begin = cic_floats(s, begin, end, ne, v);
+      assert(begin == end);
+    }
   } else {
     if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
   }
@@ -415,8 +422,9 @@ long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne)
   return missed;
 }
 
-// The deposit alone of float particles with Step::floats: float_stencil's fractions, deposited
-// as the float lanes deposit them after the move.
+// The deposit alone of float particles with Step::floats: float_stencil's fractions (mixed
+// precision: the stored cells and offsets), deposited as the float lanes deposit them after the
+// move, into paired grids.
 long long deposit_range_floats(const Step<float>& s, long long begin, long long end, double* ne) {
   const FloatStep f = float_step(s);
   long long missed = 0;
@@ -476,7 +484,7 @@ int team_size(const ThreadGrids& g) {
 
 template <typename Real>
 Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
-  grids.pair(float_lanes(s));
+  grids.pair(std::is_same_v<Real, float> && float_lanes(s));
   const int threads = team_size(grids);
   std::vector<Sums> parts(static_cast<std::size_t>(threads));
   std::vector<std::vector<std::int64_t>> lists(s.leavers != nullptr ? threads : 0);
@@ -510,7 +518,7 @@ Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
 
 template <typename Real>
 void deposit(const Step<Real>& s, ThreadGrids& grids) {
-  grids.pair(float_lanes(s));
+  grids.pair(std::is_same_v<Real, float> && float_lanes(s));
   const int threads = team_size(grids);
   long long missed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : missed)

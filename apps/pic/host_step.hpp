@@ -88,7 +88,8 @@ struct Step : StepGeometry {
   Real* vx = nullptr;
   Real* vy = nullptr;  // 2D and 3D
   Real* vz = nullptr;  // 3D
-  // Mixed precision: the cells (x, y, z the offsets in them); the scalar loops, no vectors.
+  // Mixed precision: the cells (x, y, z the offsets in them); the float lanes in 2D CIC with
+  // real grids, the scalar loops otherwise.
   std::int32_t* cx = nullptr;
   std::int32_t* cy = nullptr;  // 2D and 3D
   std::int32_t* cz = nullptr;  // 3D
@@ -136,7 +137,8 @@ struct Sums {
   long long undeposited = 0;  // particles whose image lay beyond the guards
 };
 
-// One grid per thread of the team (`nodes` doubles, or int64 with integer grids), cleared.
+// One grid per thread of the team (`nodes` doubles, 2 `nodes` when paired, or int64 with
+// integer grids), cleared.
 // Real grids are paired (`pairs`: two sums a node, node c's at 2c and 2c + 1,
 // deposit_float_cic2) while the float step (StepGeometry::floats) deposits into them:
 // push_and_deposit and deposit pair them or unpair them as the step needs (keeping their

@@ -79,11 +79,11 @@ HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, h
 }
 
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
-// each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil for
-// the deposit alone), E read from the cells in float (Step::cells32), the deposit's weights
-// (from the float fractions) and the sums in double.  D: the full vector, or one lane
-// (CappedTag<float, 1>) for the rest of the particles: lane by lane the same operations, so the
-// same bits either way.
+// each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil, and
+// mixed precision's stored cells and offsets, for the deposit alone), E read from the cells in
+// float (Step::cells32), the deposit's weights (from the float fractions) and the sums in double.
+// D: the full vector, or one lane (CappedTag<float, 1>) for the rest of the particles: lane by lane
+// the same operations, so the same bits either way.
 template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
   return hn::PromoteTo(hn::Rebind<double, D>(), v);

@@ -131,8 +131,9 @@ grep -E "HDF5|openPMD" full.log || { cat full.log; fail "no clear message for a 
 grep -q "step 1/" full.log && fail "the run went on after the failed write"
 ls full/openpmd | grep -v '^\.' | grep -q . && fail "a partial file under a final name"
 echo "== 3D: checkpoints and openPMD output of a decomposed run, a restart bit for bit"
+# (A re-sort at the checkpoint step: --sort-every 20.)
 three=(--dim 3 --cells 16 --cells-y 4 --cells-z 4 --particles 32768 --deterministic --no-progress
-       --steps 40 --checkpoint-every 20 --output-every 20)
+       --steps 40 --checkpoint-every 20 --output-every 20 --sort-every 20)
 launch=()
 [ -n "$mpiexec" ] && launch=("$mpiexec" -n 2 --oversubscribe)
 "${launch[@]}" "$pic" "${three[@]}" --decompose --output d3 >d3.log 2>&1 || { cat d3.log; fail "3D run"; }
@@ -162,7 +163,7 @@ if "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
 fi
 echo "== single precision: float32 records, a decomposed 2D restart bit for bit"
 single=(--dim 2 --cells 32 --particles 65536 --precision single --deterministic --no-progress
-        --steps 40 --checkpoint-every 20 --output-every 20)
+        --steps 40 --checkpoint-every 20 --output-every 20 --sort-every 20)
 "${launch[@]}" "$pic" "${single[@]}" --decompose --output s2 >s2.log 2>&1 || { cat s2.log; fail "single-precision run"; }
 grep -q "particles in single precision (24 bytes each)" s2.log || { cat s2.log; fail "not single precision"; }
 for f in s2/checkpoints/checkpoint_20.h5 s2/openpmd/data_20.h5; do
