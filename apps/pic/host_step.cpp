@@ -352,10 +352,11 @@ PIC_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G*
   return range<3, 2, Cells>(s, b, e, ne);
 }
 
-// The float step's loops run (StepGeometry::floats on a 2D CIC step with real grids), and
-// deposit into paired grids.
-bool float_lanes(const StepGeometry& s) {
-  return s.floats && !s.integer && s.dim == 2 && s.order == 1;
+// The float step's loops run (float particles, StepGeometry::floats on a 2D CIC step with
+// real grids), and deposit into paired grids.
+template <typename R>
+bool float_lanes(const Step<R>& s) {
+  return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 2 && s.order == 1;
 }
 
 // Mixed precision's particles (cells and offsets): the scalar loops.
@@ -484,7 +485,7 @@ int team_size(const ThreadGrids& g) {
 
 template <typename Real>
 Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
-  grids.pair(std::is_same_v<Real, float> && float_lanes(s));
+  grids.pair(float_lanes(s));
   const int threads = team_size(grids);
   std::vector<Sums> parts(static_cast<std::size_t>(threads));
   std::vector<std::vector<std::int64_t>> lists(s.leavers != nullptr ? threads : 0);
@@ -518,7 +519,7 @@ Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
 
 template <typename Real>
 void deposit(const Step<Real>& s, ThreadGrids& grids) {
-  grids.pair(std::is_same_v<Real, float> && float_lanes(s));
+  grids.pair(float_lanes(s));
   const int threads = team_size(grids);
   long long missed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : missed)
