@@ -13,33 +13,49 @@ namespace cn = cunumpy;
 
 namespace {
 
-// E_k's component `axis` = -i k_axis rho_k / |k|^2 (times `norm`, the inverse transform's
-// 1 / cells) for the modes in `rk` (interleaved complex): mode m is global (i0 + m / (c1 c2),
-// (m / c2) % c1, m % c2) with c1, c2 the spectrum's extents along axes 1 and 2 (1 past the
-// dimension); the last axis holds the non-negative frequencies, the others map an index to its
-// signed frequency.
+// E_k = -i k rho_k / |k|^2 (times `norm`, the inverse transform's 1 / cells) for the modes in
+// `rk` (interleaved complex), every component in one pass (the mode's wave vector and 1 / |k|^2
+// once): axis a's into out[a].  Mode m is global (i0 + m / (c1 c2), (m / c2) % c1, m % c2) with
+// c1, c2 the spectrum's extents along axes 1 and 2 (1 past the dimension); the last axis holds
+// the non-negative frequencies, the others map an index to its signed frequency.
 struct Modes {
   long long count, i0, c1, c2, nx, ny;
   double k0[3];  // 2 pi / L per axis
   double norm;
   int dim;
+  double inv_plane, inv_c2;  // 1 / (c1 c2), 1 / c2
 };
 
-void poisson(cn::Backend b, const double* rk, double* out, int axis, const Modes& md) {
-  CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m, const long long plane = md.c1 * md.c2;
-                 const long long i = md.i0 + m / plane, r = m % plane, j = r / md.c2, l = r % md.c2;
-                 const double kx = md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx);
-                 const double ky =
-                     md.dim == 2   ? md.k0[1] * static_cast<double>(j)
-                     : md.dim == 3 ? md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny)
-                                   : 0.0;
-                 const double kz = md.dim == 3 ? md.k0[2] * static_cast<double>(l) : 0.0;
-                 const double k2 = kx * kx + ky * ky + kz * kz;
-                 const double f = k2 > 0.0 ? md.norm / k2 : 0.0; const double kc = axis == 0   ? kx
-                                                                                   : axis == 1 ? ky
-                                                                                               : kz;
-                 const double re = rk[2 * m], im = rk[2 * m + 1]; out[2 * m] = kc * im * f;
-                 out[2 * m + 1] = -kc * re * f;);
+CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* rk, double* out0,
+                                    double* out1, double* out2) {
+  const long long plane = md.c1 * md.c2;
+  const long long ip = kernels::quotient(m, plane, md.inv_plane), r = m - ip * plane;
+  const long long j = kernels::quotient(r, md.c2, md.inv_c2), l = r - j * md.c2, i = md.i0 + ip;
+  const double kx = md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx);
+  double ky = 0.0, kz = 0.0;
+  if (md.dim == 2) ky = md.k0[1] * static_cast<double>(j);
+  if (md.dim == 3) {
+    ky = md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny);
+    kz = md.k0[2] * static_cast<double>(l);
+  }
+  const double k2 = kx * kx + ky * ky + kz * kz;
+  const double f = k2 > 0.0 ? md.norm / k2 : 0.0;
+  const double re = rk[2 * m], im = rk[2 * m + 1];
+  out0[2 * m] = kx * im * f;
+  out0[2 * m + 1] = -kx * re * f;
+  if (out1 != nullptr) {
+    out1[2 * m] = ky * im * f;
+    out1[2 * m + 1] = -ky * re * f;
+  }
+  if (out2 != nullptr) {
+    out2[2 * m] = kz * im * f;
+    out2[2 * m + 1] = -kz * re * f;
+  }
+}
+
+void poisson(cn::Backend b, const double* rk, double* out0, double* out1, double* out2,
+             const Modes& md) {
+  CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m, poisson_mode(md, m, rk, out0, out1, out2););
 }
 
 // |rho_k[m]|^2 * scale, read back like a reduction's result.
@@ -72,18 +88,29 @@ class FftSolver final : public FieldSolver {
     fft_.forward(rho);
     const cn::Array<std::complex<double>>& k = fft_.spectrum();
     cn::copy(rho_k_, k);
-    const Modes md{k.size(),
-                   fft_.spectrum_begin(),
-                   g.dim >= 2 ? k.shape(1) : 1,
-                   g.dim == 3 ? k.shape(2) : 1,
-                   g.nx,
-                   g.ny,
-                   {2.0 * M_PI / g.lx, 2.0 * M_PI / g.ly, 2.0 * M_PI / g.lz},
-                   1.0 / static_cast<double>(g.nx * g.ny * g.nz),
-                   g.dim};
+    Modes md{k.size(),
+             fft_.spectrum_begin(),
+             g.dim >= 2 ? k.shape(1) : 1,
+             g.dim == 3 ? k.shape(2) : 1,
+             g.nx,
+             g.ny,
+             {2.0 * M_PI / g.lx, 2.0 * M_PI / g.ly, 2.0 * M_PI / g.lz},
+             1.0 / static_cast<double>(g.nx * g.ny * g.nz),
+             g.dim,
+             0.0,
+             0.0};
+    md.inv_plane = 1.0 / static_cast<double>(md.c1 * md.c2);
+    md.inv_c2 = 1.0 / static_cast<double>(md.c2);
+    // E_x's modes into the plan's spectrum, E_y's and E_z's beside it until their turn.
+    for (int axis = 1; axis < g.dim; ++axis)
+      if (e_k_[axis].size() != k.size())
+        e_k_[axis] = cn::Array<std::complex<double>>(k.shape(), backend_);
+    poisson(backend_, interleaved(rho_k_), interleaved(k),
+            g.dim >= 2 ? interleaved(e_k_[1]) : nullptr,
+            g.dim == 3 ? interleaved(e_k_[2]) : nullptr, md);
     cn::Array<double>* e[] = {&ex, &ey, &ez};
     for (int axis = 0; axis < g.dim; ++axis) {
-      poisson(backend_, interleaved(rho_k_), interleaved(k), axis, md);
+      if (axis > 0) cn::copy(k, e_k_[axis]);
       fft_.inverse(*e[axis]);
     }
   }
@@ -105,7 +132,8 @@ class FftSolver final : public FieldSolver {
   cn::Backend backend_;
   std::array<int, 3> mode_;
   cn::DistributedFft fft_;
-  cn::Array<std::complex<double>> rho_k_;  // this rank's modes of rho (the last solve)
+  cn::Array<std::complex<double>> rho_k_;   // this rank's modes of rho (the last solve)
+  cn::Array<std::complex<double>> e_k_[3];  // E_y's and E_z's modes while E_x's are transformed
 };
 
 }  // namespace

@@ -40,10 +40,22 @@ struct LocalGrid {
   // A cell's volume (its length in 1D, area in 2D).
   double cell_volume() const noexcept { return dx * dy * dz; }
   // The guarded index of owned node k (k in [0, owned()), row-major over the block).
-  CUNUMPY_HD_INLINE long long owned_index(long long k) const {
-    const long long l = k % lnz, ij = k / lnz;
-    const long long i = ij / lny, j = ij % lny;
-    return (i + guard) * row + (dim >= 2 ? (j + guard) * col : 0) + (dim == 3 ? l + guard : 0);
+  CUNUMPY_HD_INLINE long long owned_index(long long k) const { return owned_indices()(k); }
+  // The same for loops over the owned nodes: the block's extents' reciprocals computed once.
+  struct OwnedIndices {
+    long long lny, lnz, row, col, guard;
+    double inv_lny, inv_lnz;
+    int dim;
+    CUNUMPY_HD_INLINE long long operator()(long long k) const {
+      const long long ij = lnz > 1 ? kernels::quotient(k, lnz, inv_lnz) : k, l = k - ij * lnz;
+      const long long i = lny > 1 ? kernels::quotient(ij, lny, inv_lny) : ij, j = ij - i * lny;
+      return (i + guard) * row + (dim >= 2 ? (j + guard) * col : 0) + (dim == 3 ? l + guard : 0);
+    }
+  };
+  CUNUMPY_HD_INLINE OwnedIndices owned_indices() const {
+    return {
+        lny, lnz, row, col, guard, 1.0 / static_cast<double>(lny), 1.0 / static_cast<double>(lnz),
+        dim};
   }
   // Per axis, the first `dim` of them: the whole grid's nodes, the block's, its first node, a
   // cell's size, the box's length.

@@ -25,8 +25,9 @@ void charge(cn::Backend b, const double* ne, double* rho, long long nodes, doubl
 double field_energy(cn::Backend b, const LocalGrid& g, const double* ex, const double* ey,
                     const double* ez) {
   const double cell = g.cell_volume();
+  const LocalGrid::OwnedIndices owned = g.owned_indices();
   return CUNUMPY_REDUCE_ON(cn::on(b), "field energy", g.owned(), cn::ReduceOp::sum, k,
-                           const long long c = g.owned_index(k);
+                           const long long c = owned(k);
                            const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0) +
                                              (ez != nullptr ? ez[c] * ez[c] : 0.0);
                            return 0.5 * e2 * cell;);
@@ -34,8 +35,9 @@ double field_energy(cn::Backend b, const LocalGrid& g, const double* ex, const d
 
 double total_charge(cn::Backend b, const LocalGrid& g, const double* rho) {
   const double cell = g.cell_volume();
+  const LocalGrid::OwnedIndices owned = g.owned_indices();
   return CUNUMPY_REDUCE_ON(cn::on(b), "total charge", g.owned(), cn::ReduceOp::sum, k,
-                           return rho[g.owned_index(k)] * cell;);
+                           return rho[owned(k)] * cell;);
 }
 
 }  // namespace layout_loops

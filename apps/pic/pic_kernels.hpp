@@ -25,6 +25,17 @@ CUNUMPY_HD_INLINE long long node_of(double j) {
   return (j > -4.0e18 && j < 4.0e18) ? static_cast<long long>(j) : 0;
 }
 
+// n / d for 0 <= n < 2^50 and d >= 1 given inv = 1.0 / d, without a division instruction (index
+// loops over grid nodes split an index into its coordinates so, the reciprocal computed once
+// outside the loop): the quotient from a double product, corrected once (its error is below one).
+CUNUMPY_HD_INLINE long long quotient(long long n, long long d, double inv) {
+  long long q = static_cast<long long>(static_cast<double>(n) * inv);
+  const long long r = n - q * d;
+  if (r < 0) --q;
+  if (r >= d) ++q;
+  return q;
+}
+
 CUNUMPY_HD_INLINE Stencil stencil(double s, int order) {
   Stencil st;
   if (order == 1) {
