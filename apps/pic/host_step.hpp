@@ -108,7 +108,7 @@ FloatStep float_step(const StepGeometry& s);
 float float_periodic(float p, float lf, double l);
 // The float step's CIC stencil along an axis at float position p (inv: 1 / cell size in float):
 // first node and the fraction g, as the float lanes compute them.  The deposit's weights are
-// 1 - g and g in double: a particle's four weights sum to its charge as in double.
+// products of q - q g, q g and 1 - g, g in double (deposit_float_cic2).
 inline float float_stencil(float p, float inv, long long& first) {
   const float t = p * inv;
   const auto j = static_cast<std::int32_t>(t);
@@ -116,19 +116,20 @@ inline float float_stencil(float p, float inv, long long& first) {
   return t - static_cast<float>(j);
 }
 // The float step's CIC deposit of particle i whose stencil starts at guarded node c with
-// fractions gx, gy: weights 1 - g and g in double, the same in the vector loop and in the
-// deposit alone (a restart redeposits the push's density bit for bit).  Into paired grids
+// fractions gx, gy: weights (q - q gx, q gx) along x and (1 - gy, gy) along y in double (six
+// roundings where charge times each product takes eight), the same in the vector loop and in
+// the deposit alone (a restart redeposits the push's density bit for bit).  Into paired grids
 // (ThreadGrids::pairs): node c's sums at 2c and 2c + 1, particle i adding to the one of its
 // parity, so that consecutive particles, which a sorted array puts in the same cells, do not
 // wait for each other's sums (measured: scripts/compare_picksc.sh).
 inline void deposit_float_cic2(double* ne, long long i, long long c, long long row, double charge,
                                float gx, float gy) {
-  const double fx = gx, fy = gy, ax = 1.0 - fx, ay = 1.0 - fy;
+  const double fx = gx, fy = gy, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy;
   double* sums = ne + (i & 1) + 2 * c;
-  sums[0] += charge * (ax * ay);
-  sums[2] += charge * (ax * fy);
-  sums[2 * row] += charge * (fx * ay);
-  sums[2 * row + 2] += charge * (fx * fy);
+  sums[0] += qa * ay;
+  sums[2] += qa * fy;
+  sums[2 * row] += qx * ay;
+  sums[2 * row + 2] += qx * fy;
 }
 
 struct Sums {

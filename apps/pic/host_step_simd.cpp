@@ -103,8 +103,8 @@ using WideLanes = hwy::SizeTag<hn::MaxLanes(D()) == 1 ? 1 : 2>;
 // as they are; the move adds cell_dt v to the offset in float, moves the cell by the floor of
 // the sum and keeps the rest, below 1, as the new offset (a lane that left the box's cells
 // after the wrap, moved more than a box length or not finite, takes kernels::move_along).
-// Its deposit's weights, 1 - offset and offset in double, are the scalar loop's: the deposit
-// alone is host_step.cpp's.
+// Its deposit's weights come from the offsets as deposit_float_cic2 computes them, as the
+// deposit alone (host_step.cpp) does.
 template <bool Cells, class D>
 long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
                       double* HWY_RESTRICT ne, Sums& sums) {

@@ -449,9 +449,10 @@ TEST(HostStep, FloatStepDepositsEachParityIntoItsOwnSum) {
   const long long at[4] = {c, c + 1, c + row, c + row + 1};
   double sums[2][4] = {};
   for (int i = 0; i < 5; ++i) {
-    const double fx = x[i] - 2.0f, fy = y[i] - 3.0f, ax = 1.0 - fx, ay = 1.0 - fy;
-    const double w[4] = {ax * ay, ax * fy, fx * ay, fx * fy};
-    for (int k = 0; k < 4; ++k) sums[i % 2][k] += 0.5 * w[k];
+    // The weights as deposit_float_cic2 rounds them: charge q, q x and q - q x along x.
+    const double fx = x[i] - 2.0f, fy = y[i] - 3.0f, qx = 0.5 * fx, qa = 0.5 - qx, ay = 1.0 - fy;
+    const double w[4] = {qa * ay, qa * fy, qx * ay, qx * fy};
+    for (int k = 0; k < 4; ++k) sums[i % 2][k] += w[k];
   }
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(grids.real[0][2 * at[k]], sums[0][k]) << "corner " << k << ", even particles";
