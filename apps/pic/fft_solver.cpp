@@ -88,19 +88,18 @@ class FftSolver final : public FieldSolver {
     fft_.forward(rho);
     const cn::Array<std::complex<double>>& k = fft_.spectrum();
     cn::copy(rho_k_, k);
-    Modes md{k.size(),
-             fft_.spectrum_begin(),
-             g.dim >= 2 ? k.shape(1) : 1,
-             g.dim == 3 ? k.shape(2) : 1,
-             g.nx,
-             g.ny,
-             {2.0 * M_PI / g.lx, 2.0 * M_PI / g.ly, 2.0 * M_PI / g.lz},
-             1.0 / static_cast<double>(g.nx * g.ny * g.nz),
-             g.dim,
-             0.0,
-             0.0};
-    md.inv_plane = 1.0 / static_cast<double>(md.c1 * md.c2);
-    md.inv_c2 = 1.0 / static_cast<double>(md.c2);
+    const long long c1 = g.dim >= 2 ? k.shape(1) : 1, c2 = g.dim == 3 ? k.shape(2) : 1;
+    const Modes md{k.size(),
+                   fft_.spectrum_begin(),
+                   c1,
+                   c2,
+                   g.nx,
+                   g.ny,
+                   {2.0 * M_PI / g.lx, 2.0 * M_PI / g.ly, 2.0 * M_PI / g.lz},
+                   1.0 / static_cast<double>(g.nx * g.ny * g.nz),
+                   g.dim,
+                   1.0 / static_cast<double>(c1 * c2),
+                   1.0 / static_cast<double>(c2)};
     // E_x's modes into the plan's spectrum, E_y's and E_z's beside it until their turn.
     for (int axis = 1; axis < g.dim; ++axis)
       if (e_k_[axis].size() != k.size())

@@ -39,9 +39,8 @@ struct LocalGrid {
   long long owned() const noexcept { return lnx * lny * lnz; }
   // A cell's volume (its length in 1D, area in 2D).
   double cell_volume() const noexcept { return dx * dy * dz; }
-  // The guarded index of owned node k (k in [0, owned()), row-major over the block).
-  CUNUMPY_HD_INLINE long long owned_index(long long k) const { return owned_indices()(k); }
-  // The same for loops over the owned nodes: the block's extents' reciprocals computed once.
+  // owned_indices()(k): the guarded index of owned node k (k in [0, owned()), row-major over the
+  // block), for loops over the owned nodes: the block's extents' reciprocals computed once.
   struct OwnedIndices {
     long long lny, lnz, row, col, guard;
     double inv_lny, inv_lnz;

@@ -150,8 +150,8 @@ double FieldLayout::mode_energy() {
 cn::Array<double> FieldLayout::owned_block(const cn::Array<double>& guarded) const {
   const LocalGrid& g = grid_;
   auto block = cn::empty<double>({g.owned()}, cn::Backend::host);
-  for (long long k = 0; k < g.owned(); ++k)
-    block.host_span()[k] = guarded.host_span()[g.owned_index(k)];
+  const LocalGrid::OwnedIndices owned = g.owned_indices();
+  for (long long k = 0; k < g.owned(); ++k) block.host_span()[k] = guarded.host_span()[owned(k)];
   return block;
 }
 

@@ -433,8 +433,9 @@ cn::Array<double> initial_density_as(const Config& config, const cn::Comm& comm)
   const double scale = step->density_scale(p);
   const auto ne = cn::to_host(layout->ne);
   std::vector<double> block(static_cast<std::size_t>(g.owned()));
+  const LocalGrid::OwnedIndices owned = g.owned_indices();
   for (long long k = 0; k < g.owned(); ++k)
-    block[static_cast<std::size_t>(k)] = ne.host_span()[g.owned_index(k)] * scale;
+    block[static_cast<std::size_t>(k)] = ne.host_span()[owned(k)] * scale;
   const std::vector<long long> global = g.global_nodes();
   auto out = cn::empty<double>(cn::Shape(std::span<const long long>(global)), cn::Backend::host);
   if (g.whole_box) {  // every rank holds every node
