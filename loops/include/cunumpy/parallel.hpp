@@ -77,14 +77,28 @@ void host_for(long long n, F& f) {
 // or a nested team), and a sum of at most one chunk is the sequential sum.
 inline constexpr long long kReduceChunk = 4096;
 
+// Indices [begin, end) reduced in index order, the operation fixed at compile time (no test
+// of it per index).
+template <ReduceOp Op, typename T, typename F>
+T host_reduce_range(long long begin, long long end, F& f) {
+  T acc = reduce_identity<T>(Op);
+  for (long long i = begin; i < end; ++i) acc = reduce_combine<T>(Op, acc, static_cast<T>(f(i)));
+  return acc;
+}
+
 template <typename T, typename F>
 T host_reduce(long long n, ReduceOp op, F& f) {
   const long long chunks = ceil_div(n, kReduceChunk);
   auto chunk = [&](long long c) {
     const long long begin = c * kReduceChunk, end = std::min(n, begin + kReduceChunk);
-    T acc = reduce_identity<T>(op);
-    for (long long i = begin; i < end; ++i) acc = reduce_combine<T>(op, acc, static_cast<T>(f(i)));
-    return acc;
+    switch (op) {
+      case ReduceOp::sum:
+        return host_reduce_range<ReduceOp::sum, T>(begin, end, f);
+      case ReduceOp::min:
+        return host_reduce_range<ReduceOp::min, T>(begin, end, f);
+      default:
+        return host_reduce_range<ReduceOp::max, T>(begin, end, f);
+    }
   };
   if (chunks <= 1) return chunk(0);
   std::vector<T> partial(static_cast<std::size_t>(chunks));
