@@ -14,8 +14,9 @@ namespace cn = cunumpy;
 namespace {
 
 // E_k = -i k rho_k / |k|^2 (times `norm`, the inverse transform's 1 / cells) for the modes in
-// `rk` (interleaved complex), every component in one pass (the mode's wave vector and 1 / |k|^2
-// once): axis a's into out[a].  Mode m is global (i0 + m / (c1 c2), (m / c2) % c1, m % c2) with
+// `rk` (interleaved complex), every component in one pass (the mode's wave vector once, and
+// norm / |k|^2 from a table the solver fills once: no division per mode and solve): axis a's
+// into out[a].  Mode m is global (i0 + m / (c1 c2), (m / c2) % c1, m % c2) with
 // c1, c2 the spectrum's extents along axes 1 and 2 (1 past the dimension); the last axis holds
 // the non-negative frequencies, the others map an index to its signed frequency.
 struct Modes {
@@ -26,20 +27,34 @@ struct Modes {
   double inv_plane, inv_c2;  // 1 / (c1 c2), 1 / c2
 };
 
-CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* rk, double* out0,
-                                    double* out1, double* out2) {
+// Mode m's wave vector.
+struct WaveVector {
+  double kx, ky, kz;
+};
+CUNUMPY_HD_INLINE WaveVector wave_vector(const Modes& md, long long m) {
   const long long plane = md.c1 * md.c2;
   const long long ip = kernels::quotient(m, plane, md.inv_plane), r = m - ip * plane;
   const long long j = kernels::quotient(r, md.c2, md.inv_c2), l = r - j * md.c2, i = md.i0 + ip;
-  const double kx = md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx);
-  double ky = 0.0, kz = 0.0;
-  if (md.dim == 2) ky = md.k0[1] * static_cast<double>(j);
+  WaveVector k{md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx), 0.0, 0.0};
+  if (md.dim == 2) k.ky = md.k0[1] * static_cast<double>(j);
   if (md.dim == 3) {
-    ky = md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny);
-    kz = md.k0[2] * static_cast<double>(l);
+    k.ky = md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny);
+    k.kz = md.k0[2] * static_cast<double>(l);
   }
-  const double k2 = kx * kx + ky * ky + kz * kz;
-  const double f = k2 > 0.0 ? md.norm / k2 : 0.0;
+  return k;
+}
+
+// norm / |k|^2 of every mode (0 for k = 0): the grid's, computed once.
+void mode_factors(cn::Backend b, double* f, const Modes& md) {
+  CUNUMPY_FOR_ON(cn::on(b), "mode factors", md.count, m, const WaveVector k = wave_vector(md, m);
+                 const double k2 = k.kx * k.kx + k.ky * k.ky + k.kz * k.kz;
+                 f[m] = k2 > 0.0 ? md.norm / k2 : 0.0;);
+}
+
+CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* factors,
+                                    const double* rk, double* out0, double* out1, double* out2) {
+  const WaveVector k = wave_vector(md, m);
+  const double kx = k.kx, ky = k.ky, kz = k.kz, f = factors[m];
   const double re = rk[2 * m], im = rk[2 * m + 1];
   out0[2 * m] = kx * im * f;
   out0[2 * m + 1] = -kx * re * f;
@@ -53,9 +68,10 @@ CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* 
   }
 }
 
-void poisson(cn::Backend b, const double* rk, double* out0, double* out1, double* out2,
-             const Modes& md) {
-  CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m, poisson_mode(md, m, rk, out0, out1, out2););
+void poisson(cn::Backend b, const double* factors, const double* rk, double* out0, double* out1,
+             double* out2, const Modes& md) {
+  CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
+                 poisson_mode(md, m, factors, rk, out0, out1, out2););
 }
 
 // |rho_k[m]|^2 * scale, read back like a reduction's result.
@@ -104,7 +120,11 @@ class FftSolver final : public FieldSolver {
     for (int axis = 1; axis < g.dim; ++axis)
       if (e_k_[axis].size() != k.size())
         e_k_[axis] = cn::Array<std::complex<double>>(k.shape(), backend_);
-    poisson(backend_, interleaved(rho_k_), interleaved(k),
+    if (factors_.size() != k.size()) {
+      factors_ = cn::Array<double>(k.shape(), backend_);
+      mode_factors(backend_, factors_.data(), md);
+    }
+    poisson(backend_, factors_.data(), interleaved(rho_k_), interleaved(k),
             g.dim >= 2 ? interleaved(e_k_[1]) : nullptr,
             g.dim == 3 ? interleaved(e_k_[2]) : nullptr, md);
     cn::Array<double>* e[] = {&ex, &ey, &ez};
@@ -133,6 +153,7 @@ class FftSolver final : public FieldSolver {
   cn::DistributedFft fft_;
   cn::Array<std::complex<double>> rho_k_;   // this rank's modes of rho (the last solve)
   cn::Array<std::complex<double>> e_k_[3];  // E_y's and E_z's modes while E_x's are transformed
+  cn::Array<double> factors_;               // per mode, 1 / (cells |k|^2) (mode_factors)
 };
 
 }  // namespace
