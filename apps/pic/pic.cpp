@@ -53,16 +53,16 @@ class Phases {
 }  // namespace
 
 namespace {
-// Rows [0, n) of `column` in the order `order` gives (row i takes row order[i]), through one
-// scratch column.
+// Rows [0, n) of `column` in the order `order` gives (row i takes row order[i]), gathered into
+// a new column of the same capacity that then replaces it (the spare rows hold nothing).
 template <typename T>
 void permute(cn::Array<T>& column, const cn::Array<std::int64_t>& order, long long n) {
-  auto scratch = cn::empty<T>({n}, column.backend());
-  T* out = scratch.data();
+  auto moved = cn::empty<T>(column.shape(), column.backend());
+  T* out = moved.data();
   const T* in = column.data();
   const std::int64_t* o = order.data();
-  CUNUMPY_FOR_ON(cn::on(scratch), "permute", n, i, out[i] = in[o[i]];);
-  cn::copy(column.leading(n), scratch);
+  CUNUMPY_FOR_ON(cn::on(moved), "permute", n, i, out[i] = in[o[i]];);
+  column = std::move(moved);
 }
 
 // Rows [0, n) of every column reordered by the keys (stable), one column at a time, the keys
@@ -77,30 +77,42 @@ void sort_rows(cn::Array<std::uint64_t> keys, long long n, A&... columns) {
 }
 }  // namespace
 
+// A particle's cell along axis a: floor(x / dx) wrapped into the grid (inv: 1 / dx), or with
+// stored cells (inv 1) the cell itself.
+template <typename Real>
+struct CellOf {
+  kernels::Positions<Real> pos;
+  double inv[3];
+  long long cells[3];
+  CUNUMPY_HD_INLINE unsigned long long operator()(int a, long long i) const {
+    return static_cast<unsigned long long>(
+        kernels::wrap(kernels::node_of(pos.at(a, i) * inv[a]), cells[a]));
+  }
+};
+
 // The particles re-sorted along a Morton curve of their cells (the grid accesses of the next
-// steps stay local).  Only rows [0, n) move; spare rows stay where they are.
+// steps stay local).  Only rows [0, n) move; the spare rows' values are not kept.
 template <typename Real>
 void resort(Particles<Real>& p, const LocalGrid& grid) {
   const int dim = p.dim;
   const long long nx = grid.nx, ny = grid.ny, nz = grid.nz, n = p.n;
   const double inv_dx = 1.0 / grid.dx, inv_dy = 1.0 / grid.dy, inv_dz = 1.0 / grid.dz;
   // The cell along an axis: floor(x / dx) wrapped, or the stored cell (mixed precision).
-  const kernels::Positions<Real> pos = p.positions();
-  const double inv[3] = {p.cells ? 1.0 : inv_dx, p.cells ? 1.0 : inv_dy, p.cells ? 1.0 : inv_dz};
+  const CellOf<Real> cell{p.positions(),
+                          {p.cells ? 1.0 : inv_dx, p.cells ? 1.0 : inv_dy, p.cells ? 1.0 : inv_dz},
+                          {nx, ny, nz}};
   auto keys = cn::empty<std::uint64_t>({n}, p.x.backend());
   std::uint64_t* k = keys.data();
-  CUNUMPY_FOR_ON(
-      cn::on(p.x), "morton keys", n, i,
-      const unsigned long long cx = static_cast<unsigned long long>(
-          kernels::wrap(kernels::node_of(pos.at(0, i) * inv[0]), nx));
-      const unsigned long long cy = dim >= 2 ? static_cast<unsigned long long>(kernels::wrap(
-                                                   kernels::node_of(pos.at(1, i) * inv[1]), ny))
-                                             : 0ull;
-      if (dim == 3) {
-        const unsigned long long cz = static_cast<unsigned long long>(
-            kernels::wrap(kernels::node_of(pos.at(2, i) * inv[2]), nz));
-        k[i] = cunumpy_morton_encode3(cx, cy, cz);
-      } else k[i] = cunumpy_morton_encode2(cx, cy););
+  // One loop per dimension (a small body the compiler keeps inline).
+  if (dim == 3)
+    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
+                   k[i] = cunumpy_morton_encode3(cell(0, i), cell(1, i), cell(2, i)););
+  else if (dim == 2)
+    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
+                   k[i] = cunumpy_morton_encode2(cell(0, i), cell(1, i)););
+  else
+    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
+                   k[i] = cunumpy_morton_encode2(cell(0, i), 0ull););
   if (p.cells) {
     if (dim == 3)
       sort_rows(std::move(keys), n, p.x, p.y, p.z, p.cx, p.cy, p.cz, p.vx, p.vy, p.vz, p.id);
