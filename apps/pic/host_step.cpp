@@ -243,6 +243,7 @@ PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G
   R* __restrict vx = s.vx;
   R* __restrict vy = s.vy;
   R* __restrict vz = s.vz;
+  assert(s.exy != nullptr || begin == end);  // (null for the float step, which runs none here)
   const double* __restrict exy = s.exy;
   const double inv_dx = s.inv_dx, inv_dy = s.inv_dy, inv_dz = s.inv_dz, dv = s.dv;
   const long long row = s.row, col = s.col;

@@ -46,7 +46,8 @@ struct StepGeometry {
   long long base, row, col, nx, ny, nz;
   long long i_lo, i_hi, j_lo, j_hi, k_lo, k_hi;
   bool whole_box;  // the block is the box: every image lies in it
-  // E at the guarded nodes, its components interleaved (E_x, E_y, E_z: dim doubles a node).
+  // E at the guarded nodes, its components interleaved (E_x, E_y, E_z: dim doubles a node);
+  // null with `floats`, whose loop (cic_floats, which takes every particle) reads cells32.
   const double* exy;
   // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
   // particles; null: the scalar loop alone.
