@@ -75,18 +75,18 @@ class FusedHostStep final : public ParticleStep<Real> {
     if (!move)  // the half push at the start: the separate loops' math, in one pass
       return builtin::kick(p, layout, -factor * dt_);
     const LocalGrid& g = layout.grid();
-    // The float step reads E from its cells alone (cic_floats): no interleaved copy then.
-    if (!floats_of(g))
-      host_step::interleave_fields(g.nodes(), layout.ex.data(),
-                                   g.has_y() ? layout.ey.data() : nullptr,
-                                   g.has_z() ? layout.ez.data() : nullptr, exy_);
     grids_.ensure(threads_, g.nodes(), deterministic_);
     host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
     const bool vectors = g.two() && g.order == 1 && !p.cells, floats = s.floats;
-    if (floats)
+    if (floats) {  // E from its float cells alone (cic_floats): no interleaved copy
       host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells32_);
-    else if (vectors)
-      host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
+    } else {
+      host_step::interleave_fields(g.nodes(), layout.ex.data(),
+                                   g.has_y() ? layout.ey.data() : nullptr,
+                                   g.has_z() ? layout.ez.data() : nullptr, exy_);
+      if (vectors)
+        host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
+    }
     s.exy = floats ? nullptr : exy_.data();
     s.cells = vectors && !floats ? cells_.data() : nullptr;
     s.cells32 = floats ? cells32_.data() : nullptr;
