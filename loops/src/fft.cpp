@@ -1,10 +1,14 @@
 // FftPlan (fft.hpp).  Compiled as CUDA when the CUDA backend is built (cuFFT's stream).
 #include <cunumpy/fft.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
 #include <fftw3.h>
+#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <cunumpy/errors.hpp>
 #include <cunumpy/stream.hpp>
@@ -21,6 +25,27 @@ namespace {
 std::mutex& planner_lock() {
   static std::mutex m;
   return m;
+}
+
+// Host plans of at least this many points along two or three axes run on the OpenMP threads
+// (FFTW's threads, when cunumpy is linked with libfftw3_omp): below it, or along one axis, the
+// threads cost more than they save (measured: 64 x 8 took 3x as long on two threads, 512 x 512
+// half as long).
+constexpr long long kThreadedPoints = 1LL << 15;
+
+// The FFTW threads of a host plan of `shape` made now: omp_get_max_threads() for a large
+// multi-axis shape outside a parallel region, else 1.  FFTW's threaded plans split the loops
+// over independent one-axis transforms, so each output keeps the bits of the one-thread plan
+// (tests/unit/test_fft.cpp checks 1, 2 and 4 threads).  Called under the planner lock.
+int plan_threads(const Shape& shape) {
+#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
+  if (shape.rank() < 2 || shape.size() < kThreadedPoints || omp_in_parallel()) return 1;
+  static const bool ready = fftw_init_threads() != 0;  // once; FFTW's plans stay one-thread
+  return ready ? std::max(1, omp_get_max_threads()) : 1;
+#else
+  (void)shape;
+  return 1;
+#endif
 }
 
 void check_fft_arrays(const char* what, const Shape& want_real, const Shape& want_spectrum,
@@ -117,6 +142,7 @@ class FftImpl {
 
   Shape shape_, spectrum_;
   Backend backend_;
+  int threads_ = 1;
 
  private:
   bool aligned(const void* a, const void* b) const {
@@ -135,8 +161,17 @@ class FftImpl {
     int n[3] = {static_cast<int>(shape_[0]), shape_.rank() > 1 ? static_cast<int>(shape_[1]) : 1,
                 shape_.rank() > 2 ? static_cast<int>(shape_[2]) : 1};
     const unsigned flags = FFTW_ESTIMATE | (unaligned ? FFTW_UNALIGNED : 0u);
+    threads_ = plan_threads(shape_);
+#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
+    // FFTW's thread count for new plans is process-wide: set for these two, then put back.
+    const int before = threads_ > 1 ? fftw_planner_nthreads() : 1;
+    if (threads_ > 1) fftw_plan_with_nthreads(threads_);
+#endif
     fftw_plan f = fftw_plan_dft_r2c(shape_.rank(), n, r, c, flags);
     fftw_plan i = fftw_plan_dft_c2r(shape_.rank(), n, c, r, flags);
+#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
+    if (threads_ > 1) fftw_plan_with_nthreads(before);
+#endif
     fftw_free(r);
     fftw_free(c);
     if (!f || !i) throw Error("FftPlan: FFTW could not plan a transform of shape " + shape_.str());
@@ -169,6 +204,9 @@ Shape FftPlan::spectrum_shape() const {
 }
 Backend FftPlan::backend() const noexcept {
   return impl_->backend_;
+}
+int FftPlan::threads() const noexcept {
+  return impl_->threads_;
 }
 
 void FftPlan::forward(const Array<double>& real,

@@ -8,6 +8,10 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace cn = cunumpy;
 using cd = std::complex<double>;
 
@@ -90,6 +94,47 @@ TEST_P(Fft, UnalignedArraysGetTheirOwnPlan) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, Fft, ::testing::Values(cn::Backend::host, cn::Backend::emulated),
                          [](const auto& info) { return std::string(cn::to_string(info.param)); });
+
+// Large multi-axis host plans run on the OpenMP threads (FFTW's, in builds with libfftw3_omp)
+// and give the one-thread plan's bits: forward and inverse at 1, 2 and 4 threads, 2D and 3D,
+// powers of two and not.  Small and one-axis plans stay on one thread.
+TEST(FftThreads, LargePlansUseTheThreadsWithTheSameBits) {
+#if defined(_OPENMP)
+  const int before = omp_get_max_threads();
+  for (const std::vector<long long>& n :
+       std::vector<std::vector<long long>>{{256, 256}, {300, 130}, {40, 36, 30}, {32, 32, 64}}) {
+    const cn::Shape shape = shape_of(n);
+    std::vector<double> f(static_cast<std::size_t>(shape.size()));
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] = std::sin(1e-3 * i * (i % 97)) + 0.1 * (i % 7);
+    std::vector<std::vector<cd>> spectra;
+    std::vector<std::vector<double>> backs;
+    for (int threads : {1, 2, 4}) {
+      omp_set_num_threads(threads);
+      cn::FftPlan plan(shape, cn::Backend::host);
+      EXPECT_EQ(plan.threads(), CUNUMPY_TEST_FFTW_THREADS ? threads : 1) << shape.str();
+      auto real = cn::from_host<double>(std::span<const double>(f), shape, cn::Backend::host);
+      auto spectrum = cn::empty<cd>(plan.spectrum_shape(), cn::Backend::host);
+      plan.forward(real, spectrum);
+      const auto s = spectrum.host_span();
+      spectra.emplace_back(s.begin(), s.end());
+      plan.inverse(spectrum, real);
+      const auto r = real.host_span();
+      backs.emplace_back(r.begin(), r.end());
+    }
+    for (std::size_t t = 1; t < spectra.size(); ++t) {
+      EXPECT_TRUE(spectra[t] == spectra[0])
+          << shape.str() << ", " << (t == 1 ? 2 : 4) << " threads";
+      EXPECT_TRUE(backs[t] == backs[0]) << shape.str() << ", " << (t == 1 ? 2 : 4) << " threads";
+    }
+  }
+  omp_set_num_threads(4);
+  EXPECT_EQ(cn::FftPlan(cn::Shape{64, 8}, cn::Backend::host).threads(), 1);
+  EXPECT_EQ(cn::FftPlan(cn::Shape{1 << 16}, cn::Backend::host).threads(), 1);
+  omp_set_num_threads(before);
+#else
+  GTEST_SKIP() << "built without OpenMP: host FFTs run on one thread";
+#endif
+}
 
 TEST(FftErrors, ShapesAndBackendsAreChecked) {
   EXPECT_THROW(cn::FftPlan(cn::Shape{2, 2, 2, 2}, cn::Backend::host), cn::ValueError);

@@ -13,7 +13,11 @@
 // A plan is for one shape and backend and runs on any arrays of them, on the current stream
 // on cuda (the work is queued: no synchronisation).  The host plans are made with
 // FFTW_ESTIMATE under a lock (FFTW's planner is not thread-safe); arrays that are not
-// SIMD-aligned get a plan of their own.  The element type is double (complex<double>).
+// SIMD-aligned get a plan of their own.  A host plan of 2^15 points or more along two or three
+// axes, made outside a parallel region, runs on omp_get_max_threads() threads (FFTW's OpenMP
+// threads, when cunumpy was built with libfftw3_omp; threads() says how many): the same bits
+// as on one thread, each one-axis transform computed whole by one thread.  The element type is
+// double (complex<double>).
 #pragma once
 
 #include <complex>
@@ -41,6 +45,9 @@ class FftPlan {
   // The shape of the spectrum: the last axis n/2 + 1.
   Shape spectrum_shape() const;
   Backend backend() const noexcept;
+  // The threads a host plan runs on (1 on cuda, for small or one-axis shapes, or without
+  // FFTW's OpenMP threads).
+  int threads() const noexcept;
 
   void forward(const Array<double>& real, const Array<std::complex<double>>& spectrum) const;
   void inverse(const Array<std::complex<double>>& spectrum, const Array<double>& real) const;
