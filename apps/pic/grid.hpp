@@ -50,6 +50,21 @@ struct LocalGrid {
       const long long i = lny > 1 ? kernels::quotient(ij, lny, inv_lny) : ij, j = ij - i * lny;
       return (i + guard) * row + (dim >= 2 ? (j + guard) * col : 0) + (dim == 3 ? l + guard : 0);
     }
+    // The same for a grid of Dim dimensions known at compile time (no test of the dimension
+    // or the extents per index: the loops over every owned node).
+    template <int Dim>
+    CUNUMPY_HD_INLINE long long at(long long k) const {
+      if constexpr (Dim == 1) {
+        return k + guard;
+      } else if constexpr (Dim == 2) {
+        const long long i = kernels::quotient(k, lny, inv_lny), j = k - i * lny;
+        return (i + guard) * row + (j + guard);
+      } else {
+        const long long ij = kernels::quotient(k, lnz, inv_lnz), l = k - ij * lnz;
+        const long long i = kernels::quotient(ij, lny, inv_lny), j = ij - i * lny;
+        return (i + guard) * row + (j + guard) * col + (l + guard);
+      }
+    }
   };
   CUNUMPY_HD_INLINE OwnedIndices owned_indices() const {
     return {

@@ -22,22 +22,38 @@ void charge(cn::Backend b, const double* ne, double* rho, long long nodes, doubl
   CUNUMPY_FOR_ON(cn::on(b), "charge", nodes, c, rho[c] = 1.0 - ne[c] * ne_scale;);
 }
 
+// The sums over the owned nodes, one loop per dimension (OwnedIndices::at<Dim>: no test of the
+// dimension per node); E's squares summed in axis order (a missing axis adds nothing).
 double field_energy(cn::Backend b, const LocalGrid& g, const double* ex, const double* ey,
                     const double* ez) {
   const double cell = g.cell_volume();
   const LocalGrid::OwnedIndices owned = g.owned_indices();
-  return CUNUMPY_REDUCE_ON(cn::on(b), "field energy", g.owned(), cn::ReduceOp::sum, k,
-                           const long long c = owned(k);
-                           const double e2 = ex[c] * ex[c] + (ey != nullptr ? ey[c] * ey[c] : 0.0) +
-                                             (ez != nullptr ? ez[c] * ez[c] : 0.0);
-                           return 0.5 * e2 * cell;);
+  const cn::Target t = cn::on(b);
+  if (g.dim == 3)
+    return CUNUMPY_REDUCE_ON(t, "field energy", g.owned(), cn::ReduceOp::sum, k,
+                             const long long c = owned.at<3>(k);
+                             return 0.5 * (ex[c] * ex[c] + ey[c] * ey[c] + ez[c] * ez[c]) * cell;);
+  if (g.dim == 2)
+    return CUNUMPY_REDUCE_ON(t, "field energy", g.owned(), cn::ReduceOp::sum, k,
+                             const long long c = owned.at<2>(k);
+                             return 0.5 * (ex[c] * ex[c] + ey[c] * ey[c]) * cell;);
+  return CUNUMPY_REDUCE_ON(t, "field energy", g.owned(), cn::ReduceOp::sum, k,
+                           const long long c = owned.at<1>(k);
+                           return 0.5 * (ex[c] * ex[c]) * cell;);
 }
 
 double total_charge(cn::Backend b, const LocalGrid& g, const double* rho) {
   const double cell = g.cell_volume();
   const LocalGrid::OwnedIndices owned = g.owned_indices();
-  return CUNUMPY_REDUCE_ON(cn::on(b), "total charge", g.owned(), cn::ReduceOp::sum, k,
-                           return rho[owned(k)] * cell;);
+  const cn::Target t = cn::on(b);
+  if (g.dim == 3)
+    return CUNUMPY_REDUCE_ON(t, "total charge", g.owned(), cn::ReduceOp::sum, k,
+                             return rho[owned.at<3>(k)] * cell;);
+  if (g.dim == 2)
+    return CUNUMPY_REDUCE_ON(t, "total charge", g.owned(), cn::ReduceOp::sum, k,
+                             return rho[owned.at<2>(k)] * cell;);
+  return CUNUMPY_REDUCE_ON(t, "total charge", g.owned(), cn::ReduceOp::sum, k,
+                           return rho[owned.at<1>(k)] * cell;);
 }
 
 }  // namespace layout_loops
