@@ -5,8 +5,10 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -53,27 +55,64 @@ class Phases {
 }  // namespace
 
 namespace {
-// Rows [0, n) of `column` in the order `order` gives (row i takes row order[i]), gathered into
-// a new column of the same capacity that then replaces it (the spare rows hold nothing).
+// Rows [0, n) of K columns of one type in the order `order` gives (row i takes row order[i]),
+// gathered in one pass (the order read once) into new columns of the same capacities that
+// then replace them (the spare rows hold nothing).
 template <typename T>
-void permute(cn::Array<T>& column, const cn::Array<std::int64_t>& order, long long n) {
-  auto moved = cn::empty<T>(column.shape(), column.backend());
-  T* out = moved.data();
-  const T* in = column.data();
+struct GatheredColumns {  // (at namespace scope: captured by the device loop)
+  T* out[4];
+  const T* in[4];
+};
+template <std::size_t K, typename T>
+void permute(cn::Array<T>* const* columns, const cn::Array<std::int64_t>& order, long long n) {
+  GatheredColumns<T> m{};
+  std::array<cn::Array<T>, K> moved;
+  for (std::size_t k = 0; k < K; ++k) {
+    moved[k] = cn::empty<T>(columns[k]->shape(), columns[k]->backend());
+    m.out[k] = moved[k].data();
+    m.in[k] = columns[k]->data();
+  }
   const std::int64_t* o = order.data();
-  CUNUMPY_FOR_ON(cn::on(moved), "permute", n, i, out[i] = in[o[i]];);
-  column = std::move(moved);
+  CUNUMPY_FOR_ON(cn::on(order), "permute", n, i, const std::int64_t from = o[i];
+                 for (std::size_t k = 0; k < K; ++k) m.out[k][i] = m.in[k][from];);
+  for (std::size_t k = 0; k < K; ++k) *columns[k] = std::move(moved[k]);
 }
 
-// Rows [0, n) of every column reordered by the keys (stable), one column at a time, the keys
-// (given up by the caller) and the sorted keys released before the first column moves: the
-// peak is the sort's (keys, sorted keys, order), then the order and one column, never a second
-// copy of every column.
-template <typename... A>
-void sort_rows(cn::Array<std::uint64_t> keys, long long n, A&... columns) {
+// The columns of one type in groups of up to 16 bytes a row (four floats, two doubles), each
+// group gathered in one pass: the peak of a group (the order and 16 bytes a row) stays under
+// the sort's (keys, sorted keys, order: 24 bytes a row).
+template <typename T>
+void permute_all(std::initializer_list<cn::Array<T>*> columns, const cn::Array<std::int64_t>& order,
+                 long long n) {
+  constexpr std::size_t kGroup = std::max<std::size_t>(1, 16 / sizeof(T));
+  std::vector<cn::Array<T>*> todo;
+  for (cn::Array<T>* c : columns)
+    if (c->size() > 0) todo.push_back(c);
+  for (std::size_t at = 0; at < todo.size(); at += kGroup) {
+    cn::Array<T>* const* group = todo.data() + at;
+    switch (std::min(kGroup, todo.size() - at)) {
+      case 1:
+        permute<1>(group, order, n);
+        break;
+      case 2:
+        permute<2>(group, order, n);
+        break;
+      case 3:
+        permute<3>(group, order, n);
+        break;
+      default:
+        permute<4>(group, order, n);
+        break;
+    }
+  }
+}
+
+// The stable order of the keys (given up by the caller, released with the sorted keys before
+// the first column moves): the peak is the sort's (keys, sorted keys, order).
+cn::Array<std::int64_t> order_of(cn::Array<std::uint64_t> keys) {
   cn::Array<std::int64_t> order = std::get<1>(cn::sort_by_key(keys));
   keys = cn::Array<std::uint64_t>();
-  (permute(columns, order, n), ...);
+  return order;
 }
 }  // namespace
 
@@ -113,20 +152,11 @@ void resort(Particles<Real>& p, const LocalGrid& grid) {
   else
     CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
                    k[i] = cunumpy_morton_encode2(cell(0, i), 0ull););
-  if (p.cells) {
-    if (dim == 3)
-      sort_rows(std::move(keys), n, p.x, p.y, p.z, p.cx, p.cy, p.cz, p.vx, p.vy, p.vz, p.id);
-    else if (dim == 2)
-      sort_rows(std::move(keys), n, p.x, p.y, p.cx, p.cy, p.vx, p.vy, p.id);
-    else
-      sort_rows(std::move(keys), n, p.x, p.cx, p.vx, p.id);
-  } else if (dim == 3) {
-    sort_rows(std::move(keys), n, p.x, p.y, p.z, p.vx, p.vy, p.vz, p.id);
-  } else if (dim == 2) {
-    sort_rows(std::move(keys), n, p.x, p.y, p.vx, p.vy, p.id);
-  } else {
-    sort_rows(std::move(keys), n, p.x, p.vx, p.id);
-  }
+  // Every column, its rows reordered (the axes past the dimension are empty: skipped).
+  const cn::Array<std::int64_t> order = order_of(std::move(keys));
+  permute_all<Real>({&p.x, &p.y, &p.z, &p.vx, &p.vy, &p.vz}, order, n);
+  if (p.cells) permute_all<std::int32_t>({&p.cx, &p.cy, &p.cz}, order, n);
+  permute_all<std::int64_t>({&p.id}, order, n);
 }
 
 namespace {
