@@ -8,6 +8,7 @@
 #define HWY_TARGET_INCLUDE "host_step_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 #include <hwy/targets.h>
 
@@ -744,6 +745,45 @@ PIC_NO_VECTORS(Cic3VectorsIntF, float, std::int64_t)
 #undef PIC_NO_VECTORS
 #endif
 
+// Cells [begin, end) of the float cells (fill_cell_fields), every corner inside the grid: each
+// component's two pairs of adjacent corners rounded to float and streamed to memory as one
+// 16-byte entry (the same values as a conversion per corner).  Streamed: the table (8 MB on a
+// 512^2 grid, rewritten every step) is not read before it is written, and its writes, without
+// the reads of ordinary stores, took 0.6 of the fill's time (the push unchanged); fenced before
+// the threads meet.
+void FloatCells(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
+                long long begin, long long end, float* HWY_RESTRICT out) {
+#if HWY_TARGET == HWY_SCALAR
+  for (long long c = begin; c < end; ++c) {
+    const long long at[4] = {c, c + 1, c + row, c + row + 1};
+    for (int k = 0; k < 4; ++k) {
+      out[8 * c + k] = static_cast<float>(ex[at[k]]);
+      out[8 * c + 4 + k] = static_cast<float>(ey[at[k]]);
+    }
+  }
+#else
+  const hn::CappedTag<double, 2> d2;
+  const hn::Rebind<float, decltype(d2)> f2;
+  const hn::CappedTag<float, 4> f4;
+  const auto entry = [&](const double* e, long long c) {
+    return hn::Combine(f4, hn::DemoteTo(f2, hn::LoadU(d2, e + c + row)),
+                       hn::DemoteTo(f2, hn::LoadU(d2, e + c)));
+  };
+  if (reinterpret_cast<std::uintptr_t>(out) % 16 != 0) {  // (a vector's storage is aligned)
+    for (long long c = begin; c < end; ++c) {
+      hn::StoreU(entry(ex, c), f4, out + 8 * c);
+      hn::StoreU(entry(ey, c), f4, out + 8 * c + 4);
+    }
+    return;
+  }
+  for (long long c = begin; c < end; ++c) {
+    hn::Stream(entry(ex, c), f4, out + 8 * c);
+    hn::Stream(entry(ey, c), f4, out + 8 * c + 4);
+  }
+  hwy::FlushStream();
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace pic::host_step
 HWY_AFTER_NAMESPACE();
@@ -759,6 +799,7 @@ HWY_EXPORT(Cic3Vectors);
 HWY_EXPORT(Cic3VectorsInt);
 HWY_EXPORT(Cic3VectorsF);
 HWY_EXPORT(Cic3VectorsIntF);
+HWY_EXPORT(FloatCells);
 
 namespace {
 // The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
@@ -828,9 +869,24 @@ void fill_cell_fields(long long nodes, long long row, const double* ex, const do
                       std::vector<double>& cells) {
   fill_cells(nodes, row, ex, ey, cells);
 }
+// In float the interior's cells by vectors (FloatCells), the last ones as in double.
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<float>& cells) {
-  fill_cells(nodes, row, ex, ey, cells);
+  cells.resize(static_cast<std::size_t>(8 * nodes));
+  float* out = cells.data();
+  const long long interior = std::max(0LL, nodes - row - 1);  // cells whose corners all exist
+  constexpr long long kPart = 4096;
+#pragma omp parallel for schedule(static)
+  for (long long part = 0; part < (interior + kPart - 1) / kPart; ++part)
+    HWY_DYNAMIC_DISPATCH(FloatCells)
+  (ex, ey, row, part * kPart, std::min(interior, (part + 1) * kPart), out);
+  for (long long c = interior; c < nodes; ++c) {
+    const long long at[4] = {c, c + 1, c + row, c + row + 1};
+    for (int k = 0; k < 4; ++k) {
+      out[8 * c + k] = at[k] < nodes ? static_cast<float>(ex[at[k]]) : 0.0f;
+      out[8 * c + 4 + k] = at[k] < nodes ? static_cast<float>(ey[at[k]]) : 0.0f;
+    }
+  }
 }
 
 }  // namespace pic::host_step
