@@ -31,17 +31,31 @@ struct Modes {
 struct WaveVector {
   double kx, ky, kz;
 };
-CUNUMPY_HD_INLINE WaveVector wave_vector(const Modes& md, long long m) {
-  const long long plane = md.c1 * md.c2;
-  const long long ip = kernels::quotient(m, plane, md.inv_plane), r = m - ip * plane;
-  const long long j = kernels::quotient(r, md.c2, md.inv_c2), l = r - j * md.c2, i = md.i0 + ip;
-  WaveVector k{md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx), 0.0, 0.0};
-  if (md.dim == 2) k.ky = md.k0[1] * static_cast<double>(j);
-  if (md.dim == 3) {
-    k.ky = md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny);
-    k.kz = md.k0[2] * static_cast<double>(l);
+// For a dimension known at compile time (the Poisson loop, every solve, has one loop per
+// dimension): in 2D the spectrum's axis 1 is its last (c2 = 1), in 1D every mode is on axis 0.
+template <int Dim>
+CUNUMPY_HD_INLINE WaveVector wave_vector_of(const Modes& md, long long m) {
+  if constexpr (Dim == 1) {
+    const long long i = md.i0 + m;
+    return {md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx), 0.0, 0.0};
+  } else if constexpr (Dim == 2) {
+    const long long ip = kernels::quotient(m, md.c1, md.inv_plane), j = m - ip * md.c1,
+                    i = md.i0 + ip;
+    return {md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx),
+            md.k0[1] * static_cast<double>(j), 0.0};
+  } else {
+    const long long plane = md.c1 * md.c2;
+    const long long ip = kernels::quotient(m, plane, md.inv_plane), r = m - ip * plane;
+    const long long j = kernels::quotient(r, md.c2, md.inv_c2), l = r - j * md.c2, i = md.i0 + ip;
+    return {md.k0[0] * static_cast<double>(i <= md.nx / 2 ? i : i - md.nx),
+            md.k0[1] * static_cast<double>(j <= md.ny / 2 ? j : j - md.ny),
+            md.k0[2] * static_cast<double>(l)};
   }
-  return k;
+}
+CUNUMPY_HD_INLINE WaveVector wave_vector(const Modes& md, long long m) {
+  return md.dim == 3   ? wave_vector_of<3>(md, m)
+         : md.dim == 2 ? wave_vector_of<2>(md, m)
+                       : wave_vector_of<1>(md, m);
 }
 
 // norm / |k|^2 of every mode (0 for k = 0): the grid's, computed once.
@@ -51,27 +65,37 @@ void mode_factors(cn::Backend b, double* f, const Modes& md) {
                  f[m] = k2 > 0.0 ? md.norm / k2 : 0.0;);
 }
 
+// Mode m of E_k, the components past the dimension not written.
+template <int Dim>
 CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* factors,
                                     const double* rk, double* out0, double* out1, double* out2) {
-  const WaveVector k = wave_vector(md, m);
+  const WaveVector k = wave_vector_of<Dim>(md, m);
   const double kx = k.kx, ky = k.ky, kz = k.kz, f = factors[m];
   const double re = rk[2 * m], im = rk[2 * m + 1];
   out0[2 * m] = kx * im * f;
   out0[2 * m + 1] = -kx * re * f;
-  if (out1 != nullptr) {
+  if constexpr (Dim >= 2) {
     out1[2 * m] = ky * im * f;
     out1[2 * m + 1] = -ky * re * f;
   }
-  if (out2 != nullptr) {
+  if constexpr (Dim == 3) {
     out2[2 * m] = kz * im * f;
     out2[2 * m + 1] = -kz * re * f;
   }
 }
 
+// One loop per dimension (no test of it per mode).
 void poisson(cn::Backend b, const double* factors, const double* rk, double* out0, double* out1,
              double* out2, const Modes& md) {
-  CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
-                 poisson_mode(md, m, factors, rk, out0, out1, out2););
+  if (md.dim == 3)
+    CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
+                   poisson_mode<3>(md, m, factors, rk, out0, out1, out2););
+  else if (md.dim == 2)
+    CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
+                   poisson_mode<2>(md, m, factors, rk, out0, out1, out2););
+  else
+    CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
+                   poisson_mode<1>(md, m, factors, rk, out0, out1, out2););
 }
 
 // |rho_k[m]|^2 * scale, read back like a reduction's result.
