@@ -888,13 +888,20 @@ void fill_cells(long long nodes, long long row, const double* ex, const double* 
   }
 }
 
+// (The library's choice of target, as for the loops: the baseline's under `portable`.)
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells) {
-  fill_cells(nodes, row, ex, ey, cells, HWY_DYNAMIC_DISPATCH(DoubleCells));
+  if (choice().vectors)
+    fill_cells(nodes, row, ex, ey, cells, HWY_DYNAMIC_DISPATCH(DoubleCells));
+  else
+    fill_cells(nodes, row, ex, ey, cells, HWY_STATIC_DISPATCH(DoubleCells));
 }
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<float>& cells) {
-  fill_cells(nodes, row, ex, ey, cells, HWY_DYNAMIC_DISPATCH(FloatCells));
+  if (choice().vectors)
+    fill_cells(nodes, row, ex, ey, cells, HWY_DYNAMIC_DISPATCH(FloatCells));
+  else
+    fill_cells(nodes, row, ex, ey, cells, HWY_STATIC_DISPATCH(FloatCells));
 }
 
 }  // namespace pic::host_step

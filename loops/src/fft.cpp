@@ -161,10 +161,17 @@ class FftImpl {
     int n[3] = {static_cast<int>(shape_[0]), shape_.rank() > 1 ? static_cast<int>(shape_[1]) : 1,
                 shape_.rank() > 2 ? static_cast<int>(shape_[2]) : 1};
     const unsigned flags = FFTW_ESTIMATE | (unaligned ? FFTW_UNALIGNED : 0u);
-    threads_ = plan_threads(shape_);
+    // The threads are chosen with the aligned plans (the constructor's); the unaligned ones,
+    // made on first use, follow them.
+    if (!unaligned) threads_ = plan_threads(shape_);
 #if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
-    // FFTW's thread count for new plans is process-wide: set for these two, then put back.
+      // FFTW's thread count for new plans is process-wide: set for these two, then put back (to
+      // FFTW's default, 1, where FFTW before 3.3.9 cannot say what it was).
+#if CUNUMPY_FFTW_PLANNER_NTHREADS
     const int before = threads_ > 1 ? fftw_planner_nthreads() : 1;
+#else
+    const int before = 1;
+#endif
     if (threads_ > 1) fftw_plan_with_nthreads(threads_);
 #endif
     fftw_plan f = fftw_plan_dft_r2c(shape_.rank(), n, r, c, flags);

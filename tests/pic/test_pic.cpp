@@ -623,9 +623,10 @@ TEST(HostStep, MixedPrecisionStepKeepsCellsAndOffsets) {
 }
 
 // The vector loops' cells: cell c holds E_x at c, c + 1, c + row, c + row + 1, then E_y (in
-// double, and rounded to float), the entries past the grid's nodes zero; at 1 and 2 threads.
+// double, and rounded to float), the entries past the grid's nodes zero; at 1 and 2 threads
+// (more cells than two of the fill's parts of 4096).
 TEST(HostStep, CellFieldsHoldEachCellsFourCorners) {
-  const long long row = 13, nodes = row * 11;
+  const long long row = 101, nodes = row * 91;
   std::vector<double> ex(nodes), ey(nodes);
   for (long long c = 0; c < nodes; ++c) {
     ex[c] = 1.0 / 3.0 + static_cast<double>(c);
