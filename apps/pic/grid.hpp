@@ -46,12 +46,10 @@ struct LocalGrid {
     double inv_lny, inv_lnz;
     int dim;
     CUNUMPY_HD_INLINE long long operator()(long long k) const {
-      const long long ij = lnz > 1 ? kernels::quotient(k, lnz, inv_lnz) : k, l = k - ij * lnz;
-      const long long i = lny > 1 ? kernels::quotient(ij, lny, inv_lny) : ij, j = ij - i * lny;
-      return (i + guard) * row + (dim >= 2 ? (j + guard) * col : 0) + (dim == 3 ? l + guard : 0);
+      return dim == 3 ? at<3>(k) : dim == 2 ? at<2>(k) : at<1>(k);
     }
     // The same for a grid of Dim dimensions known at compile time (no test of the dimension
-    // or the extents per index: the loops over every owned node).
+    // per index: the loops over every owned node; quotient by an extent of 1 is exact).
     template <int Dim>
     CUNUMPY_HD_INLINE long long at(long long k) const {
       if constexpr (Dim == 1) {
