@@ -118,19 +118,31 @@ inline float float_stencil(float p, float inv, long long& first) {
 }
 // The float step's CIC deposit of particle i whose stencil starts at guarded node c with
 // fractions gx, gy: weights (q - q gx, q gx) along x and (1 - gy, gy) along y in double (six
-// roundings where charge times each product takes eight), the same in the vector loop and in
-// the deposit alone (a restart redeposits the push's density bit for bit).  Into paired grids
-// (ThreadGrids::pairs): node c's sums at 2c and 2c + 1, particle i adding to the one of its
-// parity, so that consecutive particles, which a sorted array puts in the same cells, do not
-// wait for each other's sums (measured: scripts/compare_picksc.sh).
+// roundings where charge times each product takes eight: float_cic2_weights), the same in the
+// vector loop (which computes them a vector of particles at a time) and in the deposit alone
+// (a restart redeposits the push's density bit for bit).  Into paired grids
+// (ThreadGrids::pairs, add_float_cic2): node c's sums at 2c and 2c + 1, particle i adding to
+// the one of its parity, so that consecutive particles, which a sorted array puts in the same
+// cells, do not wait for each other's sums (measured: scripts/compare_picksc.sh).
+struct FloatCic2Weights {
+  double w00, w01, w10, w11;  // nodes c, c + 1, c + row, c + row + 1
+};
+inline FloatCic2Weights float_cic2_weights(double charge, float gx, float gy) {
+  const double fx = gx, fy = gy, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy;
+  return {qa * ay, qa * fy, qx * ay, qx * fy};
+}
+inline void add_float_cic2(double* ne, long long i, long long c, long long row, double w00,
+                           double w01, double w10, double w11) {
+  double* sums = ne + (i & 1) + 2 * c;
+  sums[0] += w00;
+  sums[2] += w01;
+  sums[2 * row] += w10;
+  sums[2 * row + 2] += w11;
+}
 inline void deposit_float_cic2(double* ne, long long i, long long c, long long row, double charge,
                                float gx, float gy) {
-  const double fx = gx, fy = gy, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy;
-  double* sums = ne + (i & 1) + 2 * c;
-  sums[0] += qa * ay;
-  sums[2] += qa * fy;
-  sums[2 * row] += qx * ay;
-  sums[2 * row + 2] += qx * fy;
+  const FloatCic2Weights w = float_cic2_weights(charge, gx, gy);
+  add_float_cic2(ne, i, c, row, w.w00, w.w01, w.w10, w.w11);
 }
 
 struct Sums {

@@ -41,6 +41,13 @@ HWY_INLINE void CopyCells(const T* HWY_RESTRICT cells, const std::int32_t* HWY_R
     std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(T));
   }
 }
+// 2D CIC, float cells: the cells' whole entries (8 floats, 32 bytes) of `count` particles, one
+// after the other from `to` (one copy a particle where CopyCells takes two).
+HWY_INLINE void CopyEntries(const float* HWY_RESTRICT cells, const std::int32_t* HWY_RESTRICT cell,
+                            long long count, float* HWY_RESTRICT to) {
+  for (long long l = 0; l < count; ++l)
+    std::memcpy(to + 8 * l, cells + 8 * static_cast<long long>(cell[l]), 8 * sizeof(float));
+}
 // The rows [p, p + lanes) whose stored position lies outside the stay region (2D), appended to
 // `leavers` in increasing order: the exact test in double, after a vector test found one.
 template <typename R>
@@ -82,9 +89,10 @@ HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, h
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
 // each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil, and
 // mixed precision's stored cells and offsets, for the deposit alone), E read from the cells in
-// float (Step::cells32), the deposit's weights (from the float fractions) and the sums in double.
-// D: the full vector, or one lane (CappedTag<float, 1>) for the rest of the particles: lane by lane
-// the same operations, so the same bits either way.
+// float (Step::cells32: each particle's 32-byte entry copied whole, then de-interleaved a vector
+// at a time), the deposit's weights (from the float fractions, a vector at a time) and the sums
+// in double.  D: the full vector, or one lane (CappedTag<float, 1>) for the rest of the
+// particles: lane by lane the same operations, so the same bits either way.
 template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
   return hn::PromoteTo(hn::Rebind<double, D>(), v);
@@ -99,6 +107,72 @@ HWY_INLINE hn::Vec<hn::Repartition<double, D>> Promoted(D, hn::Vec<D> v, hwy::Si
 #endif
 template <class D>
 using WideLanes = hwy::SizeTag<hn::MaxLanes(D()) == 1 ? 1 : 2>;
+
+// A vector of particles' entries (CopyEntries, from `at`) as eight vectors: E_x at the four
+// corners (x0..x3), then E_y (y0..y3).  Two de-interleaving loads of four floats a group (the
+// groups alternate E_x, E_y), then the even groups' lanes and the odd ones'.  (Vectors are
+// named one by one: SVE's cannot be array elements.)
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& x2, V& x3, V& y0,
+                            V& y1, V& y2, V& y3, hwy::SizeTag<1>) {
+  x0 = hn::Set(d, at[0]);
+  x1 = hn::Set(d, at[1]);
+  x2 = hn::Set(d, at[2]);
+  x3 = hn::Set(d, at[3]);
+  y0 = hn::Set(d, at[4]);
+  y1 = hn::Set(d, at[5]);
+  y2 = hn::Set(d, at[6]);
+  y3 = hn::Set(d, at[7]);
+}
+#if HWY_TARGET != HWY_SCALAR
+template <class D, size_t kLanes, class V = hn::Vec<D>>
+HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& x2, V& x3, V& y0,
+                            V& y1, V& y2, V& y3, hwy::SizeTag<kLanes>) {
+  V l0, l1, l2, l3, h0, h1, h2, h3;
+  hn::LoadInterleaved4(d, at, l0, l1, l2, l3);
+  hn::LoadInterleaved4(d, at + 4 * hn::Lanes(d), h0, h1, h2, h3);
+  x0 = hn::ConcatEven(d, h0, l0);
+  x1 = hn::ConcatEven(d, h1, l1);
+  x2 = hn::ConcatEven(d, h2, l2);
+  x3 = hn::ConcatEven(d, h3, l3);
+  y0 = hn::ConcatOdd(d, h0, l0);
+  y1 = hn::ConcatOdd(d, h1, l1);
+  y2 = hn::ConcatOdd(d, h2, l2);
+  y3 = hn::ConcatOdd(d, h3, l3);
+}
+#endif
+
+// The deposit's weights of a vector of particles whose stencils have fractions gx, gy:
+// float_cic2_weights's four products in double (the same roundings), each corner's from
+// w[corner] + at.
+template <class D>
+HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* const* w,
+                             long long at, hwy::SizeTag<1>) {
+  const FloatCic2Weights c = float_cic2_weights(q, hn::GetLane(gx), hn::GetLane(gy));
+  w[0][at] = c.w00;
+  w[1][at] = c.w01;
+  w[2][at] = c.w10;
+  w[3][at] = c.w11;
+}
+#if HWY_TARGET != HWY_SCALAR
+template <class D, size_t kLanes>
+HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* const* w,
+                             long long at, hwy::SizeTag<kLanes>) {
+  const hn::Repartition<double, D> dd;
+  const hn::Half<D> dh;
+  const auto charge = hn::Set(dd, q), one = hn::Set(dd, 1.0);
+  const auto half = [&](hn::Vec<hn::Half<D>> hx, hn::Vec<hn::Half<D>> hy, long long to) {
+    const auto fx = hn::PromoteTo(dd, hx), fy = hn::PromoteTo(dd, hy);
+    const auto qx = hn::Mul(charge, fx), qa = hn::Sub(charge, qx), ay = hn::Sub(one, fy);
+    hn::Store(hn::Mul(qa, ay), dd, w[0] + to);
+    hn::Store(hn::Mul(qa, fy), dd, w[1] + to);
+    hn::Store(hn::Mul(qx, ay), dd, w[2] + to);
+    hn::Store(hn::Mul(qx, fy), dd, w[3] + to);
+  };
+  half(hn::LowerHalf(dh, gx), hn::LowerHalf(dh, gy), at);
+  half(hn::UpperHalf(dh, gx), hn::UpperHalf(dh, gy), at + static_cast<long long>(hn::Lanes(dd)));
+}
+#endif
 
 // Cells (mixed precision: Step::cx, cy): a particle's stencil is its cell and its offset, read
 // as they are; the move adds cell_dt v to the offset in float, moves the cell by the floor of
@@ -115,8 +189,10 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   constexpr long long kChunk = 512, kSub = 64;
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], cell[kSub];
-  alignas(64) float gxs[kChunk], gys[kChunk];  // the stencils' fractions at x_{n+1}
-  alignas(64) float ex_at[4 * kSub], ey_at[4 * kSub];
+  // The deposit's weights at x_{n+1}, a corner's in each array (deposit_float_cic2's order).
+  alignas(64) double share00[kChunk], share01[kChunk], share10[kChunk], share11[kChunk];
+  double* const shares[4] = {share00, share01, share10, share11};
+  alignas(64) float entries[8 * kSub];
   const int row = static_cast<int>(s.row);
   const FloatStep f = float_step(s);
   const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy), lx = hn::Set(d, f.lx),
@@ -174,7 +250,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
           }
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
         }
-        CopyCells(cells, cell, sub, ex_at, ey_at);
+        CopyEntries(cells, cell, sub, entries);
       }
       const long long p = i + k;
       // The field at x_n (truncation is floor for x >= 0).
@@ -191,14 +267,13 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
-      V c0, c1, c2, c3;  // a component at the four corners
-      const long long at = 4 * (k % kSub);
-      hn::LoadInterleaved4(d, ex_at + at, c0, c1, c2, c3);
-      const V e0 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
-                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
-      hn::LoadInterleaved4(d, ey_at + at, c0, c1, c2, c3);
-      const V e1 = hn::Add(hn::Add(hn::Mul(w00, c0), hn::Mul(w01, c1)),
-                           hn::Add(hn::Mul(w10, c2), hn::Mul(w11, c3)));
+      V ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3;  // the components at the four corners
+      LoadEntries(d, entries + 8 * (k % kSub), ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3,
+                  WideLanes<D>());
+      const V e0 = hn::Add(hn::Add(hn::Mul(w00, ex0), hn::Mul(w01, ex1)),
+                           hn::Add(hn::Mul(w10, ex2), hn::Mul(w11, ex3)));
+      const V e1 = hn::Add(hn::Add(hn::Mul(w00, ey0), hn::Mul(w01, ey1)),
+                           hn::Add(hn::Mul(w10, ey2), hn::Mul(w11, ey3)));
       // The push and the move.
       const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
@@ -260,8 +335,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         }
         // The stencil at x_{n+1}: the new cell and offset.
         StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
-        hn::StoreU(gx, d, gxs + k);
-        hn::StoreU(gy, d, gys + k);
+        StoreWeights(d, q, gx, gy, shares, k, WideLanes<D>());
         continue;
       }
       V px = hn::Add(x0, hn::Mul(dt, nx));
@@ -296,13 +370,13 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const auto kx = hn::ConvertTo(di, tx), ky = hn::ConvertTo(di, ty);
       const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
       StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
-      hn::StoreU(gx, d, gxs + k);
-      hn::StoreU(gy, d, gys + k);
+      StoreWeights(d, q, gx, gy, shares, k, WideLanes<D>());
     }
-    for (long long k = 0; k < m; ++k) {  // the deposit in double (host_step.hpp)
-      const int c = node[k];
+    // The deposit (deposit_float_cic2's sums, in double), particle after particle.
+    for (long long k = 0; k < m; ++k) {
+      const long long c = node[k];
       if (missed && c < 0) continue;  // beyond the guards: counted above
-      deposit_float_cic2(ne, i + k, c, row, q, gxs[k], gys[k]);
+      add_float_cic2(ne, i + k, c, row, share00[k], share01[k], share10[k], share11[k]);
     }
     i += m;
   }
