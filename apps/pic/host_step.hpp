@@ -131,9 +131,10 @@ inline FloatCic2Weights float_cic2_weights(double charge, float gx, float gy) {
   const double fx = gx, fy = gy, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy;
   return {qa * ay, qa * fy, qx * ay, qx * fy};
 }
-inline void add_float_cic2(double* ne, long long i, long long c, long long row, double w00,
-                           double w01, double w10, double w11) {
-  double* sums = ne + (i & 1) + 2 * c;
+// `paired`: ne + (i & 1), the sums of particle i's parity.
+inline void add_float_cic2(double* paired, long long c, long long row, double w00, double w01,
+                           double w10, double w11) {
+  double* sums = paired + 2 * c;
   sums[0] += w00;
   sums[2] += w01;
   sums[2 * row] += w10;
@@ -142,7 +143,7 @@ inline void add_float_cic2(double* ne, long long i, long long c, long long row, 
 inline void deposit_float_cic2(double* ne, long long i, long long c, long long row, double charge,
                                float gx, float gy) {
   const FloatCic2Weights w = float_cic2_weights(charge, gx, gy);
-  add_float_cic2(ne, i, c, row, w.w00, w.w01, w.w10, w.w11);
+  add_float_cic2(ne + (i & 1), c, row, w.w00, w.w01, w.w10, w.w11);
 }
 
 struct Sums {

@@ -372,12 +372,28 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
       StoreWeights(d, q, gx, gy, shares, k, WideLanes<D>());
     }
-    // The deposit (deposit_float_cic2's sums, in double), particle after particle.
-    for (long long k = 0; k < m; ++k) {
-      const long long c = node[k];
-      if (missed && c < 0) continue;  // beyond the guards: counted above
-      add_float_cic2(ne, i + k, c, row, share00[k], share01[k], share10[k], share11[k]);
-    }
+    // The deposit (deposit_float_cic2's sums, in double), particle after particle, two at a
+    // time (the even rows' sums, then the odd ones'), the test for stencils beyond the guards
+    // (counted above) only in chunks that have them.
+    double* const first = ne + (i & 1);
+    double* const second = ne + ((i + 1) & 1);
+    const auto deposit = [&](auto check) {
+      const auto one = [&](double* paired, long long k) {
+        const long long c = node[k];
+        if (decltype(check)::value && c < 0) return;
+        add_float_cic2(paired, c, row, share00[k], share01[k], share10[k], share11[k]);
+      };
+      long long k = 0;
+      for (; k + 1 < m; k += 2) {
+        one(first, k);
+        one(second, k + 1);
+      }
+      if (k < m) one(first, k);
+    };
+    if (missed)
+      deposit(std::true_type{});
+    else
+      deposit(std::false_type{});
     i += m;
   }
   const hn::DFromV<decltype(energy)> dd;
