@@ -86,13 +86,38 @@ HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, h
   }
 }
 
+// Truncation (toward zero) of floats inside int32's range (the loop's positions in cell units,
+// never NaN there): Highway's ConvertTo less its fix-up of lanes that overflow, four more
+// instructions a vector on x86 (ARM's conversion saturates by itself).  The same integers as
+// ConvertTo for every such lane.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> TruncInRange(D d, hn::Vec<D> v) {
+  const hn::RebindToSigned<D> di;
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  if constexpr (sizeof(v.raw) == 16) {
+    return hn::Vec<decltype(di)>{_mm_cvttps_epi32(v.raw)};
+#if HWY_TARGET <= HWY_AVX2
+  } else if constexpr (sizeof(v.raw) == 32) {
+    return hn::Vec<decltype(di)>{_mm256_cvttps_epi32(v.raw)};
+#endif
+#if HWY_TARGET <= HWY_AVX3
+  } else if constexpr (sizeof(v.raw) == 64) {
+    return hn::Vec<decltype(di)>{_mm512_cvttps_epi32(v.raw)};
+#endif
+  }
+#endif
+  (void)d;
+  return hn::ConvertTo(di, v);
+}
+
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
 // each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil, and
 // mixed precision's stored cells and offsets, for the deposit alone), E read from the cells in
-// float (Step::cells32: each particle's 32-byte entry copied whole, then de-interleaved a vector
-// at a time), the deposit's weights (from the float fractions, a vector at a time) and the sums
-// in double.  D: the full vector, or one lane (CappedTag<float, 1>) for the rest of the
-// particles: lane by lane the same operations, so the same bits either way.
+// float (Step::cells32: each particle's 32-byte entry, read from the table by quarters on x86's
+// wide vectors, elsewhere copied whole, then transposed a vector at a time), the deposit's weights
+// (from the float fractions, a vector at a time) and the sums in double.  D: the full vector, or
+// one lane (CappedTag<float, 1>) for the rest of the particles: lane by lane the same operations,
+// so the same bits either way.
 template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
   return hn::PromoteTo(hn::Rebind<double, D>(), v);
@@ -142,6 +167,66 @@ HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& 
 }
 #endif
 
+// x86's vectors of 8 or 16 floats (AVX2, AVX-512): a vector of particles' entries (`cell`: their
+// cells) read from the cell table itself, in no copy: particle 4j + g's E_x at the four corners
+// as block j of vector g (g = 0..3), its E_y likewise, then a 4x4 transpose within the blocks
+// puts each corner's component in particle order.  Where the copy took a load and a store a
+// particle and (AVX-512) 40 shuffles for 16 particles' copied entries, this takes two loads,
+// 1.5 inserts and one shuffle a particle.  (NEON and SVE copy, as does one lane.)
+#undef PIC_ENTRIES_FROM_TABLE
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+#define PIC_ENTRIES_FROM_TABLE 1
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void TableEntries(D d, const float* HWY_RESTRICT cells,
+                             const std::int32_t* HWY_RESTRICT cell, V& x0, V& x1, V& x2, V& x3,
+                             V& y0, V& y1, V& y2, V& y3) {
+  const auto entry = [&](int p) { return cells + 8 * static_cast<long long>(cell[p]); };
+  V xq[4], yq[4];  // vector g's block j: particle 4j + g's E_x (xq) and E_y (yq) at the corners
+  for (int g = 0; g < 4; ++g) {
+    const float* e0 = entry(g);
+    const float* e1 = entry(4 + g);
+    if constexpr (hn::MaxLanes(d) == 8) {
+      const auto two = [](const float* lo, const float* hi) {
+        return V{
+            _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1)};
+      };
+      xq[g] = two(e0, e1);
+      yq[g] = two(e0 + 4, e1 + 4);
+#if HWY_TARGET <= HWY_AVX3
+    } else if constexpr (hn::MaxLanes(d) == 16) {
+      const float* e2 = entry(8 + g);
+      const float* e3 = entry(12 + g);
+      const auto four = [](const float* b0, const float* b1, const float* b2, const float* b3) {
+        __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(b0));
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(b1), 1);
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(b2), 2);
+        return V{_mm512_insertf32x4(v, _mm_loadu_ps(b3), 3)};
+      };
+      xq[g] = four(e0, e1, e2, e3);
+      yq[g] = four(e0 + 4, e1 + 4, e2 + 4, e3 + 4);
+#endif
+    } else {
+      static_assert(hn::MaxLanes(d) == 8, "8 or 16 float lanes");
+    }
+  }
+  const hn::Repartition<double, D> dd;
+  const auto transpose = [&](const V* q, V& c0, V& c1, V& c2, V& c3) {
+    const auto t0 = hn::BitCast(dd, hn::InterleaveLower(d, q[0], q[1])),
+               t1 = hn::BitCast(dd, hn::InterleaveUpper(d, q[0], q[1])),
+               t2 = hn::BitCast(dd, hn::InterleaveLower(d, q[2], q[3])),
+               t3 = hn::BitCast(dd, hn::InterleaveUpper(d, q[2], q[3]));
+    c0 = hn::BitCast(d, hn::InterleaveLower(dd, t0, t2));
+    c1 = hn::BitCast(d, hn::InterleaveUpper(dd, t0, t2));
+    c2 = hn::BitCast(d, hn::InterleaveLower(dd, t1, t3));
+    c3 = hn::BitCast(d, hn::InterleaveUpper(dd, t1, t3));
+  };
+  transpose(xq, x0, x1, x2, x3);
+  transpose(yq, y0, y1, y2, y3);
+}
+#else
+#define PIC_ENTRIES_FROM_TABLE 0
+#endif
+
 // The deposit's weights of a vector of particles whose stencils have fractions gx, gy:
 // float_cic2_weights's four products in double (the same roundings), each corner's from
 // w[corner] + at.
@@ -187,6 +272,8 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   using V = hn::Vec<D>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
   constexpr long long kChunk = 512, kSub = 64;
+  // The entries straight from the table (x86's vectors of 8 or 16 floats), or copied first.
+  constexpr bool kFromTable = PIC_ENTRIES_FROM_TABLE && hn::MaxLanes(D()) >= 8;
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], cell[kSub];
   // The deposit's weights at x_{n+1}, a corner's in each array (deposit_float_cic2's order).
@@ -236,7 +323,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
     const long long m = std::min(kChunk, (end - i) / lanes * lanes);
     bool missed = false;
     for (long long k = 0; k < m; k += lanes) {
-      if (k % kSub == 0) {  // the next sub-chunk's cells, copied in particle order
+      if (k % kSub == 0) {  // the next sub-chunk's cells (their entries copied, or not)
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
@@ -245,12 +332,12 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
             jx = hn::LoadU(di, cx + p);
             jy = hn::LoadU(di, cy + p);
           } else {
-            jx = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, x + p), inv_dx));
-            jy = hn::ConvertTo(di, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+            jx = TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
+            jy = TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
           }
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
         }
-        CopyEntries(cells, cell, sub, entries);
+        if constexpr (!kFromTable) CopyEntries(cells, cell, sub, entries);
       }
       const long long p = i + k;
       // The field at x_n (truncation is floor for x >= 0).
@@ -261,15 +348,20 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         fy = y0;
       } else {
         const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
-        fx = hn::Sub(sx, hn::ConvertTo(d, hn::ConvertTo(di, sx)));
-        fy = hn::Sub(sy, hn::ConvertTo(d, hn::ConvertTo(di, sy)));
+        fx = hn::Sub(sx, hn::ConvertTo(d, TruncInRange(d, sx)));
+        fy = hn::Sub(sy, hn::ConvertTo(d, TruncInRange(d, sy)));
       }
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
       V ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3;  // the components at the four corners
-      LoadEntries(d, entries + 8 * (k % kSub), ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3,
-                  WideLanes<D>());
+#if PIC_ENTRIES_FROM_TABLE
+      if constexpr (kFromTable)
+        TableEntries(d, cells, cell + k % kSub, ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3);
+      else
+#endif
+        LoadEntries(d, entries + 8 * (k % kSub), ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3,
+                    WideLanes<D>());
       const V e0 = hn::Add(hn::Add(hn::Mul(w00, ex0), hn::Mul(w01, ex1)),
                            hn::Add(hn::Mul(w10, ex2), hn::Mul(w11, ex3)));
       const V e1 = hn::Add(hn::Add(hn::Mul(w00, ey0), hn::Mul(w01, ey1)),
@@ -289,8 +381,8 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         const auto sane = hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big));
         const V flx = hn::IfThenElseZero(sane, hn::Floor(tx)),
                 fly = hn::IfThenElseZero(sane, hn::Floor(ty));
-        auto kx = hn::Add(hn::LoadU(di, cx + p), hn::ConvertTo(di, flx));
-        auto ky = hn::Add(hn::LoadU(di, cy + p), hn::ConvertTo(di, fly));
+        auto kx = hn::Add(hn::LoadU(di, cx + p), TruncInRange(d, flx));
+        auto ky = hn::Add(hn::LoadU(di, cy + p), TruncInRange(d, fly));
         kx = hn::IfThenElse(hn::Lt(kx, zero_i), hn::Add(kx, ncx), kx);
         kx = hn::IfThenElse(hn::Gt(kx, last_x), hn::Sub(kx, ncx), kx);
         ky = hn::IfThenElse(hn::Lt(ky, zero_i), hn::Add(ky, ncy), ky);
@@ -367,7 +459,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = hn::ConvertTo(di, tx), ky = hn::ConvertTo(di, ty);
+      const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
       StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
       StoreWeights(d, q, gx, gy, shares, k, WideLanes<D>());
