@@ -171,8 +171,9 @@ HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& 
 // cells) read from the cell table itself, in no copy: particle 4j + g's E_x at the four corners
 // as block j of vector g (g = 0..3), its E_y likewise, then a 4x4 transpose within the blocks
 // puts each corner's component in particle order.  Where the copy took a load and a store a
-// particle and (AVX-512) 40 shuffles for 16 particles' copied entries, this takes two loads,
-// 1.5 inserts and one shuffle a particle.  (NEON and SVE copy, as does one lane.)
+// particle and (AVX-512) 40 shuffles for 16 particles' copied entries, this takes two 16-byte
+// broadcast loads (merged under a mask) and one shuffle a particle.  (NEON and SVE copy, as
+// does one lane.)
 #undef PIC_ENTRIES_FROM_TABLE
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
 #define PIC_ENTRIES_FROM_TABLE 1
@@ -181,32 +182,26 @@ HWY_INLINE void TableEntries(D d, const float* HWY_RESTRICT cells,
                              const std::int32_t* HWY_RESTRICT cell, V& x0, V& x1, V& x2, V& x3,
                              V& y0, V& y1, V& y2, V& y3) {
   const auto entry = [&](int p) { return cells + 8 * static_cast<long long>(cell[p]); };
+  const auto first4 = hn::FirstN(d, 4), first8 = hn::FirstN(d, 8), first12 = hn::FirstN(d, 12);
   V xq[4], yq[4];  // vector g's block j: particle 4j + g's E_x (xq) and E_y (yq) at the corners
   for (int g = 0; g < 4; ++g) {
     const float* e0 = entry(g);
     const float* e1 = entry(4 + g);
+    const V ex0 = hn::LoadDup128(d, e0), ex1 = hn::LoadDup128(d, e1);
+    const V ey0 = hn::LoadDup128(d, e0 + 4), ey1 = hn::LoadDup128(d, e1 + 4);
     if constexpr (hn::MaxLanes(d) == 8) {
-      const auto two = [](const float* lo, const float* hi) {
-        return V{
-            _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1)};
-      };
-      xq[g] = two(e0, e1);
-      yq[g] = two(e0 + 4, e1 + 4);
-#if HWY_TARGET <= HWY_AVX3
-    } else if constexpr (hn::MaxLanes(d) == 16) {
+      xq[g] = hn::IfThenElse(first4, ex0, ex1);
+      yq[g] = hn::IfThenElse(first4, ey0, ey1);
+    } else {
+      static_assert(hn::MaxLanes(d) == 16, "8 or 16 float lanes");
       const float* e2 = entry(8 + g);
       const float* e3 = entry(12 + g);
-      const auto four = [](const float* b0, const float* b1, const float* b2, const float* b3) {
-        __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(b0));
-        v = _mm512_insertf32x4(v, _mm_loadu_ps(b1), 1);
-        v = _mm512_insertf32x4(v, _mm_loadu_ps(b2), 2);
-        return V{_mm512_insertf32x4(v, _mm_loadu_ps(b3), 3)};
+      const auto last = [&](V b1, const float* b2, const float* b3) {
+        return hn::IfThenElse(
+            first8, b1, hn::IfThenElse(first12, hn::LoadDup128(d, b2), hn::LoadDup128(d, b3)));
       };
-      xq[g] = four(e0, e1, e2, e3);
-      yq[g] = four(e0 + 4, e1 + 4, e2 + 4, e3 + 4);
-#endif
-    } else {
-      static_assert(hn::MaxLanes(d) == 8, "8 or 16 float lanes");
+      xq[g] = hn::IfThenElse(first4, ex0, last(ex1, e2, e3));
+      yq[g] = hn::IfThenElse(first4, ey0, last(ey1, e2 + 4, e3 + 4));
     }
   }
   const hn::Repartition<double, D> dd;
