@@ -110,6 +110,28 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> TruncInRange(D d, hn::Vec<D> v) {
   return hn::ConvertTo(di, v);
 }
 
+// The same for doubles, demoted to int32: Highway's DemoteTo less its clamp to int32's range (a
+// minimum a vector on x86).
+template <class D>
+HWY_INLINE hn::Vec<hn::Rebind<std::int32_t, D>> DemoteInRange(D d, hn::Vec<D> v) {
+  const hn::Rebind<std::int32_t, D> d32;
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  if constexpr (sizeof(v.raw) == 16) {
+    return hn::Vec<decltype(d32)>{_mm_cvttpd_epi32(v.raw)};
+#if HWY_TARGET <= HWY_AVX2
+  } else if constexpr (sizeof(v.raw) == 32) {
+    return hn::Vec<decltype(d32)>{_mm256_cvttpd_epi32(v.raw)};
+#endif
+#if HWY_TARGET <= HWY_AVX3
+  } else if constexpr (sizeof(v.raw) == 64) {
+    return hn::Vec<decltype(d32)>{_mm512_cvttpd_epi32(v.raw)};
+#endif
+  }
+#endif
+  (void)d;
+  return hn::DemoteTo(d32, v);
+}
+
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
 // each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil, and
 // mixed precision's stored cells and offsets, for the deposit alone), E read from the cells in
@@ -598,8 +620,8 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = hn::DemoteTo(d32, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = hn::DemoteTo(d32, hn::Mul(LoadP(d, y + p), inv_dy));
+          const auto jx = DemoteInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = DemoteInRange(d, hn::Mul(LoadP(d, y + p), inv_dy));
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), d32, cell + l);
         }
         CopyCells(cells, cell, sub, ex_at, ey_at);
@@ -607,7 +629,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy);
-      const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy);
+      const auto jx = DemoteInRange(d, sx), jy = DemoteInRange(d, sy);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
@@ -659,7 +681,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty);
+      const auto kx = DemoteInRange(d, tx), ky = DemoteInRange(d, ty);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
       StoreImageNodes2(d32, s, kx, ky, node + k, sums, missed);
       hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
@@ -759,9 +781,9 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = hn::DemoteTo(d32, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = hn::DemoteTo(d32, hn::Mul(LoadP(d, y + p), inv_dy)),
-                     jz = hn::DemoteTo(d32, hn::Mul(LoadP(d, z + p), inv_dz));
+          const auto jx = DemoteInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = DemoteInRange(d, hn::Mul(LoadP(d, y + p), inv_dy)),
+                     jz = DemoteInRange(d, hn::Mul(LoadP(d, z + p), inv_dz));
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), d32,
                      first + l);
         }
@@ -777,7 +799,7 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       // The field at x_n.
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy),
               sz = hn::Mul(LoadP(d, z + p), inv_dz);
-      const auto jx = hn::DemoteTo(d32, sx), jy = hn::DemoteTo(d32, sy), jz = hn::DemoteTo(d32, sz);
+      const auto jx = DemoteInRange(d, sx), jy = DemoteInRange(d, sy), jz = DemoteInRange(d, sz);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
               fz = hn::Sub(sz, hn::PromoteTo(d, jz));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
@@ -850,7 +872,7 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
-      auto kx = hn::DemoteTo(d32, tx), ky = hn::DemoteTo(d32, ty), kz = hn::DemoteTo(d32, tz);
+      auto kx = DemoteInRange(d, tx), ky = DemoteInRange(d, ty), kz = DemoteInRange(d, tz);
       hn::StoreU(hn::Sub(tx, hn::PromoteTo(d, kx)), d, fxs + k);
       hn::StoreU(hn::Sub(ty, hn::PromoteTo(d, ky)), d, fys + k);
       hn::StoreU(hn::Sub(tz, hn::PromoteTo(d, kz)), d, fzs + k);
