@@ -86,50 +86,43 @@ HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, h
   }
 }
 
-// Truncation (toward zero) of floats inside int32's range (the loop's positions in cell units,
-// never NaN there): Highway's ConvertTo less its fix-up of lanes that overflow, four more
-// instructions a vector on x86 (ARM's conversion saturates by itself).  The same integers as
-// ConvertTo for every such lane.
+// Truncation (toward zero) to int32 of floats or doubles inside int32's range (the loops'
+// positions in cell units, never NaN there): Highway's ConvertTo (floats) or DemoteTo (doubles)
+// less their handling of lanes out of range, four more instructions a vector (floats) or one
+// (doubles) on x86; ARM's conversions saturate by themselves.  The same integers for every
+// lane in range.
 template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> TruncInRange(D d, hn::Vec<D> v) {
-  const hn::RebindToSigned<D> di;
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
-  if constexpr (sizeof(v.raw) == 16) {
-    return hn::Vec<decltype(di)>{_mm_cvttps_epi32(v.raw)};
-#if HWY_TARGET <= HWY_AVX2
-  } else if constexpr (sizeof(v.raw) == 32) {
-    return hn::Vec<decltype(di)>{_mm256_cvttps_epi32(v.raw)};
-#endif
-#if HWY_TARGET <= HWY_AVX3
-  } else if constexpr (sizeof(v.raw) == 64) {
-    return hn::Vec<decltype(di)>{_mm512_cvttps_epi32(v.raw)};
-#endif
-  }
-#endif
-  (void)d;
-  return hn::ConvertTo(di, v);
-}
-
-// The same for doubles, demoted to int32: Highway's DemoteTo less its clamp to int32's range (a
-// minimum a vector on x86).
-template <class D>
-HWY_INLINE hn::Vec<hn::Rebind<std::int32_t, D>> DemoteInRange(D d, hn::Vec<D> v) {
+HWY_INLINE hn::Vec<hn::Rebind<std::int32_t, D>> TruncInRange(D d, hn::Vec<D> v) {
   const hn::Rebind<std::int32_t, D> d32;
+  constexpr bool kFloat = std::is_same_v<hn::TFromD<D>, float>;
 #if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  using VI = hn::Vec<decltype(d32)>;
   if constexpr (sizeof(v.raw) == 16) {
-    return hn::Vec<decltype(d32)>{_mm_cvttpd_epi32(v.raw)};
+    if constexpr (kFloat)
+      return VI{_mm_cvttps_epi32(v.raw)};
+    else
+      return VI{_mm_cvttpd_epi32(v.raw)};
 #if HWY_TARGET <= HWY_AVX2
   } else if constexpr (sizeof(v.raw) == 32) {
-    return hn::Vec<decltype(d32)>{_mm256_cvttpd_epi32(v.raw)};
+    if constexpr (kFloat)
+      return VI{_mm256_cvttps_epi32(v.raw)};
+    else
+      return VI{_mm256_cvttpd_epi32(v.raw)};
 #endif
 #if HWY_TARGET <= HWY_AVX3
   } else if constexpr (sizeof(v.raw) == 64) {
-    return hn::Vec<decltype(d32)>{_mm512_cvttpd_epi32(v.raw)};
+    if constexpr (kFloat)
+      return VI{_mm512_cvttps_epi32(v.raw)};
+    else
+      return VI{_mm512_cvttpd_epi32(v.raw)};
 #endif
   }
 #endif
   (void)d;
-  return hn::DemoteTo(d32, v);
+  if constexpr (kFloat)
+    return hn::ConvertTo(d32, v);
+  else
+    return hn::DemoteTo(d32, v);
 }
 
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
@@ -620,8 +613,8 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = DemoteInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = DemoteInRange(d, hn::Mul(LoadP(d, y + p), inv_dy));
+          const auto jx = TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy));
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), d32, cell + l);
         }
         CopyCells(cells, cell, sub, ex_at, ey_at);
@@ -629,7 +622,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy);
-      const auto jx = DemoteInRange(d, sx), jy = DemoteInRange(d, sy);
+      const auto jx = TruncInRange(d, sx), jy = TruncInRange(d, sy);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
@@ -681,7 +674,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = DemoteInRange(d, tx), ky = DemoteInRange(d, ty);
+      const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
       StoreImageNodes2(d32, s, kx, ky, node + k, sums, missed);
       hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
@@ -781,9 +774,9 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = DemoteInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = DemoteInRange(d, hn::Mul(LoadP(d, y + p), inv_dy)),
-                     jz = DemoteInRange(d, hn::Mul(LoadP(d, z + p), inv_dz));
+          const auto jx = TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy)),
+                     jz = TruncInRange(d, hn::Mul(LoadP(d, z + p), inv_dz));
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), d32,
                      first + l);
         }
@@ -799,7 +792,7 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       // The field at x_n.
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy),
               sz = hn::Mul(LoadP(d, z + p), inv_dz);
-      const auto jx = DemoteInRange(d, sx), jy = DemoteInRange(d, sy), jz = DemoteInRange(d, sz);
+      const auto jx = TruncInRange(d, sx), jy = TruncInRange(d, sy), jz = TruncInRange(d, sz);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
               fz = hn::Sub(sz, hn::PromoteTo(d, jz));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
@@ -872,7 +865,7 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
-      auto kx = DemoteInRange(d, tx), ky = DemoteInRange(d, ty), kz = DemoteInRange(d, tz);
+      auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty), kz = TruncInRange(d, tz);
       hn::StoreU(hn::Sub(tx, hn::PromoteTo(d, kx)), d, fxs + k);
       hn::StoreU(hn::Sub(ty, hn::PromoteTo(d, ky)), d, fys + k);
       hn::StoreU(hn::Sub(tz, hn::PromoteTo(d, kz)), d, fzs + k);
