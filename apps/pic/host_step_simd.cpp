@@ -128,11 +128,11 @@ HWY_INLINE hn::Vec<hn::Rebind<std::int32_t, D>> TruncInRange(D d, hn::Vec<D> v) 
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
 // each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil, and
 // mixed precision's stored cells and offsets, for the deposit alone), E read from the cells in
-// float (Step::cells32: each particle's 32-byte entry, read from the table by quarters on x86's
-// wide vectors, elsewhere copied whole, then transposed a vector at a time), the deposit's weights
-// (from the float fractions, a vector at a time) and the sums in double.  D: the full vector, or
-// one lane (CappedTag<float, 1>) for the rest of the particles: lane by lane the same operations,
-// so the same bits either way.
+// float (Step::cells32: each particle's 32-byte entry, read from the table as two 16-byte halves
+// on x86's wide vectors, elsewhere copied whole, then transposed a vector at a time), the deposit's
+// weights (from the float fractions, a vector at a time) and the sums in double.  D: the full
+// vector, or one lane (CappedTag<float, 1>) for the rest of the particles: lane by lane the same
+// operations, so the same bits either way.
 template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
   return hn::PromoteTo(hn::Rebind<double, D>(), v);
@@ -187,8 +187,8 @@ HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& 
 // as block j of vector g (g = 0..3), its E_y likewise, then a 4x4 transpose within the blocks
 // puts each corner's component in particle order.  Where the copy took a load and a store a
 // particle and (AVX-512) 40 shuffles for 16 particles' copied entries, this takes two 16-byte
-// broadcast loads (merged under a mask) and one shuffle a particle.  (NEON and SVE copy, as
-// does one lane.)
+// broadcast loads (merged under masks) a particle and 16 shuffles a vector, one a particle on
+// AVX-512, two on AVX2.  (NEON and SVE copy, as does one lane.)
 #undef PIC_ENTRIES_FROM_TABLE
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
 #define PIC_ENTRIES_FROM_TABLE 1
