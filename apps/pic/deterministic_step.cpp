@@ -17,8 +17,6 @@ namespace cn = cunumpy;
 
 namespace deterministic {
 
-constexpr double kQuantum = 16777216.0;  // 2^24
-
 template <typename Real>
 void deposit(const Particles<Real>& p, FieldLayout& layout) {
   const LocalGrid& g = layout.grid();
@@ -33,11 +31,10 @@ void deposit(const Particles<Real>& p, FieldLayout& layout) {
   auto values = cn::empty<std::int64_t>({n, points}, b);
   std::int64_t* key = keys.data();
   std::int64_t* value = values.data();
-  const double quantum = kQuantum;
   CUNUMPY_FOR_ON(cn::on(b), "deposit weights", n, i,
                  kernels::for_each_node(grid, pos, i, [&](long long c, double w, int point) {
                    if (point == 0) key[i] = c;  // the stencil's first node is the particle's key
-                   value[i * points + point] = llround(w * quantum);
+                   value[i * points + point] = kernels::quanta(w);
                  }););
   const long long nodes = g.nodes();
   const cn::Array<double> sums = cn::segment_sum(keys, values, nodes);
@@ -82,7 +79,7 @@ class DeterministicStep final : public ParticleStep<Real> {
     deterministic::deposit(p, layout);
   }
   double density_scale(const Particles<Real>& p) const override {
-    return p.charge_density / deterministic::kQuantum;
+    return p.charge_density / kernels::kQuantum;
   }
   StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {
     builtin::gather(p, layout);

@@ -29,8 +29,6 @@ bool fused_host_step_applies(const Config& config, cn::Backend backend, const Fi
 
 namespace {
 
-constexpr double kQuantum = 16777216.0;  // the deterministic deposit's (deterministic_step.cpp)
-
 template <typename Real>
 class FusedHostStep final : public ParticleStep<Real> {
  public:
@@ -65,7 +63,7 @@ class FusedHostStep final : public ParticleStep<Real> {
   }
 
   double density_scale(const Particles<Real>& p) const override {
-    return deterministic_ ? p.charge_density / kQuantum : 1.0;
+    return deterministic_ ? p.charge_density / kernels::kQuantum : 1.0;
   }
 
   StepSums push(Particles<Real>& p, FieldLayout& layout, double factor, bool move) override {

@@ -64,9 +64,6 @@ void ThreadGrids::pair(bool paired) {
 
 namespace {
 
-// The deterministic deposit's quantum: weights are multiples of 2^-24 (DeterministicStep).
-constexpr double kQuantum = 16777216.0;
-
 // One axis of kernels::stencil for s >= 0 (positions are in [0, L)), where truncation is
 // floor: the same first node and weights, bit for bit.
 template <int Order>
@@ -193,7 +190,7 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
           if constexpr (std::is_same_v<G, double>)
             line[c] += s.charge * (wab * az[c]);
           else
-            line[c] += std::llround(wab * az[c] * kQuantum);
+            line[c] += kernels::quanta(wab * az[c]);
         }
       }
   } else if constexpr (Dim == 1) {
@@ -202,7 +199,7 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
       if constexpr (std::is_same_v<G, double>)
         ne[d0 + a] += s.charge * ax[a];
       else
-        ne[d0 + a] += std::llround(ax[a] * kQuantum);
+        ne[d0 + a] += kernels::quanta(ax[a]);
     }
   } else {
 #pragma GCC unroll 3
@@ -212,7 +209,7 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
         if constexpr (std::is_same_v<G, double>)
           ne[d0 + a * s.row + b] += s.charge * (ax[a] * ay[b]);
         else
-          ne[d0 + a * s.row + b] += std::llround(ax[a] * ay[b] * kQuantum);
+          ne[d0 + a * s.row + b] += kernels::quanta(ax[a] * ay[b]);
       }
   }
   return true;

@@ -566,6 +566,18 @@ HWY_INLINE hn::Vec<D> PeriodicLanes(D d, hn::Vec<D> v, double l) {
   return hn::LoadU(d, lane);
 }
 
+// kernels::quanta of a vector of weights, into `to`: the same truncation and rest (exact for
+// weights below 2^28 in magnitude; the deposit's are in [0, 1]).
+template <class D>
+HWY_INLINE void StoreQuanta(D d, hn::Vec<D> w, std::int64_t* HWY_RESTRICT to) {
+  const hn::RebindToSigned<D> di;
+  const auto v = hn::Mul(w, hn::Set(d, kernels::kQuantum)), t = hn::Trunc(v), rest = hn::Sub(v, t),
+             one = hn::Set(d, 1.0);
+  const auto up = hn::IfThenElseZero(hn::Ge(rest, hn::Set(d, 0.5)), one),
+             down = hn::IfThenElseZero(hn::Le(rest, hn::Set(d, -0.5)), one);
+  hn::StoreU(hn::ConvertTo(di, hn::Sub(hn::Add(t, up), down)), di, to);
+}
+
 template <typename R, typename G>
 long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne,
                        Sums& sums) {
@@ -577,7 +589,12 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
   constexpr long long kChunk = 512;
   if (lanes > kChunk) return begin;
   alignas(64) std::int32_t node[kChunk];
-  alignas(64) double wx0[kChunk], wx1[kChunk], wy0[kChunk], wy1[kChunk];
+  // The deposit's terms at x_{n+1}: a real grid's weights along each axis (their products and
+  // the charge taken as it adds), an integer grid's quanta at the four corners (kernels::quanta).
+  constexpr bool kQuanta = !std::is_same_v<G, double>;
+  constexpr long long kWeights = kQuanta ? 1 : kChunk, kCorners = kQuanta ? kChunk : 1;
+  alignas(64) double wx0[kWeights], wx1[kWeights], wy0[kWeights], wy1[kWeights];
+  alignas(64) std::int64_t q00[kCorners], q01[kCorners], q10[kCorners], q11[kCorners];
   // The field at x_n without gathers: a sub-chunk's cells (their 64-byte entries) are copied
   // into two arrays, E_x's four corners then E_y's, particle after particle, and read back
   // de-interleaved (four corners a vector each): two vector loads and copies a particle where
@@ -677,25 +694,32 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
       StoreImageNodes2(d32, s, kx, ky, node + k, sums, missed);
-      hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
-      hn::StoreU(gx, d, wx1 + k);
-      hn::StoreU(hn::Sub(one, gy), d, wy0 + k);
-      hn::StoreU(gy, d, wy1 + k);
+      if constexpr (kQuanta) {
+        const V hx = hn::Sub(one, gx), hy = hn::Sub(one, gy);
+        StoreQuanta(d, hn::Mul(hx, hy), q00 + k);
+        StoreQuanta(d, hn::Mul(hx, gy), q01 + k);
+        StoreQuanta(d, hn::Mul(gx, hy), q10 + k);
+        StoreQuanta(d, hn::Mul(gx, gy), q11 + k);
+      } else {
+        hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
+        hn::StoreU(gx, d, wx1 + k);
+        hn::StoreU(hn::Sub(one, gy), d, wy0 + k);
+        hn::StoreU(gy, d, wy1 + k);
+      }
     }
     for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
       const int c = node[k];
       if (missed && c < 0) continue;  // beyond the guards: counted above
-      if constexpr (std::is_same_v<G, double>) {
+      if constexpr (kQuanta) {  // the deterministic deposit's quantised weights (host_step.cpp)
+        ne[c] += q00[k];
+        ne[c + 1] += q01[k];
+        ne[c + row] += q10[k];
+        ne[c + row + 1] += q11[k];
+      } else {
         ne[c] += q * (wx0[k] * wy0[k]);
         ne[c + 1] += q * (wx0[k] * wy1[k]);
         ne[c + row] += q * (wx1[k] * wy0[k]);
         ne[c + row + 1] += q * (wx1[k] * wy1[k]);
-      } else {  // the deterministic deposit's quantised weights (host_step.cpp)
-        constexpr double quantum = 16777216.0;
-        ne[c] += std::llround(wx0[k] * wy0[k] * quantum);
-        ne[c + 1] += std::llround(wx0[k] * wy1[k] * quantum);
-        ne[c + row] += std::llround(wx1[k] * wy0[k] * quantum);
-        ne[c + row + 1] += std::llround(wx1[k] * wy1[k] * quantum);
       }
     }
     i += m;
@@ -728,7 +752,12 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
   constexpr long long kChunk = 512;
   if (lanes > kChunk) return begin;
   alignas(64) std::int32_t node[kChunk];
-  alignas(64) double fxs[kChunk], fys[kChunk], fzs[kChunk];
+  // The deposit's terms, as in 2D: a real grid's fractions, an integer grid's quanta at the
+  // eight corners (quanta_at[4a + 2b + c]: node (a, b, c) of the stencil).
+  constexpr bool kQuanta = !std::is_same_v<G, double>;
+  constexpr long long kFractions = kQuanta ? 1 : kChunk, kCorners = kQuanta ? kChunk : 1;
+  alignas(64) double fxs[kFractions], fys[kFractions], fzs[kFractions];
+  alignas(64) std::int64_t quanta_at[8][kCorners];
   // The field at x_n without gathers, as in 2D: a sub-chunk's stencils copied, particle after
   // particle, from the four lines along z they touch (two nodes of three components each) into
   // one array per line and node, and read back de-interleaved (a component a vector).
@@ -866,9 +895,23 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
       auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty), kz = TruncInRange(d, tz);
-      hn::StoreU(hn::Sub(tx, hn::PromoteTo(d, kx)), d, fxs + k);
-      hn::StoreU(hn::Sub(ty, hn::PromoteTo(d, ky)), d, fys + k);
-      hn::StoreU(hn::Sub(tz, hn::PromoteTo(d, kz)), d, fzs + k);
+      const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky)),
+              gz = hn::Sub(tz, hn::PromoteTo(d, kz));
+      if constexpr (kQuanta) {  // the weights in kernels::for_each_node's order: (w_x w_y) w_z
+        const V hx = hn::Sub(one, gx), hy = hn::Sub(one, gy), hz = hn::Sub(one, gz);
+        const auto along_z = [&](V wab, int at) {  // (a, b)'s two nodes along z, at 4a + 2b
+          StoreQuanta(d, hn::Mul(wab, hz), quanta_at[at] + k);
+          StoreQuanta(d, hn::Mul(wab, gz), quanta_at[at + 1] + k);
+        };
+        along_z(hn::Mul(hx, hy), 0);
+        along_z(hn::Mul(hx, gy), 2);
+        along_z(hn::Mul(gx, hy), 4);
+        along_z(hn::Mul(gx, gy), 6);
+      } else {
+        hn::StoreU(gx, d, fxs + k);
+        hn::StoreU(gy, d, fys + k);
+        hn::StoreU(gz, d, fzs + k);
+      }
       if (whole) {
         hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base), d32,
                    node + k);
@@ -894,20 +937,22 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
     for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
       const int n0 = node[k];
       if (missed && n0 < 0) continue;  // beyond the guards: counted above
+      if constexpr (kQuanta) {  // the deterministic deposit's quantised weights (host_step.cpp)
+        for (int a = 0; a < 2; ++a)
+          for (int b = 0; b < 2; ++b) {
+            G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
+            line[0] += quanta_at[4 * a + 2 * b][k];
+            line[1] += quanta_at[4 * a + 2 * b + 1][k];
+          }
+        continue;
+      }
       const double wx[2] = {1.0 - fxs[k], fxs[k]}, wy[2] = {1.0 - fys[k], fys[k]},
                    wz[2] = {1.0 - fzs[k], fzs[k]};
       for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
           const double wab = wx[a] * wy[b];
           G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
-          for (int c = 0; c < 2; ++c) {
-            if constexpr (std::is_same_v<G, double>) {
-              line[c] += q * (wab * wz[c]);
-            } else {  // the deterministic deposit's quantised weights (host_step.cpp)
-              constexpr double quantum = 16777216.0;
-              line[c] += std::llround(wab * wz[c] * quantum);
-            }
-          }
+          for (int c = 0; c < 2; ++c) line[c] += q * (wab * wz[c]);
         }
     }
     i += m;
@@ -936,6 +981,16 @@ PIC_NO_VECTORS(Cic3VectorsF, float, double)
 PIC_NO_VECTORS(Cic3VectorsIntF, float, std::int64_t)
 #undef PIC_NO_VECTORS
 #endif
+
+void Quanta(const double* HWY_RESTRICT w, long long n, std::int64_t* HWY_RESTRICT out) {
+  long long i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<double> d;
+  const auto lanes = static_cast<long long>(hn::Lanes(d));
+  for (; i + lanes <= n; i += lanes) StoreQuanta(d, hn::LoadU(d, w + i), out + i);
+#endif
+  for (; i < n; ++i) out[i] = kernels::quanta(w[i]);
+}
 
 // Cells [begin, end) of the cells (fill_cell_fields), every corner inside the grid: each
 // component's two pairs of adjacent corners (rounded to float for T = float) written as one
@@ -1013,6 +1068,7 @@ HWY_EXPORT(Cic3VectorsF);
 HWY_EXPORT(Cic3VectorsIntF);
 HWY_EXPORT(FloatCells);
 HWY_EXPORT(DoubleCells);
+HWY_EXPORT(Quanta);
 
 namespace {
 // The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
@@ -1056,6 +1112,13 @@ long long cic_floats(const Step<float>& s, long long begin, long long end, doubl
   Step<float> one = s;
   one.one_lane = true;
   return HWY_STATIC_DISPATCH(CicFloats)(one, begin, end, ne, sums);
+}
+
+void quanta(const double* w, long long n, std::int64_t* out) {
+  if (choice().vectors)
+    HWY_DYNAMIC_DISPATCH(Quanta)(w, n, out);
+  else
+    HWY_STATIC_DISPATCH(Quanta)(w, n, out);
 }
 
 // Cell c's entry: E_x at its four corners (c, c + 1, c + row, c + row + 1), then E_y, in T:

@@ -410,6 +410,40 @@ TEST(HostStep, FarMovesWrapAndEveryChargeIsDeposited) {
     }
 }
 
+// The deterministic deposit's quanta of a weight, std::llround(w 2^24) without its library
+// call (kernels::quanta, and the integer grids' vector loops): the same integer for ties and
+// their neighbours, halves just below 0.5 (whose sum with 0.5 rounds up), negatives, random
+// weights, integers up to 2^62, infinities and NaN (the library's value there).
+TEST(HostStep, QuantaAreLlroundsOfTheScaledWeights) {
+  constexpr double q = 16777216.0;  // 2^24
+  std::vector<double> w;
+  for (const double n : {0.0, 1.0, 2.0, 3.0, 1000.0, 16777215.0, 16777216.0, 4503599627370495.0})
+    for (const double sign : {1.0, -1.0})
+      for (const double frac : {0.0, 0.25, 0.5, 0.75}) {
+        const double v = sign * (n + frac);
+        for (const double x : {std::nextafter(v, -1e300), v, std::nextafter(v, 1e300)})
+          w.push_back(x / q);
+      }
+  w.push_back(0.49999999999999994 / q);
+  w.push_back(-0.49999999999999994 / q);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(0.0, 1.0), wide(-256.0, 256.0);
+  for (int i = 0; i < 20000; ++i) w.push_back(i % 2 ? unit(rng) : wide(rng));
+  w.push_back(0.0);  // an odd count: a tail after the whole vectors
+  ASSERT_EQ(w.size() % 2, 1u);
+  std::vector<std::int64_t> vectors(w.size());
+  pic::host_step::quanta(w.data(), static_cast<long long>(w.size()), vectors.data());
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const long long expected = std::llround(w[i] * q);
+    ASSERT_EQ(pic::kernels::quanta(w[i]), expected) << "w = " << w[i] << " (" << w[i] * q << ")";
+    ASSERT_EQ(vectors[i], expected) << "w = " << w[i] << " (" << w[i] * q << "), vector lane";
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const double big : {4.0e18 / q, -4.0e18 / q, 0x1p62 / q, -0x1p62 / q, inf, -inf,
+                           std::numeric_limits<double>::quiet_NaN()})
+    EXPECT_EQ(pic::kernels::quanta(big), std::llround(big * q)) << big;
+}
+
 // The float step deposits into paired grids: node c's two sums at 2c and 2c + 1, the even
 // particles' into the first and the odd ones' into the second (consecutive particles do not
 // wait for each other's sums); fold adds each pair, and unpairing keeps the sums.
