@@ -19,7 +19,9 @@
 # Each figure is the median over the runs of the loop's time (particles and field solve) per
 # particle-step; ours runs in double, single and mixed precision (--precision); the table
 # also gives the memory-bandwidth bound of our step in each: the bytes it moves per particle
-# over the STREAM triad measured here, and its share of the measured time.
+# over the STREAM triad measured here, and its share of the measured time; and (2D) our push
+# phase alone beside the same on a problem that stays in cache (32^2 cells, 36 particles a cell
+# as here): equal times say the core, not memory, bounds the step on this machine.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -133,6 +135,12 @@ peer_ns() {  # total time (particles + solver) in seconds -> ns per particle-ste
 ours_ns() {
   python3 -c "import json,sys; print('%.2f' % json.load(open(sys.argv[1]))['ns_per_particle_step'])" "$1/summary.json"
 }
+# The push phase alone (gather, push, move and the fused deposit) per particle-step.
+ours_push() {
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print('%.2f' % (d['phase_seconds']['push'] / (d['particles'] * d['steps_done']) * 1e9))" \
+    "$1/summary.json"
+}
 ours_mib() {
   python3 -c "import json,sys; print('%.0f' % json.load(open(sys.argv[1]))['peak_memory_mb_per_rank'])" "$1/summary.json"
 }
@@ -183,6 +191,17 @@ for r in $(seq "$runs"); do
     echo "ours-single $t $(ours_ns "$work/ours_single")" >>"$results"
     "$ours" "${ours_args[@]}" --precision mixed --output "$work/ours_mixed" >/dev/null
     echo "ours-mixed $t $(ours_ns "$work/ours_mixed")" >>"$results"
+    # The push alone, here and on a problem that stays in cache (32^2 unit cells, 36 particles
+    # a cell as here, the same motion per step in cells and as many particle-steps): the same
+    # time there says the step is bound by the core, not by memory.
+    for p in double single mixed; do
+      case "$p" in double) dir="$work/ours" ;; *) dir="$work/ours_$p" ;; esac
+      echo "push-$p $t $(ours_push "$dir")" >>"$results"
+      "$ours" --dim 2 --case custom --cells 32 --particles 36864 --steps "$((256 * steps))" \
+        --dt 0.1 --vth 1 --amplitude 0 --k 0.19634954084936207 --no-progress --overwrite \
+        --precision "$p" --output "$work/ours_cached" >/dev/null
+      echo "cached-$p $t $(ours_push "$work/ours_cached")" >>"$results"
+    done
     "$ours" "${ours_args[@]}" --output "$work/ours_separate" --host-step separate >/dev/null
     echo "ours-separate $t $(ours_ns "$work/ours_separate")" >>"$results"
     if [[ "$t" -gt 1 ]] && command -v mpiexec >/dev/null; then
@@ -271,6 +290,11 @@ for t in threads:
         print("triad %d thread(s): %.1f GB/s; %s moves %d B per particle-step: bound %.2f ns, "
               "%.0f%% of the measured %.2f" % (t, tri, code, moved, bound,
                                              100 * bound / med(code, t), med(code, t)))
+for t in threads:
+    print("the push alone on %d core(s), ns per particle-step, this problem / in cache (32^2 "
+          "cells, 36,864 particles): %s" % (t, ", ".join(
+              "%s %.2f / %.2f" % (p, med("push-" + p, t), med("cached-" + p, t))
+              for p in ("double", "single", "mixed"))))
 best = {t: min(med(c, t) for c in ("mpic2", "vmpic2") + (("pic2",) if t == 1 else ())) for t in threads}
 for t in threads:
     print("ours / best peer on %d core(s): %.2fx; single: %.2fx; mixed: %.2fx" %
