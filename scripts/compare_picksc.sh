@@ -196,11 +196,13 @@ for r in $(seq "$runs"); do
     # time there says the step is bound by the core, not by memory.
     for p in double single mixed; do
       case "$p" in double) dir="$work/ours" ;; *) dir="$work/ours_$p" ;; esac
-      echo "push-$p $t $(ours_push "$dir")" >>"$results"
+      v=$(ours_push "$dir")
+      echo "push-$p $t $v" >>"$results"
       "$ours" --dim 2 --case custom --cells 32 --particles 36864 --steps "$((256 * steps))" \
         --dt 0.1 --vth 1 --amplitude 0 --k 0.19634954084936207 --no-progress --overwrite \
         --precision "$p" --output "$work/ours_cached" >/dev/null
-      echo "cached-$p $t $(ours_push "$work/ours_cached")" >>"$results"
+      v=$(ours_push "$work/ours_cached")
+      echo "cached-$p $t $v" >>"$results"
     done
     "$ours" "${ours_args[@]}" --output "$work/ours_separate" --host-step separate >/dev/null
     echo "ours-separate $t $(ours_ns "$work/ours_separate")" >>"$results"
@@ -234,6 +236,7 @@ for line in open(sys.argv[1]):
     rows.setdefault(code, {}).setdefault(int(t), []).append(float(v))
 threads = [int(t) for t in sys.argv[2].split()]
 med = lambda code, t: statistics.median(rows[code][t]) if t in rows.get(code, {}) else None
+fmt = lambda v: "-" if v is None else "%.2f" % v
 if sys.argv[3] == "3":
     names = {"ours": "ours (pic --dim 3, fused host step)",
              "ours-single": "ours (--precision single)",
@@ -293,7 +296,7 @@ for t in threads:
 for t in threads:
     print("the push alone on %d core(s), ns per particle-step, this problem / in cache (32^2 "
           "cells, 36,864 particles): %s" % (t, ", ".join(
-              "%s %.2f / %.2f" % (p, med("push-" + p, t), med("cached-" + p, t))
+              "%s %s / %s" % (p, fmt(med("push-" + p, t)), fmt(med("cached-" + p, t)))
               for p in ("double", "single", "mixed"))))
 best = {t: min(med(c, t) for c in ("mpic2", "vmpic2") + (("pic2",) if t == 1 else ())) for t in threads}
 for t in threads:

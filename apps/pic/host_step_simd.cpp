@@ -566,8 +566,9 @@ HWY_INLINE hn::Vec<D> PeriodicLanes(D d, hn::Vec<D> v, double l) {
   return hn::LoadU(d, lane);
 }
 
-// kernels::quanta of a vector of weights, into `to`: the same truncation and rest (exact for
-// weights below 2^28 in magnitude; the deposit's are in [0, 1]).
+// kernels::quanta of a vector of weights, into `to`: the same truncation and rest (exact while
+// |w 2^24| < 2^63; the deposit's weights are in [0, 1]; NaN lanes give Highway's conversion's
+// value, not llround's).
 template <class D>
 HWY_INLINE void StoreQuanta(D d, hn::Vec<D> w, std::int64_t* HWY_RESTRICT to) {
   const hn::RebindToSigned<D> di;
@@ -944,16 +945,16 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
             line[0] += quanta_at[4 * a + 2 * b][k];
             line[1] += quanta_at[4 * a + 2 * b + 1][k];
           }
-        continue;
+      } else {
+        const double wx[2] = {1.0 - fxs[k], fxs[k]}, wy[2] = {1.0 - fys[k], fys[k]},
+                     wz[2] = {1.0 - fzs[k], fzs[k]};
+        for (int a = 0; a < 2; ++a)
+          for (int b = 0; b < 2; ++b) {
+            const double wab = wx[a] * wy[b];
+            G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
+            for (int c = 0; c < 2; ++c) line[c] += q * (wab * wz[c]);
+          }
       }
-      const double wx[2] = {1.0 - fxs[k], fxs[k]}, wy[2] = {1.0 - fys[k], fys[k]},
-                   wz[2] = {1.0 - fzs[k], fzs[k]};
-      for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-          const double wab = wx[a] * wy[b];
-          G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
-          for (int c = 0; c < 2; ++c) line[c] += q * (wab * wz[c]);
-        }
     }
     i += m;
   }

@@ -48,7 +48,7 @@ long long cic3_vectors(const Step<float>& s, long long begin, long long end, std
                        Sums& sums);
 
 // kernels::quanta of w[0, n) into out, whole vectors as the loops with integer grids compute
-// them, the rest one at a time (std::llround(w 2^24) for |w| < 2^28; for the tests).
+// them, the rest one at a time (std::llround(w 2^24) for finite |w 2^24| < 4e18; for the tests).
 void quanta(const double* w, long long n, std::int64_t* out);
 
 }  // namespace pic::host_step

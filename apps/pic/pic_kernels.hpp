@@ -25,16 +25,14 @@ CUNUMPY_HD_INLINE long long node_of(double j) {
   return (j > -4.0e18 && j < 4.0e18) ? static_cast<long long>(j) : 0;
 }
 
-// n / d for 0 <= n < 2^50 and d >= 1 given inv = 1.0 / d, without a division instruction (index
-// loops over grid nodes split an index into its coordinates so, the reciprocal computed once
-// outside the loop): the quotient from a double product, corrected once (its error is below one).
 // The deterministic deposit (DeterministicStep, the fused host step's integer grids): a weight
 // w adds its quanta, round(w 2^24) with ties away from zero (std::llround's), to an int64 sum,
 // so sums of any order agree to the bit.
 inline constexpr double kQuantum = 16777216.0;  // 2^24
 #if !CUNUMPY_NVRTC()
-// std::llround(w 2^24) without the library call: the truncation and the rest (both exact below
-// 2^62), a quantum more when the rest reaches a half; NaN, infinities and beyond take llround.
+// std::llround(w 2^24) without the library call: the truncation and the rest (both exact while
+// |w 2^24| < 4e18), a quantum more when the rest reaches a half; NaN, infinities and larger
+// values take llround.
 CUNUMPY_HD_INLINE long long quanta(double w) {
   const double v = w * kQuantum;
   if (!(v > -4.0e18 && v < 4.0e18)) return llround(v);
@@ -44,6 +42,9 @@ CUNUMPY_HD_INLINE long long quanta(double w) {
 }
 #endif
 
+// n / d for 0 <= n < 2^50 and d >= 1 given inv = 1.0 / d, without a division instruction (index
+// loops over grid nodes split an index into its coordinates so, the reciprocal computed once
+// outside the loop): the quotient from a double product, corrected once (its error is below one).
 CUNUMPY_HD_INLINE long long quotient(long long n, long long d, double inv) {
   long long q = static_cast<long long>(static_cast<double>(n) * inv);
   const long long r = n - q * d;

@@ -413,7 +413,8 @@ TEST(HostStep, FarMovesWrapAndEveryChargeIsDeposited) {
 // The deterministic deposit's quanta of a weight, std::llround(w 2^24) without its library
 // call (kernels::quanta, and the integer grids' vector loops): the same integer for ties and
 // their neighbours, halves just below 0.5 (whose sum with 0.5 rounds up), negatives, random
-// weights, integers up to 2^62, infinities and NaN (the library's value there).
+// weights, integers past 2^52 up to just below the fast path's 4e18 bound; and for the scalar
+// one the bound itself, 2^62, infinities and NaN (llround's value there).
 TEST(HostStep, QuantaAreLlroundsOfTheScaledWeights) {
   constexpr double q = 16777216.0;  // 2^24
   std::vector<double> w;
@@ -426,11 +427,13 @@ TEST(HostStep, QuantaAreLlroundsOfTheScaledWeights) {
       }
   w.push_back(0.49999999999999994 / q);
   w.push_back(-0.49999999999999994 / q);
+  for (const double v : {0x1p53 + 2.0, -(0x1p53 + 2.0), 0x1p61 + 4096.0,
+                         std::nextafter(4.0e18, 0.0), -std::nextafter(4.0e18, 0.0)})
+    w.push_back(v / q);
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> unit(0.0, 1.0), wide(-256.0, 256.0);
   for (int i = 0; i < 20000; ++i) w.push_back(i % 2 ? unit(rng) : wide(rng));
-  w.push_back(0.0);  // an odd count: a tail after the whole vectors
-  ASSERT_EQ(w.size() % 2, 1u);
+  while (w.size() % 8 != 5) w.push_back(0.0);  // a tail after the whole vectors (2 to 8 lanes)
   std::vector<std::int64_t> vectors(w.size());
   pic::host_step::quanta(w.data(), static_cast<long long>(w.size()), vectors.data());
   for (std::size_t i = 0; i < w.size(); ++i) {
