@@ -132,18 +132,15 @@ peer_mib() { awk '/Maximum resident/ {m = $NF > m ? $NF : m} END {printf "%.0f",
 peer_ns() {  # total time (particles + solver) in seconds -> ns per particle-step
   awk -v n="$particles" -v s="$steps" '/total time =/ {t = $4} END {printf "%.2f", t / (n * s) * 1e9}'
 }
-ours_ns() {
-  python3 -c "import json,sys; print('%.2f' % json.load(open(sys.argv[1]))['ns_per_particle_step'])" "$1/summary.json"
+# A figure of our run's summary.json: a Python expression of its dict d, formatted.
+summary_of() {
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[3] % eval(sys.argv[2]))" \
+    "$1/summary.json" "$2" "$3"
 }
+ours_ns() { summary_of "$1" "d['ns_per_particle_step']" %.2f; }
 # The push phase alone (gather, push, move and the fused deposit) per particle-step.
-ours_push() {
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
-print('%.2f' % (d['phase_seconds']['push'] / (d['particles'] * d['steps_done']) * 1e9))" \
-    "$1/summary.json"
-}
-ours_mib() {
-  python3 -c "import json,sys; print('%.0f' % json.load(open(sys.argv[1]))['peak_memory_mb_per_rank'])" "$1/summary.json"
-}
+ours_push() { summary_of "$1" "d['phase_seconds']['push'] / (d['particles'] * d['steps_done']) * 1e9" %.2f; }
+ours_mib() { summary_of "$1" "d['peak_memory_mb_per_rank']" %.0f; }
 results="$work/results.txt"
 : >"$results"
 timed() { /usr/bin/time -v -o "$work/time.txt" "$@"; }
@@ -191,9 +188,7 @@ for r in $(seq "$runs"); do
     echo "ours-single $t $(ours_ns "$work/ours_single")" >>"$results"
     "$ours" "${ours_args[@]}" --precision mixed --output "$work/ours_mixed" >/dev/null
     echo "ours-mixed $t $(ours_ns "$work/ours_mixed")" >>"$results"
-    # The push alone, here and on a problem that stays in cache (32^2 unit cells, 36 particles
-    # a cell as here, the same motion per step in cells and as many particle-steps): the same
-    # time there says the step is bound by the core, not by memory.
+    # The push alone, here and in cache (the header says why).
     for p in double single mixed; do
       case "$p" in double) dir="$work/ours" ;; *) dir="$work/ours_$p" ;; esac
       v=$(ours_push "$dir")

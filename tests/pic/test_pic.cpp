@@ -416,7 +416,7 @@ TEST(HostStep, FarMovesWrapAndEveryChargeIsDeposited) {
 // weights, integers past 2^52 up to just below the fast path's 4e18 bound; and for the scalar
 // one the bound itself, 2^62, infinities and NaN (llround's value there).
 TEST(HostStep, QuantaAreLlroundsOfTheScaledWeights) {
-  constexpr double q = 16777216.0;  // 2^24
+  constexpr double q = pic::kernels::kQuantum;  // 2^24
   std::vector<double> w;
   for (const double n : {0.0, 1.0, 2.0, 3.0, 1000.0, 16777215.0, 16777216.0, 4503599627370495.0})
     for (const double sign : {1.0, -1.0})
