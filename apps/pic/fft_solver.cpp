@@ -65,11 +65,11 @@ void mode_factors(cn::Backend b, double* f, const Modes& md) {
                  f[m] = k2 > 0.0 ? md.norm / k2 : 0.0;);
 }
 
-// Mode m of E_k, the components past the dimension not written.
+// Mode m of E_k from its wave vector k, the components past the dimension not written (rk may
+// be out0: the mode is read before it is written).
 template <int Dim>
-CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* factors,
+CUNUMPY_HD_INLINE void poisson_mode(const WaveVector& k, long long m, const double* factors,
                                     const double* rk, double* out0, double* out1, double* out2) {
-  const WaveVector k = wave_vector_of<Dim>(md, m);
   const double kx = k.kx, ky = k.ky, kz = k.kz, f = factors[m];
   const double re = rk[2 * m], im = rk[2 * m + 1];
   out0[2 * m] = kx * im * f;
@@ -84,18 +84,39 @@ CUNUMPY_HD_INLINE void poisson_mode(const Modes& md, long long m, const double* 
   }
 }
 
-// One loop per dimension (no test of it per mode).
+// On the host, in 2D and 3D: a line of the last axis (`length` modes from `line` * length)
+// at a time, its other wave-vector components once (the modes' own, wave_vector_of's: the
+// same bits as mode by mode) and the last one from the index along it.
+template <int Dim>
+void poisson_lines(cn::Backend b, const double* factors, const double* rk, double* out0,
+                   double* out1, double* out2, const Modes& md) {
+  const long long length = Dim == 3 ? md.c2 : md.c1;
+  const double k_last = md.k0[Dim - 1];
+  CUNUMPY_FOR_ON(
+      cn::on(b), "poisson", md.count / length, line, const long long m0 = line * length;
+      WaveVector k = wave_vector_of<Dim>(md, m0); for (long long t = 0; t < length; ++t) {
+        (Dim == 3 ? k.kz : k.ky) = k_last * static_cast<double>(t);
+        poisson_mode<Dim>(k, m0 + t, factors, rk, out0, out1, out2);
+      });
+}
+
+// One loop per dimension (no test of it per mode); mode by mode on a device.
 void poisson(cn::Backend b, const double* factors, const double* rk, double* out0, double* out1,
              double* out2, const Modes& md) {
-  if (md.dim == 3)
+  const bool host = b == cn::Backend::host;
+  if (md.dim == 3 && host)
+    poisson_lines<3>(b, factors, rk, out0, out1, out2, md);
+  else if (md.dim == 3)
     CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
-                   poisson_mode<3>(md, m, factors, rk, out0, out1, out2););
+                   poisson_mode<3>(wave_vector_of<3>(md, m), m, factors, rk, out0, out1, out2););
+  else if (md.dim == 2 && host)
+    poisson_lines<2>(b, factors, rk, out0, out1, out2, md);
   else if (md.dim == 2)
     CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
-                   poisson_mode<2>(md, m, factors, rk, out0, out1, out2););
+                   poisson_mode<2>(wave_vector_of<2>(md, m), m, factors, rk, out0, out1, out2););
   else
     CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
-                   poisson_mode<1>(md, m, factors, rk, out0, out1, out2););
+                   poisson_mode<1>(wave_vector_of<1>(md, m), m, factors, rk, out0, out1, out2););
 }
 
 // |rho_k[m]|^2 * scale, read back like a reduction's result.
@@ -115,19 +136,25 @@ class FftSolver final : public FieldSolver {
         backend_(s.backend),
         mode_(s.mode),
         fft_(s.comm, s.decomposition,
-             cn::DistributedFftOptions{.guard = static_cast<int>(s.grid.guard)}, s.backend),
-        rho_k_(cn::zeros<std::complex<double>>(fft_.spectrum().shape(), s.backend)) {}
+             cn::DistributedFftOptions{.guard = static_cast<int>(s.grid.guard)}, s.backend) {}
 
   std::string name() const override { return "fft"; }
 
   void solve(const cn::Array<double>& rho, cn::Array<double>& ex, cn::Array<double>& ey,
              cn::Array<double>& ez) override {
     const LocalGrid& g = grid_;
-    // The transform of rho; this rank's modes are kept for the other components and the mode
-    // energy while the plan's spectrum takes each component's modes in turn.
+    // The transform of rho in the plan's spectrum, the perturbed mode copied from it (for
+    // mode_power, on the device without a wait) before E_x's modes replace rho's there (E_y's
+    // and E_z's beside it until their turn).
     fft_.forward(rho);
     const cn::Array<std::complex<double>>& k = fft_.spectrum();
-    cn::copy(rho_k_, k);
+    const long long mode = mode_index(k);
+    if (mode >= 0) {
+      if (mode_k_.size() == 0) mode_k_ = cn::zeros<std::complex<double>>({1}, backend_);
+      const double* from = interleaved(k) + 2 * mode;
+      double* to = interleaved(mode_k_);
+      CUNUMPY_FOR_ON(cn::on(backend_), "perturbed mode", 2, part, to[part] = from[part];);
+    }
     const long long c1 = g.dim >= 2 ? k.shape(1) : 1, c2 = g.dim == 3 ? k.shape(2) : 1;
     const Modes md{k.size(),
                    fft_.spectrum_begin(),
@@ -148,7 +175,7 @@ class FftSolver final : public FieldSolver {
       factors_ = cn::Array<double>(k.shape(), backend_);
       mode_factors(backend_, factors_.data(), md);
     }
-    poisson(backend_, factors_.data(), interleaved(rho_k_), interleaved(k),
+    poisson(backend_, factors_.data(), interleaved(k), interleaved(k),
             g.dim >= 2 ? interleaved(e_k_[1]) : nullptr,
             g.dim == 3 ? interleaved(e_k_[2]) : nullptr, md);
     cn::Array<double>* e[] = {&ex, &ey, &ez};
@@ -158,24 +185,29 @@ class FftSolver final : public FieldSolver {
     }
   }
 
-  // The mode (1, m_y, m_z) lies on the rank whose modes hold row 1 of axis 0; m_y and m_z are
-  // 0 or 1, non-negative frequencies at those indices on every axis.
   double mode_power(double scale) override {
-    const long long begin = fft_.spectrum_begin(), rows = rho_k_.size() == 0 ? 0 : rho_k_.shape(0);
-    if (!(begin <= 1 && 1 < begin + rows)) return 0.0;
-    long long m = 1 - begin;
-    for (int axis = 1; axis < grid_.dim; ++axis) m = m * rho_k_.shape(axis) + mode_[axis];
-    return power(backend_, interleaved(rho_k_), m, scale);
+    return mode_k_.size() == 0 ? 0.0 : power(backend_, interleaved(mode_k_), 0, scale);
   }
 
   long long bytes_sent() const override { return fft_.stats().bytes_sent; }
 
  private:
+  // The perturbed mode (1, m_y, m_z) in this rank's modes `k`, or -1: it lies on the rank
+  // whose modes hold row 1 of axis 0; m_y and m_z are 0 or 1, non-negative frequencies at
+  // those indices on every axis.
+  long long mode_index(const cn::Array<std::complex<double>>& k) const {
+    const long long begin = fft_.spectrum_begin(), rows = k.size() == 0 ? 0 : k.shape(0);
+    if (!(begin <= 1 && 1 < begin + rows)) return -1;
+    long long m = 1 - begin;
+    for (int axis = 1; axis < grid_.dim; ++axis) m = m * k.shape(axis) + mode_[axis];
+    return m;
+  }
+
   LocalGrid grid_;
   cn::Backend backend_;
   std::array<int, 3> mode_;
   cn::DistributedFft fft_;
-  cn::Array<std::complex<double>> rho_k_;   // this rank's modes of rho (the last solve)
+  cn::Array<std::complex<double>> mode_k_;  // rho's perturbed mode (the last solve), if here
   cn::Array<std::complex<double>> e_k_[3];  // E_y's and E_z's modes while E_x's are transformed
   cn::Array<double> factors_;               // per mode, 1 / (cells |k|^2) (mode_factors)
 };

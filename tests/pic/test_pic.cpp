@@ -730,7 +730,7 @@ TEST(HostStep, FloatStepFollowsTheDoubleStepToFloatRounding) {
 }
 
 TEST(Pic, HostAndEmulatedGiveTheSameDiagnostics) {
-  for (int dim : {1, 3}) {
+  for (int dim : {1, 2, 3}) {
     pic::Config c = landau();
     c.deterministic = true;
     c.dim = dim;
@@ -751,6 +751,7 @@ TEST(Pic, HostAndEmulatedGiveTheSameDiagnostics) {
     ASSERT_EQ(host.field_energy.size(), emulated.field_energy.size());
     for (std::size_t i = 0; i < host.field_energy.size(); ++i) {
       ASSERT_EQ(host.field_energy[i], emulated.field_energy[i]) << dim << "D, step " << i;
+      ASSERT_EQ(host.mode_energy[i], emulated.mode_energy[i]) << dim << "D, step " << i;
       ASSERT_EQ(host.kinetic_energy[i], emulated.kinetic_energy[i]) << dim << "D, step " << i;
     }
   }
