@@ -103,14 +103,14 @@ void poisson_lines(cn::Backend b, const double* factors, const double* rk, doubl
 // One loop per dimension (no test of it per mode); mode by mode on a device.
 void poisson(cn::Backend b, const double* factors, const double* rk, double* out0, double* out1,
              double* out2, const Modes& md) {
-  const bool host = b == cn::Backend::host;
-  if (md.dim == 3 && host)
-    poisson_lines<3>(b, factors, rk, out0, out1, out2, md);
-  else if (md.dim == 3)
+  if (b == cn::Backend::host && md.dim >= 2) {
+    if (md.dim == 3)
+      poisson_lines<3>(b, factors, rk, out0, out1, out2, md);
+    else
+      poisson_lines<2>(b, factors, rk, out0, out1, out2, md);
+  } else if (md.dim == 3)
     CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
                    poisson_mode<3>(wave_vector_of<3>(md, m), m, factors, rk, out0, out1, out2););
-  else if (md.dim == 2 && host)
-    poisson_lines<2>(b, factors, rk, out0, out1, out2, md);
   else if (md.dim == 2)
     CUNUMPY_FOR_ON(cn::on(b), "poisson", md.count, m,
                    poisson_mode<2>(wave_vector_of<2>(md, m), m, factors, rk, out0, out1, out2););
@@ -136,7 +136,10 @@ class FftSolver final : public FieldSolver {
         backend_(s.backend),
         mode_(s.mode),
         fft_(s.comm, s.decomposition,
-             cn::DistributedFftOptions{.guard = static_cast<int>(s.grid.guard)}, s.backend) {}
+             cn::DistributedFftOptions{.guard = static_cast<int>(s.grid.guard)}, s.backend),
+        mode_at_(mode_index(fft_.spectrum())) {
+    if (mode_at_ >= 0) mode_k_ = cn::zeros<std::complex<double>>({1}, backend_);
+  }
 
   std::string name() const override { return "fft"; }
 
@@ -148,10 +151,8 @@ class FftSolver final : public FieldSolver {
     // and E_z's beside it until their turn).
     fft_.forward(rho);
     const cn::Array<std::complex<double>>& k = fft_.spectrum();
-    const long long mode = mode_index(k);
-    if (mode >= 0) {
-      if (mode_k_.size() == 0) mode_k_ = cn::zeros<std::complex<double>>({1}, backend_);
-      const double* from = interleaved(k) + 2 * mode;
+    if (mode_at_ >= 0) {
+      const double* from = interleaved(k) + 2 * mode_at_;
       double* to = interleaved(mode_k_);
       CUNUMPY_FOR_ON(cn::on(backend_), "perturbed mode", 2, part, to[part] = from[part];);
     }
@@ -186,7 +187,7 @@ class FftSolver final : public FieldSolver {
   }
 
   double mode_power(double scale) override {
-    return mode_k_.size() == 0 ? 0.0 : power(backend_, interleaved(mode_k_), 0, scale);
+    return mode_at_ < 0 ? 0.0 : power(backend_, interleaved(mode_k_), 0, scale);
   }
 
   long long bytes_sent() const override { return fft_.stats().bytes_sent; }
@@ -207,6 +208,7 @@ class FftSolver final : public FieldSolver {
   cn::Backend backend_;
   std::array<int, 3> mode_;
   cn::DistributedFft fft_;
+  long long mode_at_;                       // mode_index of the plan's spectrum (fixed)
   cn::Array<std::complex<double>> mode_k_;  // rho's perturbed mode (the last solve), if here
   cn::Array<std::complex<double>> e_k_[3];  // E_y's and E_z's modes while E_x's are transformed
   cn::Array<double> factors_;               // per mode, 1 / (cells |k|^2) (mode_factors)
