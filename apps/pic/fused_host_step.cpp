@@ -32,15 +32,16 @@ namespace {
 template <typename Real>
 class FusedHostStep final : public ParticleStep<Real> {
  public:
-  explicit FusedHostStep(const Config& config)
-      : dt_(config.dt), deterministic_(config.deterministic) {
+  FusedHostStep(const Config& config, const FieldLayout& layout)
+      : dt_(config.dt), deterministic_(config.deterministic), floats_(floats_of(layout.grid())) {
 #if defined(_OPENMP)
     threads_ = omp_get_max_threads();
 #endif
   }
 
   std::string name() const override {
-    return deterministic_ ? "fused host (deterministic)" : "fused host";
+    if (deterministic_) return "fused host (deterministic)";
+    return floats_ ? "fused host (float lanes)" : "fused host";
   }
 
   void deposit(const Particles<Real>& p, FieldLayout& layout,
@@ -76,7 +77,10 @@ class FusedHostStep final : public ParticleStep<Real> {
     grids_.ensure(threads_, g.nodes(), deterministic_);
     host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
     const bool vectors = g.two() && g.order == 1 && !p.cells, floats = s.floats;
-    if (floats) {  // E from its float cells alone (cic_floats): no interleaved copy
+    if (floats && g.has_z()) {  // E from its float nodes alone (cic3_floats)
+      host_step::fill_node_fields(g.nodes(), layout.ex.data(), layout.ey.data(), layout.ez.data(),
+                                  nodes32_);
+    } else if (floats) {  // E from its float cells alone (cic_floats): no interleaved copy
       host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells32_);
     } else {
       host_step::interleave_fields(g.nodes(), layout.ex.data(),
@@ -87,7 +91,8 @@ class FusedHostStep final : public ParticleStep<Real> {
     }
     s.exy = floats ? nullptr : exy_.data();
     s.cells = vectors && !floats ? cells_.data() : nullptr;
-    s.cells32 = floats ? cells32_.data() : nullptr;
+    s.cells32 = floats && !g.has_z() ? cells32_.data() : nullptr;
+    s.nodes32 = floats && g.has_z() ? nodes32_.data() : nullptr;
     s.vectors3 = g.has_z() && g.order == 1 && !p.cells;
     if (deterministic_) {
       s.energies = p.work.data();
@@ -178,10 +183,10 @@ class FusedHostStep final : public ParticleStep<Real> {
     return s;
   }
 
-  // Float particles, 2D CIC, real grids: the step's arithmetic in float, twice the lanes
-  // (host_step.hpp).  The deterministic step keeps double's, as every backend's.
+  // Float particles, 2D and 3D CIC, real grids: the step's arithmetic in float, twice the
+  // lanes (host_step.hpp).  The deterministic step keeps double's, as every backend's.
   bool floats_of(const LocalGrid& g) const {
-    return std::is_same_v<Real, float> && g.two() && g.order == 1 && !deterministic_;
+    return std::is_same_v<Real, float> && (g.two() || g.has_z()) && g.order == 1 && !deterministic_;
   }
 
   void clear() {
@@ -191,18 +196,20 @@ class FusedHostStep final : public ParticleStep<Real> {
 
   double dt_;
   bool deterministic_;
+  bool floats_;  // floats_of the layout's grid (the arithmetic the name reports)
   int threads_ = 1;
   bool pushed_ = false;  // the last push deposited into grids_ (not folded yet)
   host_step::ThreadGrids grids_;
   std::vector<double> exy_, cells_;
-  std::vector<float> cells32_;
+  std::vector<float> cells32_, nodes32_;
 };
 
 }  // namespace
 
 template <typename Real>
-std::unique_ptr<ParticleStep<Real>> make_fused_host_step(const Config& config, const FieldLayout&) {
-  return std::make_unique<FusedHostStep<Real>>(config);
+std::unique_ptr<ParticleStep<Real>> make_fused_host_step(const Config& config,
+                                                         const FieldLayout& layout) {
+  return std::make_unique<FusedHostStep<Real>>(config, layout);
 }
 template std::unique_ptr<ParticleStep<double>> make_fused_host_step<double>(const Config&,
                                                                             const FieldLayout&);

@@ -356,6 +356,11 @@ template <typename R>
 bool float_lanes(const Step<R>& s) {
   return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 2 && s.order == 1;
 }
+// The same in 3D (cic3_floats), into unpaired grids.
+template <typename R>
+bool float_lanes3(const Step<R>& s) {
+  return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 3 && s.order == 1;
+}
 
 // Mixed precision's particles (cells and offsets): the scalar loops.
 template <typename R, typename G>
@@ -374,12 +379,14 @@ template <typename R, typename G>
 Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if constexpr (std::is_same_v<R, float>)
     if (s.cx != nullptr) {
-      Sums v;  // 2D CIC, real grids: the float lanes
-      if constexpr (std::is_same_v<G, double>)
+      Sums v;  // 2D and 3D CIC, real grids: the float lanes
+      if constexpr (std::is_same_v<G, double>) {
         if (float_lanes(s)) {
           begin = cic_floats(s, begin, end, ne, v);
           assert(begin == end);  // the rest would be deposited unpaired
         }
+        if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);
+      }
       const Sums rest = range_in_cells(s, begin, end, ne);
       return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
                   v.undeposited + rest.undeposited};
@@ -387,7 +394,11 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   if (s.dim == 3) {
     if (s.order == 2) return range_3d_tsc<false>(s, begin, end, ne);
     Sums v;  // 3D CIC: whole vectors of particles first, the rest by the scalar loop
-    if (s.vectors3) begin = cic3_vectors(s, begin, end, ne, v);
+    if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
+      if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);  // every particle
+    } else {
+      if (s.vectors3) begin = cic3_vectors(s, begin, end, ne, v);
+    }
     const Sums rest = range_3d_cic<false>(s, begin, end, ne);
     return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
                 v.undeposited + rest.undeposited};
@@ -423,37 +434,52 @@ long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne)
 
 // The deposit alone of float particles with Step::floats: float_stencil's fractions (mixed
 // precision: the stored cells and offsets), deposited as the float lanes deposit them after the
-// move, into paired grids.
+// move: into paired grids in 2D (deposit_float_cic2), unpaired in 3D (float_cic3_weights).
+template <int Dim>
 long long deposit_range_floats(const Step<float>& s, long long begin, long long end, double* ne) {
   const FloatStep f = float_step(s);
+  const float inv[3] = {f.inv_dx, f.inv_dy, f.inv_dz};
+  float* const at[3] = {s.x, s.y, s.z};
+  std::int32_t* const cells[3] = {s.cx, s.cy, s.cz};
+  const long long lo[3] = {s.i_lo, s.j_lo, s.k_lo}, hi[3] = {s.i_hi, s.j_hi, s.k_hi},
+                  n[3] = {s.nx, s.ny, s.nz};
   long long missed = 0;
   for (long long i = begin; i < end; ++i) {
-    long long fx = 0, fy = 0;
-    float gx = 0.0f, gy = 0.0f;
-    if (s.cx != nullptr) {  // mixed precision: the cell and the offset in it
-      fx = s.cx[i];
-      fy = s.cy[i];
-      gx = s.x[i];
-      gy = s.y[i];
-    } else {
-      gx = float_stencil(s.x[i], f.inv_dx, fx);
-      gy = float_stencil(s.y[i], f.inv_dy, fy);
+    long long first[3] = {0, 0, 0};
+    float g[3] = {0.0f, 0.0f, 0.0f};
+    bool reach = true;
+    for (int a = 0; a < Dim; ++a) {
+      if (s.cx != nullptr) {  // mixed precision: the cell and the offset in it
+        first[a] = cells[a][i];
+        g[a] = at[a][i];
+      } else {
+        g[a] = float_stencil(at[a][i], inv[a], first[a]);
+      }
+      reach = reach && (s.whole_box || image(first[a], 1, lo[a], hi[a], n[a]));
     }
-    if (!s.whole_box &&
-        (!image(fx, 1, s.i_lo, s.i_hi, s.nx) || !image(fy, 1, s.j_lo, s.j_hi, s.ny))) {
+    if (!reach) {
       ++missed;
       continue;
     }
-    deposit_float_cic2(ne, i, node_index<2>(s, fx, fy, 0), s.row, s.charge, gx, gy);
+    const long long c = node_index<Dim>(s, first[0], first[1], first[2]);
+    if constexpr (Dim == 2) {
+      deposit_float_cic2(ne, i, c, s.row, s.charge, g[0], g[1]);
+    } else {
+      double w[8];
+      float_cic3_weights(s.charge, g[0], g[1], g[2], w);
+      add_float_cic3(ne, c, s.row, s.col, w);
+    }
   }
   return missed;
 }
 
 template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
-  // The float step (single and mixed precision): into paired grids, as its push deposits.
-  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>)
-    if (float_lanes(s)) return deposit_range_floats(s, begin, end, ne);
+  // The float step (single and mixed precision): into paired grids in 2D, as its push deposits.
+  if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
+    if (float_lanes(s)) return deposit_range_floats<2>(s, begin, end, ne);
+    if (float_lanes3(s)) return deposit_range_floats<3>(s, begin, end, ne);
+  }
   if constexpr (std::is_same_v<R, float>)
     if (s.cx != nullptr) {
       if (s.dim == 3)
@@ -546,14 +572,17 @@ FloatStep float_step(const StepGeometry& s) {
   FloatStep f{};
   f.inv_dx = static_cast<float>(s.inv_dx);
   f.inv_dy = static_cast<float>(s.inv_dy);
+  f.inv_dz = static_cast<float>(s.inv_dz);
   f.lx = static_cast<float>(s.lx);
   f.ly = static_cast<float>(s.ly);
+  f.lz = static_cast<float>(s.lz);
   f.dv = static_cast<float>(s.dv);
   f.dt = static_cast<float>(s.dt);
   f.below_lx = kernels::inside_as<float>(std::nextafter(s.lx, 0.0), s.lx);
   f.below_ly = kernels::inside_as<float>(std::nextafter(s.ly, 0.0), s.ly);
+  f.below_lz = kernels::inside_as<float>(std::nextafter(s.lz, 0.0), s.lz);
   constexpr float inf = std::numeric_limits<float>::infinity();
-  for (int a = 0; a < 2; ++a) {
+  for (int a = 0; a < 3; ++a) {
     float lo = static_cast<float>(s.stay_lo[a]), hi = static_cast<float>(s.stay_hi[a]);
     if (static_cast<double>(lo) < s.stay_lo[a]) lo = std::nextafter(lo, inf);
     if (static_cast<double>(hi) > s.stay_hi[a]) hi = std::nextafter(hi, -inf);
@@ -634,6 +663,19 @@ void interleave_fields(long long nodes, const double* ex, const double* ey, cons
     out[per * c] = ex[c];
     if (per >= 2) out[per * c + 1] = ey[c];
     if (per == 3) out[3 * c + 2] = ez[c];
+  }
+}
+
+void fill_node_fields(long long nodes, const double* ex, const double* ey, const double* ez,
+                      std::vector<float>& nodes32) {
+  nodes32.resize(static_cast<std::size_t>(4 * nodes));
+  float* out = nodes32.data();
+#pragma omp parallel for schedule(static)
+  for (long long c = 0; c < nodes; ++c) {
+    out[4 * c] = static_cast<float>(ex[c]);
+    out[4 * c + 1] = static_cast<float>(ey[c]);
+    out[4 * c + 2] = static_cast<float>(ez[c]);
+    out[4 * c + 3] = 0.0f;
   }
 }
 

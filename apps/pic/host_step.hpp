@@ -15,14 +15,15 @@
 //
 // The same math per particle as the separate kernels (kernels::stencil's weights, the
 // gather's sums in the same order, the push's roundings), but for float particles on real 2D
-// CIC grids, below.  Deterministic (integer grids): each
+// and 3D CIC grids, below.  Deterministic (integer grids): each
 // node's weight quantised to multiples of 2^-24 and summed as integers (exact in any order),
 // as DeterministicStep does, and the kinetic energy left per particle for a fixed-order sum.
-// Float particles on real 2D CIC grids (StepGeometry::floats) step in float: the gather, push,
-// move and stencil of each particle in float lanes (twice double's: cic_floats), E rounded to
-// float once per step, the kinetic energy's terms in float, the deposit's weights and every
-// sum in double; the deterministic step keeps double's arithmetic (its bits are every
-// backend's).  Measured by scripts/compare_picksc.sh (ns per particle-step).
+// Float particles on real 2D and 3D CIC grids (StepGeometry::floats) step in float: the gather,
+// push, move and stencil of each particle in float lanes (twice double's: cic_floats,
+// cic3_floats), E rounded to float once per step, the kinetic energy's terms in float, the
+// deposit's weights and every sum in double; the deterministic step keeps double's arithmetic
+// (its bits are every backend's).  Measured by scripts/compare_picksc.sh (ns per
+// particle-step).
 #pragma once
 
 #include <cstdint>
@@ -47,17 +48,21 @@ struct StepGeometry {
   long long i_lo, i_hi, j_lo, j_hi, k_lo, k_hi;
   bool whole_box;  // the block is the box: every image lies in it
   // E at the guarded nodes, its components interleaved (E_x, E_y, E_z: dim doubles a node);
-  // null with `floats`, whose loop (cic_floats, which takes every particle) reads cells32.
+  // null with `floats`, whose loops (cic_floats, cic3_floats: every particle) read cells32 (2D)
+  // or nodes32 (3D).
   const double* exy;
   // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
   // particles; null: the scalar loop alone.
   const double* cells = nullptr;
-  // Float particles, 2D CIC, real grids (`floats`): each particle's arithmetic in float, the
-  // loop over float lanes (cic_floats) reading E from the cells in float (fill_cell_fields),
-  // every particle one lane at a time on the baseline target with `one_lane` (the same bits).
+  // Float particles, 2D and 3D CIC, real grids (`floats`): each particle's arithmetic in float,
+  // the loop over float lanes (cic_floats, cic3_floats) reading E in float, in 2D from the cells
+  // (fill_cell_fields), in 3D from the nodes (fill_node_fields: E_x, E_y, E_z and a zero, 16
+  // bytes a node); every particle one lane at a time on the baseline target with `one_lane`
+  // (the same bits).
   bool floats = false;
   bool one_lane = false;
   const float* cells32 = nullptr;
+  const float* nodes32 = nullptr;
   // 3D CIC: whole vectors of particles first (cic3_vectors), gathering from exy.
   bool vectors3 = false;
   // Deterministic: integer grids, and the particles' kinetic energies (mass / 2 v_old . v_new)
@@ -80,7 +85,7 @@ struct StepGeometry {
 
 // Real: the particles' precision (double or float).  The arithmetic is double, each new
 // position and velocity rounded once when stored (positions kept inside the box), unless
-// StepGeometry::floats (float particles, 2D CIC, real grids): then it is float.
+// StepGeometry::floats (float particles, 2D or 3D CIC, real grids): then it is float.
 template <typename Real>
 struct Step : StepGeometry {
   Real* x = nullptr;
@@ -89,8 +94,8 @@ struct Step : StepGeometry {
   Real* vx = nullptr;
   Real* vy = nullptr;  // 2D and 3D
   Real* vz = nullptr;  // 3D
-  // Mixed precision: the cells (x, y, z the offsets in them); the float lanes in 2D CIC with
-  // real grids, the scalar loops otherwise.
+  // Mixed precision: the cells (x, y, z the offsets in them); the float lanes in 2D and 3D CIC
+  // with real grids, the scalar loops otherwise.
   std::int32_t* cx = nullptr;
   std::int32_t* cy = nullptr;  // 2D and 3D
   std::int32_t* cz = nullptr;  // 3D
@@ -100,8 +105,8 @@ struct Step : StepGeometry {
 // under the box's lengths; the stay region rounded inwards (a float inside it lies inside the
 // region in double).
 struct FloatStep {
-  float inv_dx, inv_dy, lx, ly, dv, dt, below_lx, below_ly;
-  float stay_lo[2], stay_hi[2];
+  float inv_dx, inv_dy, inv_dz, lx, ly, lz, dv, dt, below_lx, below_ly, below_lz;
+  float stay_lo[3], stay_hi[3];
 };
 FloatStep float_step(const StepGeometry& s);
 // A float position after the move's one wrap by the float length lf: itself inside [0, lf),
@@ -146,6 +151,30 @@ inline void deposit_float_cic2(double* ne, long long i, long long c, long long r
   add_float_cic2(ne + (i & 1), c, row, w.w00, w.w01, w.w10, w.w11);
 }
 
+// The 3D float step's CIC deposit of a particle whose stencil starts at guarded node c with
+// fractions gx, gy, gz: weights (q - q gx, q gx) along x, (1 - gy, gy) along y, their products,
+// then (1 - gz, gz) along z, in double (float_cic3_weights: node (a, b, l) of the stencil at
+// w[4a + 2b + l], at c + a row + b col + l), the same in the vector loop and in the deposit
+// alone.  Into unpaired grids: a 3D stencil's eight nodes on four lines keep consecutive
+// particles' sums apart enough.
+inline void float_cic3_weights(double charge, float gx, float gy, float gz, double* w) {
+  const double fx = gx, fy = gy, fz = gz, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy,
+               az = 1.0 - fz;
+  const double wab[4] = {qa * ay, qa * fy, qx * ay, qx * fy};
+  for (int k = 0; k < 4; ++k) {
+    w[2 * k] = wab[k] * az;
+    w[2 * k + 1] = wab[k] * fz;
+  }
+}
+inline void add_float_cic3(double* ne, long long c, long long row, long long col, const double* w) {
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) {
+      double* line = ne + c + a * row + b * col;
+      line[0] += w[4 * a + 2 * b];
+      line[1] += w[4 * a + 2 * b + 1];
+    }
+}
+
 struct Sums {
   double energy = 0.0;        // sum of v_old . v_new (time-centred kinetic energy / (m / 2))
   double momentum = 0.0;      // sum of v_x after the push
@@ -155,7 +184,7 @@ struct Sums {
 // One grid per thread of the team (`nodes` doubles, 2 `nodes` when paired, or int64 with
 // integer grids), cleared.
 // Real grids are paired (`pairs`: two sums a node, node c's at 2c and 2c + 1,
-// deposit_float_cic2) while the float step (StepGeometry::floats) deposits into them:
+// deposit_float_cic2) while the 2D float step (StepGeometry::floats) deposits into them:
 // push_and_deposit and deposit pair them or unpair them as the step needs (keeping their
 // sums), fold adds each pair.
 struct ThreadGrids {
@@ -183,5 +212,9 @@ void fold(ThreadGrids& grids, long long nodes, double* ne);
 // 3D, (E_x, E_y) pairs in 2D, E_x in 1D (ey, ez null past the dimension).
 void interleave_fields(long long nodes, const double* ex, const double* ey, const double* ez,
                        std::vector<double>& exy);
+// The 3D float step's E (StepGeometry::nodes32): node c's E_x, E_y, E_z rounded to float at
+// 4c, 4c + 1, 4c + 2, and a zero at 4c + 3 (a node 16 bytes, two along z one 32-byte line).
+void fill_node_fields(long long nodes, const double* ex, const double* ey, const double* ez,
+                      std::vector<float>& nodes32);
 
 }  // namespace pic::host_step

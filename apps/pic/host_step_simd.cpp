@@ -1,9 +1,9 @@
 // host_step's 2D and 3D CIC loops over whole vectors of particles (host_step_simd.hpp), compiled by
 // Google Highway for each instruction set (foreach_target.h includes this file once per target)
 // and chosen at run time.  The double loops: lane by lane the same operations, in the same order,
-// as host_step.cpp's scalar loop, the same bits.  The float loop (float particles on real 2D
-// grids): its own arithmetic in float, one lane at a time on the baseline target the same bits
-// as its vectors.  Measured by scripts/compare_picksc.sh.
+// as host_step.cpp's scalar loop, the same bits.  The float loops (float particles on real 2D
+// and 3D grids): their own arithmetic in float, one lane at a time on the baseline target the
+// same bits as their vectors.  Measured by scripts/compare_picksc.sh.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "host_step_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -83,6 +83,51 @@ HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, h
   if (!hn::AllTrue(di, reach)) [[unlikely]] {
     sums.undeposited += static_cast<long long>(hn::CountTrue(di, hn::Not(reach)));
     missed = true;
+  }
+}
+
+// 3D CIC likewise: the first node of the stencils whose cells are (kx, ky, kz).
+template <class DI>
+HWY_INLINE void StoreImageNodes3(DI di, const StepGeometry& s, hn::Vec<DI> kx, hn::Vec<DI> ky,
+                                 hn::Vec<DI> kz, std::int32_t* HWY_RESTRICT out, Sums& sums,
+                                 bool& missed) {
+  const auto set = [&](long long v) { return hn::Set(di, static_cast<std::int32_t>(v)); };
+  const auto rows = set(s.row), cols = set(s.col), base = set(s.base);
+  if (s.whole_box) {
+    hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base), di, out);
+    return;
+  }
+  const auto i_lo = set(s.i_lo), i_hi = set(s.i_hi - 1), j_lo = set(s.j_lo), j_hi = set(s.j_hi - 1),
+             k_lo = set(s.k_lo), k_hi = set(s.k_hi - 1), nxs = set(s.nx), nys = set(s.ny),
+             nzs = set(s.nz);
+  kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
+  kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
+  ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
+  ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
+  kz = hn::IfThenElse(hn::Lt(kz, k_lo), hn::Add(kz, nzs), kz);
+  kz = hn::IfThenElse(hn::Gt(kz, k_hi), hn::Sub(kz, nzs), kz);
+  const auto out_of = hn::Or(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
+                                    hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))),
+                             hn::Or(hn::Lt(kz, k_lo), hn::Gt(kz, k_hi)));
+  const auto reach = hn::Not(out_of);
+  const auto c = hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base);
+  hn::StoreU(hn::IfThenElse(reach, c, set(-1)), di, out);
+  if (!hn::AllTrue(di, reach)) [[unlikely]] {
+    sums.undeposited += static_cast<long long>(hn::CountTrue(di, out_of));
+    missed = true;
+  }
+}
+// The rows [p, p + lanes) whose stored position lies outside the stay region (3D), as
+// AppendLeavers2.
+template <typename R>
+HWY_INLINE void AppendLeavers3(const StepGeometry& s, const R* x, const R* y, const R* z,
+                               long long p, long long lanes) {
+  const R* coord[3] = {x, y, z};
+  for (long long l = p; l < p + lanes; ++l) {
+    bool in = true;
+    for (int a = 0; a < 3; ++a)
+      in = in && coord[a][l] >= s.stay_lo[a] && coord[a][l] <= s.stay_hi[a];
+    if (!in) s.leavers->push_back(l);
   }
 }
 
@@ -516,6 +561,330 @@ long long CicFloats(const Step<float>& s, long long begin, long long end, double
                          : CicFloatsIn<false>(s, begin, end, ne, sums);
 }
 
+// 3D CIC in float lanes: the 2D float loop's scheme with eight corners.  E from the float nodes
+// (Step::nodes32: 4 floats a node): a sub-chunk's stencils copied, particle after particle, from
+// the four lines along z they touch (two nodes, 32 bytes, each) into one array per line and node,
+// and read back de-interleaved (a component a vector); the deposit's weights
+// (float_cic3_weights, a vector at a time in double) and the sums in double.
+constexpr long long kChunk3 = 256;  // particles a chunk (their weights in L1, 16 KB)
+template <class D>
+HWY_INLINE void StoreWeights3(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, hn::Vec<D> gz,
+                              double (*w)[kChunk3], long long at, hwy::SizeTag<1>) {
+  double c[8];
+  float_cic3_weights(q, hn::GetLane(gx), hn::GetLane(gy), hn::GetLane(gz), c);
+  for (int k = 0; k < 8; ++k) w[k][at] = c[k];
+}
+#if HWY_TARGET != HWY_SCALAR
+template <class D, size_t kLanes>
+HWY_INLINE void StoreWeights3(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, hn::Vec<D> gz,
+                              double (*w)[kChunk3], long long at, hwy::SizeTag<kLanes>) {
+  const hn::Repartition<double, D> dd;
+  const hn::Half<D> dh;
+  using VD = hn::Vec<decltype(dd)>;
+  const auto charge = hn::Set(dd, q), one = hn::Set(dd, 1.0);
+  const auto half = [&](hn::Vec<hn::Half<D>> hx, hn::Vec<hn::Half<D>> hy, hn::Vec<hn::Half<D>> hz,
+                        long long to) {
+    const VD fx = hn::PromoteTo(dd, hx), fy = hn::PromoteTo(dd, hy), fz = hn::PromoteTo(dd, hz);
+    const VD qx = hn::Mul(charge, fx), qa = hn::Sub(charge, qx), ay = hn::Sub(one, fy),
+             az = hn::Sub(one, fz);
+    const auto along_z = [&](VD wab, int k) {
+      hn::Store(hn::Mul(wab, az), dd, w[2 * k] + to);
+      hn::Store(hn::Mul(wab, fz), dd, w[2 * k + 1] + to);
+    };
+    along_z(hn::Mul(qa, ay), 0);
+    along_z(hn::Mul(qa, fy), 1);
+    along_z(hn::Mul(qx, ay), 2);
+    along_z(hn::Mul(qx, fy), 3);
+  };
+  half(hn::LowerHalf(dh, gx), hn::LowerHalf(dh, gy), hn::LowerHalf(dh, gz), at);
+  half(hn::UpperHalf(dh, gx), hn::UpperHalf(dh, gy), hn::UpperHalf(dh, gz),
+       at + static_cast<long long>(hn::Lanes(dd)));
+}
+#endif
+// A vector of particles' node (4 floats each, from `at`): its three components.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void LoadNodes(D d, const float* HWY_RESTRICT at, V& c0, V& c1, V& c2, hwy::SizeTag<1>) {
+  c0 = hn::Set(d, at[0]);
+  c1 = hn::Set(d, at[1]);
+  c2 = hn::Set(d, at[2]);
+}
+#if HWY_TARGET != HWY_SCALAR
+template <class D, size_t kLanes, class V = hn::Vec<D>>
+HWY_INLINE void LoadNodes(D d, const float* HWY_RESTRICT at, V& c0, V& c1, V& c2,
+                          hwy::SizeTag<kLanes>) {
+  V pad;
+  hn::LoadInterleaved4(d, at, c0, c1, c2, pad);
+}
+#endif
+
+// Cells (mixed precision): the 2D loop's moves along three axes.
+template <bool Cells, class D>
+long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end,
+                       double* HWY_RESTRICT ne, Sums& sums) {
+  const hn::RebindToSigned<D> di;
+  using V = hn::Vec<D>;
+  using VI = hn::Vec<decltype(di)>;
+  const auto lanes = static_cast<long long>(hn::Lanes(d));
+  constexpr long long kChunk = kChunk3, kSub = 32;
+  if (lanes > kSub) return begin;
+  alignas(64) std::int32_t node[kChunk], first[kSub];
+  alignas(64) double share[8][kChunk];     // node (a, b, l) of the stencil at 4a + 2b + l
+  alignas(64) float at_node[8][4 * kSub];  // [2 * line + node along z][4 * particle + component]
+  const long long row = s.row, col = s.col;
+  const FloatStep f = float_step(s);
+  const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy),
+          inv_dz = hn::Set(d, f.inv_dz), lx = hn::Set(d, f.lx), ly = hn::Set(d, f.ly),
+          lz = hn::Set(d, f.lz), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
+          below_lx = hn::Set(d, f.below_lx), below_ly = hn::Set(d, f.below_ly),
+          below_lz = hn::Set(d, f.below_lz), one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
+          stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]),
+          stay_z0 = hn::Set(d, f.stay_lo[2]), stay_z1 = hn::Set(d, f.stay_hi[2]);
+  const VI rows = hn::Set(di, static_cast<std::int32_t>(row)),
+           cols = hn::Set(di, static_cast<std::int32_t>(col)),
+           base = hn::Set(di, static_cast<std::int32_t>(s.base));
+  auto energy = hn::Zero(hn::DFromV<decltype(Promoted(d, zero, WideLanes<D>()))>());
+  auto momentum = energy;
+  float* HWY_RESTRICT x = s.x;
+  float* HWY_RESTRICT y = s.y;
+  float* HWY_RESTRICT z = s.z;
+  float* HWY_RESTRICT vx = s.vx;
+  float* HWY_RESTRICT vy = s.vy;
+  float* HWY_RESTRICT vz = s.vz;
+  std::int32_t* HWY_RESTRICT cx = s.cx;
+  std::int32_t* HWY_RESTRICT cy = s.cy;
+  std::int32_t* HWY_RESTRICT cz = s.cz;
+  const V cdt_x = hn::Set(d, static_cast<float>(s.cell_dt[0])),
+          cdt_y = hn::Set(d, static_cast<float>(s.cell_dt[1])),
+          cdt_z = hn::Set(d, static_cast<float>(s.cell_dt[2])), below_one = hn::Set(d, 0.99999994f),
+          big = hn::Set(d, 8388608.0f);
+  const auto cells_of = [&](double l) {
+    return hn::Set(di, Cells ? static_cast<std::int32_t>(l) : 0);
+  };
+  const VI ncx = cells_of(s.lx), ncy = cells_of(s.ly), ncz = cells_of(s.lz), zero_i = hn::Zero(di),
+           minus_one = hn::Set(di, -1);
+  const auto cell_at = [&](double v) { return Cells ? static_cast<std::int32_t>(v) : 0; };
+  std::int32_t cell_lo[3], cell_hi[3];
+  for (int a = 0; a < 3; ++a) {
+    cell_lo[a] = cell_at(s.stay_lo[a]) - 1;
+    cell_hi[a] = cell_at(std::ceil(s.stay_hi[a]));
+  }
+  const VI cell_x0 = hn::Set(di, cell_lo[0]), cell_x1 = hn::Set(di, cell_hi[0]),
+           cell_y0 = hn::Set(di, cell_lo[1]), cell_y1 = hn::Set(di, cell_hi[1]),
+           cell_z0 = hn::Set(di, cell_lo[2]), cell_z1 = hn::Set(di, cell_hi[2]);
+  const float* HWY_RESTRICT nodes = s.nodes32;
+  const double q = s.charge;
+  std::vector<std::int64_t>* leavers = s.leavers;
+  long long i = begin;
+  while (end - i >= lanes) {
+    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
+    bool missed = false;
+    for (long long k = 0; k < m; k += lanes) {
+      if (k % kSub == 0) {  // the next sub-chunk's stencils, copied in particle order
+        const long long sub = std::min(kSub, m - k);
+        for (long long l = 0; l < sub; l += lanes) {
+          const long long p = i + k + l;
+          VI jx, jy, jz;
+          if constexpr (Cells) {
+            jx = hn::LoadU(di, cx + p);
+            jy = hn::LoadU(di, cy + p);
+            jz = hn::LoadU(di, cz + p);
+          } else {
+            jx = TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
+            jy = TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+            jz = TruncInRange(d, hn::Mul(hn::LoadU(d, z + p), inv_dz));
+          }
+          hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), di,
+                     first + l);
+        }
+        const long long line[4] = {0, col, row, row + col};
+        for (long long l = 0; l < sub; ++l)
+          for (int a = 0; a < 4; ++a) {
+            const float* HWY_RESTRICT from = nodes + 4 * (first[l] + line[a]);
+            std::memcpy(at_node[2 * a] + 4 * l, from, 4 * sizeof(float));
+            std::memcpy(at_node[2 * a + 1] + 4 * l, from + 4, 4 * sizeof(float));
+          }
+      }
+      const long long p = i + k;
+      // The field at x_n (truncation is floor for x >= 0).
+      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p), z0 = hn::LoadU(d, z + p);
+      V fx, fy, fz;
+      if constexpr (Cells) {  // the offsets are the fractions
+        fx = x0;
+        fy = y0;
+        fz = z0;
+      } else {
+        const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy), sz = hn::Mul(z0, inv_dz);
+        fx = hn::Sub(sx, hn::ConvertTo(d, TruncInRange(d, sx)));
+        fy = hn::Sub(sy, hn::ConvertTo(d, TruncInRange(d, sy)));
+        fz = hn::Sub(sz, hn::ConvertTo(d, TruncInRange(d, sz)));
+      }
+      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
+      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
+              w11 = hn::Mul(fx, fy);
+      V e0 = zero, e1 = zero, e2 = zero;
+      const long long at = 4 * (k % kSub);
+      const auto corner = [&](const V w, int line_node) {
+        V c0, c1, c2;
+        LoadNodes(d, at_node[line_node] + at, c0, c1, c2, WideLanes<D>());
+        e0 = hn::Add(e0, hn::Mul(w, c0));
+        e1 = hn::Add(e1, hn::Mul(w, c1));
+        e2 = hn::Add(e2, hn::Mul(w, c2));
+      };
+      // The corners in kernels::for_each_node's order: offsets 0, 1, col, col + 1, row, ...
+      corner(hn::Mul(w00, az), 0);
+      corner(hn::Mul(w00, fz), 1);
+      corner(hn::Mul(w01, az), 2);
+      corner(hn::Mul(w01, fz), 3);
+      corner(hn::Mul(w10, az), 4);
+      corner(hn::Mul(w10, fz), 5);
+      corner(hn::Mul(w11, az), 6);
+      corner(hn::Mul(w11, fz), 7);
+      // The push and the move.
+      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p), oz = hn::LoadU(d, vz + p);
+      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
+              nz = hn::Add(oz, hn::Mul(dv, e2));
+      hn::StoreU(nx, d, vx + p);
+      hn::StoreU(ny, d, vy + p);
+      hn::StoreU(nz, d, vz + p);
+      const V e = hn::Add(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), hn::Mul(oz, nz));
+      energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
+      momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
+      V gx, gy, gz;
+      VI kx, ky, kz;
+      if constexpr (Cells) {
+        const V tx = hn::Add(x0, hn::Mul(cdt_x, nx)), ty = hn::Add(y0, hn::Mul(cdt_y, ny)),
+                tz = hn::Add(z0, hn::Mul(cdt_z, nz));
+        // A sum of sane size (NaN fails the test) moves the cell by its floor, once wrapped;
+        // the other lanes are redone below.
+        const auto sane = hn::And(hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big)),
+                                  hn::Lt(hn::Abs(tz), big));
+        const auto along = [&](V t, const std::int32_t* HWY_RESTRICT c, VI n, V& g, VI& cell) {
+          const V fl = hn::IfThenElseZero(sane, hn::Floor(t));
+          cell = hn::Add(hn::LoadU(di, c + p), TruncInRange(d, fl));
+          cell = hn::IfThenElse(hn::Lt(cell, zero_i), hn::Add(cell, n), cell);
+          cell = hn::IfThenElse(hn::Gt(cell, hn::Sub(n, hn::Set(di, 1))), hn::Sub(cell, n), cell);
+          g = hn::Min(hn::Sub(t, fl), below_one);
+          return hn::And(hn::Gt(cell, minus_one), hn::Lt(cell, n));
+        };
+        const auto in_x = along(tx, cx, ncx, gx, kx), in_y = along(ty, cy, ncy, gy, ky),
+                   in_z = along(tz, cz, ncz, gz, kz);
+        const auto ok = hn::And(hn::RebindMask(d, hn::And(hn::And(in_x, in_y), in_z)), sane);
+        if (!hn::AllTrue(d, ok)) [[unlikely]] {
+          // The others: kernels::move_along, lane by lane, from the stored cells and offsets.
+          constexpr long long kMax = HWY_MAX_BYTES / sizeof(float);
+          alignas(64) float o_l[3][kMax];
+          alignas(64) std::int32_t k_l[3][kMax];
+          float* HWY_RESTRICT offset[3] = {x, y, z};
+          std::int32_t* HWY_RESTRICT cell[3] = {cx, cy, cz};
+          const float* HWY_RESTRICT velocity[3] = {vx, vy, vz};
+          const double length[3] = {s.lx, s.ly, s.lz};
+          for (int a = 0; a < 3; ++a)
+            for (long long l = 0; l < lanes; ++l) {
+              o_l[a][l] = offset[a][p + l];
+              k_l[a][l] = cell[a][p + l];
+              kernels::move_along(o_l[a][l], k_l[a] + l, s.cell_dt[a] * velocity[a][p + l],
+                                  length[a]);
+            }
+          const auto ok_i = hn::RebindMask(di, ok);
+          gx = hn::IfThenElse(ok, gx, hn::LoadU(d, o_l[0]));
+          gy = hn::IfThenElse(ok, gy, hn::LoadU(d, o_l[1]));
+          gz = hn::IfThenElse(ok, gz, hn::LoadU(d, o_l[2]));
+          kx = hn::IfThenElse(ok_i, kx, hn::LoadU(di, k_l[0]));
+          ky = hn::IfThenElse(ok_i, ky, hn::LoadU(di, k_l[1]));
+          kz = hn::IfThenElse(ok_i, kz, hn::LoadU(di, k_l[2]));
+        }
+        hn::StoreU(gx, d, x + p);
+        hn::StoreU(gy, d, y + p);
+        hn::StoreU(gz, d, z + p);
+        hn::StoreU(kx, di, cx + p);
+        hn::StoreU(ky, di, cy + p);
+        hn::StoreU(kz, di, cz + p);
+        if (leavers != nullptr) {  // the block's cells (StepGeometry::stay_lo in cell units)
+          const auto stays = hn::And(hn::And(hn::And(hn::Gt(kx, cell_x0), hn::Lt(kx, cell_x1)),
+                                             hn::And(hn::Gt(ky, cell_y0), hn::Lt(ky, cell_y1))),
+                                     hn::And(hn::Gt(kz, cell_z0), hn::Lt(kz, cell_z1)));
+          if (!hn::AllTrue(di, stays)) [[unlikely]]
+            for (long long l = p; l < p + lanes; ++l)
+              if (!(cx[l] > cell_lo[0] && cx[l] < cell_hi[0] && cy[l] > cell_lo[1] &&
+                    cy[l] < cell_hi[1] && cz[l] > cell_lo[2] && cz[l] < cell_hi[2]))
+                leavers->push_back(l);
+        }
+      } else {
+        const auto wrap = [&](V t, const V l) {
+          t = hn::IfThenElse(hn::Lt(t, zero), hn::Add(t, l), t);
+          return hn::IfThenElse(hn::Ge(t, l), hn::Sub(t, l), t);
+        };
+        V px = wrap(hn::Add(x0, hn::Mul(dt, nx)), lx);
+        V py = wrap(hn::Add(y0, hn::Mul(dt, ny)), ly);
+        V pz = wrap(hn::Add(z0, hn::Mul(dt, nz)), lz);
+        const auto inside = hn::And(hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
+                                            hn::And(hn::Ge(py, zero), hn::Lt(py, ly))),
+                                    hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
+        if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
+          const auto periodic = [&](V v, float lf, double l) {
+            alignas(64) float lane[HWY_MAX_BYTES / sizeof(float)];
+            hn::StoreU(v, d, lane);
+            for (long long j = 0; j < lanes; ++j) lane[j] = float_periodic(lane[j], lf, l);
+            return hn::LoadU(d, lane);
+          };
+          px = periodic(px, f.lx, s.lx);
+          py = periodic(py, f.ly, s.ly);
+          pz = periodic(pz, f.lz, s.lz);
+        }
+        px = hn::Min(px, below_lx);  // a float in [0, L) as the arrays keep it
+        py = hn::Min(py, below_ly);
+        pz = hn::Min(pz, below_lz);
+        hn::StoreU(px, d, x + p);
+        hn::StoreU(py, d, y + p);
+        hn::StoreU(pz, d, z + p);
+        if (leavers != nullptr) {
+          const auto stays = hn::And(hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                                             hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
+                                     hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
+          if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
+            AppendLeavers3(s, x, y, z, p, lanes);
+        }
+        // The stencil at x_{n+1}.
+        const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
+        kx = TruncInRange(d, tx);
+        ky = TruncInRange(d, ty);
+        kz = TruncInRange(d, tz);
+        gx = hn::Sub(tx, hn::ConvertTo(d, kx));
+        gy = hn::Sub(ty, hn::ConvertTo(d, ky));
+        gz = hn::Sub(tz, hn::ConvertTo(d, kz));
+      }
+      // The deposit's stencil at x_{n+1}, at the image of it in the block.
+      StoreImageNodes3(di, s, kx, ky, kz, node + k, sums, missed);
+      StoreWeights3(d, q, gx, gy, gz, share, k, WideLanes<D>());
+    }
+    // The deposit (add_float_cic3), particle after particle.
+    for (long long k = 0; k < m; ++k) {
+      const long long c = node[k];
+      if (missed && c < 0) continue;  // beyond the guards: counted above
+      const double w[8] = {share[0][k], share[1][k], share[2][k], share[3][k],
+                           share[4][k], share[5][k], share[6][k], share[7][k]};
+      add_float_cic3(ne, c, row, col, w);
+    }
+    i += m;
+  }
+  const hn::DFromV<decltype(energy)> dd;
+  sums.energy += hn::GetLane(hn::SumOfLanes(dd, energy));
+  sums.momentum += hn::GetLane(hn::SumOfLanes(dd, momentum));
+  return i;
+}
+template <bool Cells>
+long long CicFloats3In(const Step<float>& s, long long begin, long long end,
+                       double* HWY_RESTRICT ne, Sums& sums) {
+  if (!s.one_lane) begin = CicFloats3Of<Cells>(hn::ScalableTag<float>(), s, begin, end, ne, sums);
+  return CicFloats3Of<Cells>(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+}
+long long CicFloats3(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                     Sums& sums) {
+  return s.cx != nullptr ? CicFloats3In<true>(s, begin, end, ne, sums)
+                         : CicFloats3In<false>(s, begin, end, ne, sums);
+}
+
 // The double loops below need more than one lane (the scalar target runs the scalar loop).
 #if HWY_TARGET != HWY_SCALAR
 // The particle arrays in their precision (double, or float promoted to double and demoted
@@ -773,11 +1142,6 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
           one = hn::Set(d, 1.0), zero = hn::Zero(d), half_mass = hn::Set(d, s.half_mass);
   const auto rows = hn::Set(d32, row), cols = hn::Set(d32, col),
              base = hn::Set(d32, static_cast<std::int32_t>(s.base));
-  auto set32 = [&](long long v) { return hn::Set(d32, static_cast<std::int32_t>(v)); };
-  // The block with its guards (global node numbers) and the images' distances.
-  const auto i_lo = set32(s.i_lo), i_hi = set32(s.i_hi - 1), j_lo = set32(s.j_lo),
-             j_hi = set32(s.j_hi - 1), k_lo = set32(s.k_lo), k_hi = set32(s.k_hi - 1),
-             nxs = set32(s.nx), nys = set32(s.ny), nzs = set32(s.nz), none = set32(-1);
   V energy = zero, momentum = zero;
   R* HWY_RESTRICT x = s.x;
   R* HWY_RESTRICT y = s.y;
@@ -789,7 +1153,6 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
           below_lz = hn::Set(d, below_of<R>(s.lz));
   const double* HWY_RESTRICT exyz = s.exy;
   const double q = s.charge;
-  const bool whole = s.whole_box;
   // (No arrays of vectors: SVE's vectors have no size.)
   const V stay_x0 = hn::Set(d, s.stay_lo[0]), stay_x1 = hn::Set(d, s.stay_hi[0]),
           stay_y0 = hn::Set(d, s.stay_lo[1]), stay_y1 = hn::Set(d, s.stay_hi[1]),
@@ -880,22 +1243,16 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       StoreP(d, px, x + p);
       StoreP(d, py, y + p);
       StoreP(d, pz, z + p);
-      R* HWY_RESTRICT coord[3] = {x, y, z};
       if (leavers != nullptr) {  // NaN fails the tests: it leaves
         const auto stays = hn::And(hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
                                            hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
                                    hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
         if (!hn::AllTrue(d, stays)) [[unlikely]]
-          for (long long l = p; l < p + lanes; ++l) {
-            bool in = true;
-            for (int a = 0; a < 3; ++a)
-              in = in && coord[a][l] >= s.stay_lo[a] && coord[a][l] <= s.stay_hi[a];
-            if (!in) leavers->push_back(l);
-          }
+          AppendLeavers3(s, x, y, z, p, lanes);
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
-      auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty), kz = TruncInRange(d, tz);
+      const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty), kz = TruncInRange(d, tz);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky)),
               gz = hn::Sub(tz, hn::PromoteTo(d, kz));
       if constexpr (kQuanta) {  // the weights in kernels::for_each_node's order: (w_x w_y) w_z
@@ -913,27 +1270,7 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
         hn::StoreU(gy, d, fys + k);
         hn::StoreU(gz, d, fzs + k);
       }
-      if (whole) {
-        hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base), d32,
-                   node + k);
-      } else {
-        kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
-        kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
-        ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
-        ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
-        kz = hn::IfThenElse(hn::Lt(kz, k_lo), hn::Add(kz, nzs), kz);
-        kz = hn::IfThenElse(hn::Gt(kz, k_hi), hn::Sub(kz, nzs), kz);
-        const auto out = hn::Or(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
-                                       hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))),
-                                hn::Or(hn::Lt(kz, k_lo), hn::Gt(kz, k_hi)));
-        const auto reach = hn::Not(out);
-        const auto c = hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base);
-        hn::StoreU(hn::IfThenElse(reach, c, none), d32, node + k);
-        if (!hn::AllTrue(d32, reach)) [[unlikely]] {
-          sums.undeposited += static_cast<long long>(hn::CountTrue(d32, out));
-          missed = true;
-        }
-      }
+      StoreImageNodes3(d32, s, kx, ky, kz, node + k, sums, missed);
     }
     for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
       const int n0 = node[k];
@@ -964,7 +1301,6 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
 }
 PIC_VECTORS_OF(Cic3Vectors, Cic3VectorsOf, double, double)
 PIC_VECTORS_OF(Cic3VectorsInt, Cic3VectorsOf, double, std::int64_t)
-PIC_VECTORS_OF(Cic3VectorsF, Cic3VectorsOf, float, double)
 PIC_VECTORS_OF(Cic3VectorsIntF, Cic3VectorsOf, float, std::int64_t)
 #undef PIC_VECTORS_OF
 #else
@@ -978,7 +1314,6 @@ PIC_NO_VECTORS(CicVectorsInt, double, std::int64_t)
 PIC_NO_VECTORS(CicVectorsIntF, float, std::int64_t)
 PIC_NO_VECTORS(Cic3Vectors, double, double)
 PIC_NO_VECTORS(Cic3VectorsInt, double, std::int64_t)
-PIC_NO_VECTORS(Cic3VectorsF, float, double)
 PIC_NO_VECTORS(Cic3VectorsIntF, float, std::int64_t)
 #undef PIC_NO_VECTORS
 #endif
@@ -1065,7 +1400,7 @@ HWY_EXPORT(CicFloats);
 HWY_EXPORT(CicVectorsIntF);
 HWY_EXPORT(Cic3Vectors);
 HWY_EXPORT(Cic3VectorsInt);
-HWY_EXPORT(Cic3VectorsF);
+HWY_EXPORT(CicFloats3);
 HWY_EXPORT(Cic3VectorsIntF);
 HWY_EXPORT(FloatCells);
 HWY_EXPORT(DoubleCells);
@@ -1102,7 +1437,6 @@ PIC_VECTORS(cic_vectors, CicVectorsInt, double, std::int64_t)
 PIC_VECTORS(cic_vectors, CicVectorsIntF, float, std::int64_t)
 PIC_VECTORS(cic3_vectors, Cic3Vectors, double, double)
 PIC_VECTORS(cic3_vectors, Cic3VectorsInt, double, std::int64_t)
-PIC_VECTORS(cic3_vectors, Cic3VectorsF, float, double)
 PIC_VECTORS(cic3_vectors, Cic3VectorsIntF, float, std::int64_t)
 #undef PIC_VECTORS
 // One lane at a time (Step::one_lane, and every particle under the portable choice): on the
@@ -1113,6 +1447,15 @@ long long cic_floats(const Step<float>& s, long long begin, long long end, doubl
   Step<float> one = s;
   one.one_lane = true;
   return HWY_STATIC_DISPATCH(CicFloats)(one, begin, end, ne, sums);
+}
+
+long long cic3_floats(const Step<float>& s, long long begin, long long end, double* ne,
+                      Sums& sums) {
+  if (choice().vectors && !s.one_lane)
+    return HWY_DYNAMIC_DISPATCH(CicFloats3)(s, begin, end, ne, sums);
+  Step<float> one = s;
+  one.one_lane = true;
+  return HWY_STATIC_DISPATCH(CicFloats3)(one, begin, end, ne, sums);
 }
 
 void quanta(const double* w, long long n, std::int64_t* out) {

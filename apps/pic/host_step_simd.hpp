@@ -37,12 +37,14 @@ long long cic_vectors(const Step<float>& s, long long begin, long long end, std:
 // the same bits); each particle's kinetic energy term in float, the density and the sums in
 // double.  Returns end.
 long long cic_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums);
-// 3D CIC the same way, E's components gathered from Step::exy (3 doubles a node).
+// The same in 3D (Step::nodes32): E at a stencil's eight corners from its four lines along z
+// (two nodes, 32 bytes, each); the deposit unpaired (float_cic3_weights).  Returns end.
+long long cic3_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums);
+// 3D CIC by double vectors as cic_vectors, E's components gathered from Step::exy (3 doubles
+// a node); float particles with integer grids (the deterministic step) likewise.
 long long cic3_vectors(const Step<double>& s, long long begin, long long end, double* ne,
                        Sums& sums);
 long long cic3_vectors(const Step<double>& s, long long begin, long long end, std::int64_t* ne,
-                       Sums& sums);
-long long cic3_vectors(const Step<float>& s, long long begin, long long end, double* ne,
                        Sums& sums);
 long long cic3_vectors(const Step<float>& s, long long begin, long long end, std::int64_t* ne,
                        Sums& sums);

@@ -2,7 +2,7 @@
 // on a small random 2D or 3D CIC case (far movers, a position that rounds to the last node),
 // through the vector loop or the scalar loop alone, on a grid that is the whole box or a block of
 // it (a decomposed rank's, whose particles' images may lie beyond its guards), with real or integer
-// (deterministic) grids.  Float particles on real 2D grids take the float step (host_step.hpp:
+// (deterministic) grids.  Float particles on real grids take the float step (host_step.hpp:
 // StepGeometry::floats), whose scalar loop is its vector loop one lane at a time; so do mixed
 // precision's (cells and offsets).  Shared by
 // test_pic and tests/arm/pic_step_check.cpp.
@@ -84,9 +84,10 @@ inline std::vector<CaseGrid> vector_loop_cases() {
 // Real: the particles' precision (the arrays of the step; the result holds their values).
 // `in_cells` (Real float): mixed precision, each position a cell and an offset in it (the result's
 // positions in cell units, cell + offset; on a block, the stay region the block's cells).
+// `float_lanes` false: float particles on real grids in double arithmetic (the scalar loop).
 template <typename Real = double>
 CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
-                    bool in_cells = false) {
+                    bool in_cells = false, bool float_lanes = true) {
   const long long n = 1003;
   std::mt19937_64 gen(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -97,7 +98,7 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   for (auto& e : gey) e = u(gen) - 0.5;
   for (auto& e : gez) e = u(gen) - 0.5;
   std::vector<double> ex(g.nodes()), ey(g.nodes()), ez(g.nodes()), exy, cells;
-  std::vector<float> cells32;
+  std::vector<float> cells32, nodes32;
   const long long lz = three ? g.lnz + 2 * g.guard : 1;
   for (long long i = 0; i < g.lnx + 2 * g.guard; ++i)
     for (long long j = 0; j < g.lny + 2 * g.guard; ++j)
@@ -112,10 +113,11 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
       }
   interleave_fields(g.nodes(), ex.data(), ey.data(), three ? ez.data() : nullptr, exy);
   if (!three) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells);
-  // Float particles on real grids in 2D: the step's arithmetic in float (the mini-app's fused
-  // step); the scalar loop is the float loop one lane at a time.
-  const bool floats = std::is_same_v<Real, float> && !three && !integer;
-  if (floats) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells32);
+  // Float particles on real grids: the step's arithmetic in float (the mini-app's fused step);
+  // the scalar loop is the float loop one lane at a time.
+  const bool floats = std::is_same_v<Real, float> && !integer && float_lanes;
+  if (floats && !three) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells32);
+  if (floats && three) fill_node_fields(g.nodes(), ex.data(), ey.data(), ez.data(), nodes32);
   CaseResult r;
   r.x.resize(n);
   r.y.resize(n);
@@ -204,7 +206,8 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   s.integer = integer;
   s.floats = floats;
   s.one_lane = floats && !vectors;
-  s.cells32 = floats ? cells32.data() : nullptr;
+  s.cells32 = floats && !three ? cells32.data() : nullptr;
+  s.nodes32 = floats && three ? nodes32.data() : nullptr;
   if (integer) {
     s.energies = r.energies.data();
     s.half_mass = 0.5;

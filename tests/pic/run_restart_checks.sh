@@ -16,7 +16,7 @@
 #     read by openPMD-api), a decomposed restart bit for bit;
 #  9. mixed precision: float32 offsets and int32 cells (positionOffset, unitSI the cell size),
 #     the positions single precision's to rounding, a decomposed restart bit for bit (the
-#     deterministic scalar loop, and the float lanes).
+#     deterministic scalar loop, and the float lanes: 2D mixed, 3D single and mixed).
 # Usage: run_restart_checks.sh <pic> <work dir> <venv> <mpiexec, or "" without MPI>
 set -uo pipefail
 pic="$1" work="$2" venv="$3" mpiexec="$4"
@@ -253,10 +253,18 @@ echo "mixed-precision restart: energy.csv identical to the uninterrupted run's"
 # (--deterministic, above) make any order exact.
 lanes=(--dim 2 --cells 32 --particles 65536 --precision mixed --no-progress --steps 40
        --checkpoint-every 20 --sort-every 0)
-"${launch[@]}" "$pic" "${lanes[@]}" --output m2f >m2f.log 2>&1 || { cat m2f.log; fail "mixed-precision float-lane run"; }
-grep -q "particle step fused host," m2f.log || { cat m2f.log; fail "not the fused step"; }
-"${launch[@]}" "$pic" --no-progress --restart m2f/checkpoints/checkpoint_20.h5 --output m2fr \
-  >m2fr.log 2>&1 || { cat m2fr.log; fail "mixed-precision float-lane restart"; }
-cmp m2f/energy.csv m2fr/energy.csv || fail "the float lanes' restart's energy history differs"
-echo "mixed precision in float lanes: the restart's energy.csv identical to the uninterrupted run's"
+# The same in 3D (the 3D float lanes, unpaired grids), single and mixed.
+lanes3=(--dim 3 --cells 16 --cells-y 8 --cells-z 8 --particles 65536 --no-progress --steps 40
+        --checkpoint-every 20 --sort-every 0)
+for case in "m2f ${lanes[*]}" "s3f ${lanes3[*]} --precision single" \
+            "m3f ${lanes3[*]} --precision mixed"; do
+  read -r out args <<<"$case"
+  # shellcheck disable=SC2086
+  "${launch[@]}" "$pic" $args --output "$out" >"$out.log" 2>&1 || { cat "$out.log"; fail "$out: float-lane run"; }
+  grep -q "particle step fused host (float lanes)," "$out.log" || { cat "$out.log"; fail "$out: not the float lanes"; }
+  "${launch[@]}" "$pic" --no-progress --restart "$out/checkpoints/checkpoint_20.h5" --output "${out}r" \
+    >"${out}r.log" 2>&1 || { cat "${out}r.log"; fail "$out: float-lane restart"; }
+  cmp "$out/energy.csv" "${out}r/energy.csv" || fail "$out: the float lanes' restart's energy history differs"
+  echo "$out (float lanes): the restart's energy.csv identical to the uninterrupted run's"
+done
 echo "all restart checks passed"
