@@ -35,8 +35,8 @@ struct Config {
       false;  // deposit by sort + segment_sum, bit-identical over runs, backends and ranks
   // The particles' precision: double, single (float positions and velocities: half the
   // particle memory and traffic; fields and sums stay double, and each particle's arithmetic
-  // too but in the fused host step's 2D CIC loop on real grids, which computes in float: twice
-  // the vector lanes, host_step.hpp) or mixed (per axis an int32 cell and a float offset
+  // too but in the fused host step's 2D and 3D CIC loops on real grids, which compute in float:
+  // twice the vector lanes, host_step.hpp) or mixed (per axis an int32 cell and a float offset
   // within it, float velocities: particles.hpp).
   std::string precision = "double";
   // Morton re-sort period (0: never).  50, PICKSC pic2's and ppic2's sortime: a re-sort costs

@@ -167,12 +167,13 @@ std::vector<Option> make_rows() {
   rows.push_back(text("host-step", &Config::host_step, {"fused", "separate"}, R::keep,
                       "host particle step: fused (one pass: gather, push, next deposit) | "
                       "separate"));
-  rows.push_back(text("precision", &Config::precision, {"double", "single", "mixed"}, R::keep,
-                      "particles in double, single (float positions and velocities: half "
-                      "the particle memory; the fused host step's 2D CIC loop computes in float, "
-                      "twice the vector lanes) or mixed (an int32 cell and a float offset in it "
-                      "per axis, float velocities: exact far from the origin); fields and sums "
-                      "stay double"));
+  rows.push_back(
+      text("precision", &Config::precision, {"double", "single", "mixed"}, R::keep,
+           "particles in double, single (float positions and velocities: half "
+           "the particle memory; the fused host step's 2D and 3D CIC loops compute in float, "
+           "twice the vector lanes) or mixed (an int32 cell and a float offset in it "
+           "per axis, float velocities: exact far from the origin); fields and sums "
+           "stay double"));
   rows.push_back(integer("sort-every", &Config::sort_every, 0, 1e9, R::keep,
                          "Morton re-sort period in steps (0: never)"));
   rows.push_back(real("k", &Config::k, 1e-8, 1e8, R::keep, "custom case: wave number"));

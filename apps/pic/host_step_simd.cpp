@@ -625,7 +625,8 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
   using V = hn::Vec<D>;
   using VI = hn::Vec<decltype(di)>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
-  constexpr long long kChunk = kChunk3, kSub = 32;
+  // (A sub-chunk of 64: every vector up to SVE's 2048 bits, 64 floats, fits.)
+  constexpr long long kChunk = kChunk3, kSub = 64;
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], first[kSub];
   alignas(64) double share[8][kChunk];     // node (a, b, l) of the stencil at 4a + 2b + l

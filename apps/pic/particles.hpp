@@ -17,7 +17,7 @@ struct LocalGrid;
 // Real: the precision the particles are stored in (double, or float for --precision single
 // and mixed); the arithmetic of the steps is done in double either way, each new position and
 // velocity rounded once when stored (positions kept inside the box: kernels::periodic_as), but
-// for the fused host step's 2D CIC loop, which steps single-precision particles in float
+// for the fused host step's 2D and 3D CIC loops, which step float particles in float
 // (host_step.hpp).  Mixed (`cells`, float): each axis's position is an int32 cell index (cx,
 // cy, cz) and a float offset within the cell in cell units, [0, 1) (x, y, z): the position
 // (cell + offset) * cell size keeps a float's 24 bits within the cell however far from the

@@ -25,7 +25,7 @@ int main() {
         const auto both = pic::host_step::scalar_and_vector(single, g, integer, cells);
         const bool same = both.same();
         std::printf("%dD %s%s, %s grids, %s particles: %s%s\n", g.dim,
-                    g.whole() ? "whole box" : "block", g.dx != 1.0 ? " (cells of pi/4)" : "",
+                    g.whole() ? "whole box" : "block", g.cells_text().c_str(),
                     integer ? "integer" : "real",
                     cells    ? "mixed"
                     : single ? "float"

@@ -27,7 +27,8 @@ struct CaseResult {
   Sums sums;
   // On a block: the rows the step found outside the block (its stay region).
   std::vector<std::int64_t> leavers;
-  // On the whole box: the density of the deposit alone (host_step::deposit) at the new
+  // On the whole box (or a block without far movers): the density of the deposit alone
+  // (host_step::deposit) at the new
   // positions, which must be the push's (a restart redeposits).
   std::vector<double> ne_redeposited;
   // Mixed precision: the stored offsets and cells per axis.
@@ -42,7 +43,23 @@ struct CaseGrid {
   int dim = 2;
   long long nx = 16, ny = 12, nz = 1, x0 = 0, y0 = 0, z0 = 0, lnx = 16, lny = 12, lnz = 1,
             guard = 2;
-  double dx = 1.0;  // the cells' size along every axis (the box: nx dx x ny dx [x nz dx])
+  double dx = 1.0;            // the cells' size along x (the box: nx hx() x ny hy() [x nz hz()])
+  double sy = 1.0, sz = 1.0;  // the cells' size along y and z over dx
+  // Without far movers no particle leaves a block's guards: the deposit alone runs on blocks
+  // too.
+  bool far_movers = true;
+  double hx() const { return dx; }
+  double hy() const { return dx * sy; }
+  double hz() const { return dx * sz; }
+  // The cells' size and the far movers as a test names them ("" for cubic cells of 1).
+  std::string cells_text() const {
+    std::string t;
+    if (dx != 1.0) t += ", cells of " + std::to_string(dx);
+    if (sy != 1.0 || sz != 1.0)
+      t += " (y " + std::to_string(sy) + " x, z " + std::to_string(sz) + " x)";
+    if (!far_movers) t += ", no far movers";
+    return t;
+  }
   long long col() const { return dim == 3 ? lnz + 2 * guard : 1; }
   long long row() const { return (lny + 2 * guard) * col(); }
   long long nodes() const { return (lnx + 2 * guard) * row(); }
@@ -62,7 +79,9 @@ struct CaseGrid {
 };
 
 // The cases the vector loops are checked on: the whole box and a decomposed rank's block, 2D
-// and 3D, and in 2D the same with cells of pi / 4 (lengths no float holds exactly).
+// and 3D, the same with cells of pi / 4 (lengths no float holds exactly), in 3D with cells of
+// three sizes (pi / 4 along x, 1.37 times that along y, 0.61 times along z), and a 3D block
+// without far movers (its deposit alone checked too).
 inline std::vector<CaseGrid> vector_loop_cases() {
   CaseGrid whole, block, whole3 = CaseGrid::three();
   block.x0 = 4;
@@ -78,7 +97,14 @@ inline std::vector<CaseGrid> vector_loop_cases() {
   block3.lny = 4;
   block3.z0 = 1;
   block3.lnz = 3;
-  return {whole, block, whole3, block3, scaled, scaled_block};
+  CaseGrid boxes3 = whole3, boxes_block3 = block3;
+  for (CaseGrid* g : {&boxes3, &boxes_block3}) {
+    g->dx = 0.78539816339744831;
+    g->sy = 1.37;
+    g->sz = 0.61;
+  }
+  boxes_block3.far_movers = false;
+  return {whole, block, whole3, block3, scaled, scaled_block, boxes3, boxes_block3};
 }
 
 // Real: the particles' precision (the arrays of the step; the result holds their values).
@@ -126,49 +152,51 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   r.vy.resize(n);
   r.vz.assign(n, 0.0);
   r.energies.assign(n, 0.0);
-  const double h = g.dx;
+  const double h = g.hx(), hy = g.hy(), hz = g.hz();
   for (long long i = 0; i < n; ++i) {  // at x_n in the block
     r.x[i] = (static_cast<double>(g.x0) + u(gen) * static_cast<double>(g.lnx)) * h;
-    r.y[i] = (static_cast<double>(g.y0) + u(gen) * static_cast<double>(g.lny)) * h;
+    r.y[i] = (static_cast<double>(g.y0) + u(gen) * static_cast<double>(g.lny)) * hy;
     r.vx[i] = 4.0 * (u(gen) - 0.5) * h;
-    r.vy[i] = 4.0 * (u(gen) - 0.5) * h;
+    r.vy[i] = 4.0 * (u(gen) - 0.5) * hy;
     if (three) {
-      r.z[i] = (static_cast<double>(g.z0) + u(gen) * static_cast<double>(g.lnz)) * h;
-      r.vz[i] = 4.0 * (u(gen) - 0.5) * h;
+      r.z[i] = (static_cast<double>(g.z0) + u(gen) * static_cast<double>(g.lnz)) * hz;
+      r.vz[i] = 4.0 * (u(gen) - 0.5) * hz;
     }
   }
-  if (three) r.vz[21] = -17.0 * g.nz * h;
-  r.vx[17] = 31.0 * g.nx * h;  // far moves, inside the vector loop's range
-  r.vy[18] = -22.0 * g.ny * h;
-  r.x[40] = (static_cast<double>(g.x0 + g.lnx) - 0.5) * h;  // moves 3 cells: beyond the guards
-  r.vx[40] = 30.0 * h;
-  r.x[17] = (static_cast<double>(g.x0 + g.lnx) - 0.25) * h;  // 49.6 cells on: beyond them too
-  if (g.whole()) r.x[19] = std::nextafter(g.nx * h, 0.0);    // the last node
+  if (g.far_movers) {
+    if (three) r.vz[21] = -17.0 * g.nz * hz;
+    r.vx[17] = 31.0 * g.nx * h;  // far moves, inside the vector loop's range
+    r.vy[18] = -22.0 * g.ny * hy;
+    r.x[40] = (static_cast<double>(g.x0 + g.lnx) - 0.5) * h;  // moves 3 cells: beyond the guards
+    r.vx[40] = 30.0 * h;
+    r.x[17] = (static_cast<double>(g.x0 + g.lnx) - 0.25) * h;  // 49.6 cells on: beyond them too
+  }
+  if (g.whole()) r.x[19] = std::nextafter(g.nx * h, 0.0);  // the last node
   // The particles in the step's precision (rounded once from the doubles drawn above; a
   // position kept below the box's end, as the mini-app stores it: particle 19 rounds up to it
   // in float).
-  const auto positions = [h](const std::vector<double>& v, long long length) {
+  const auto positions = [](const std::vector<double>& v, long long length, double size) {
     std::vector<Real> out(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
-      out[i] = kernels::inside_as<Real>(v[i], static_cast<double>(length) * h);
+      out[i] = kernels::inside_as<Real>(v[i], static_cast<double>(length) * size);
     return out;
   };
-  std::vector<Real> px = positions(r.x, g.nx), py = positions(r.y, g.ny), pz = positions(r.z, g.nz),
-                    pvx(r.vx.begin(), r.vx.end()), pvy(r.vy.begin(), r.vy.end()),
-                    pvz(r.vz.begin(), r.vz.end());
+  std::vector<Real> px = positions(r.x, g.nx, h), py = positions(r.y, g.ny, hy),
+                    pz = positions(r.z, g.nz, hz), pvx(r.vx.begin(), r.vx.end()),
+                    pvy(r.vy.begin(), r.vy.end()), pvz(r.vz.begin(), r.vz.end());
   // Mixed precision: the cells and offsets of the doubles drawn above.
   std::vector<std::int32_t> kx, ky, kz;
   if (in_cells) {
-    const auto split = [h](const std::vector<double>& v, long long length, std::vector<Real>& off,
-                           std::vector<std::int32_t>& cell) {
+    const auto split = [](const std::vector<double>& v, long long length, double size,
+                          std::vector<Real>& off, std::vector<std::int32_t>& cell) {
       cell.resize(v.size());
       for (std::size_t i = 0; i < v.size(); ++i)
-        kernels::store_position(v[i], static_cast<double>(length) * h, static_cast<double>(length),
-                                off[i], &cell[i]);
+        kernels::store_position(v[i], static_cast<double>(length) * size,
+                                static_cast<double>(length), off[i], &cell[i]);
     };
-    split(r.x, g.nx, px, kx);
-    split(r.y, g.ny, py, ky);
-    split(r.z, g.nz, pz, kz);
+    split(r.x, g.nx, h, px, kx);
+    split(r.y, g.ny, hy, py, ky);
+    split(r.z, g.nz, hz, pz, kz);
   }
   Step<Real> s{};
   s.x = px.data();
@@ -180,10 +208,12 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   s.n = n;
   s.dim = g.dim;
   s.order = 1;
-  s.inv_dx = s.inv_dy = s.inv_dz = 1.0 / h;
+  s.inv_dx = 1.0 / h;
+  s.inv_dy = 1.0 / hy;
+  s.inv_dz = 1.0 / hz;
   s.lx = static_cast<double>(g.nx) * h;
-  s.ly = static_cast<double>(g.ny) * h;
-  s.lz = static_cast<double>(g.nz) * h;
+  s.ly = static_cast<double>(g.ny) * hy;
+  s.lz = static_cast<double>(g.nz) * hz;
   s.dv = -0.1;
   s.dt = 0.1;
   s.charge = 0.5;
@@ -220,7 +250,9 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
     s.lx = static_cast<double>(g.nx);
     s.ly = static_cast<double>(g.ny);
     s.lz = static_cast<double>(g.nz);
-    s.cell_dt[0] = s.cell_dt[1] = s.cell_dt[2] = s.dt / h;
+    s.cell_dt[0] = s.dt / h;
+    s.cell_dt[1] = s.dt / hy;
+    s.cell_dt[2] = s.dt / hz;
   }
   if (!g.whole() && in_cells) {  // the block's cells, in cell units
     const long long first[3] = {g.x0, g.y0, g.z0}, count[3] = {g.lnx, g.lny, g.lnz};
@@ -232,10 +264,10 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   } else if (!g.whole()) {  // the block is the stay region
     s.stay_lo[0] = static_cast<double>(g.x0) * h;
     s.stay_hi[0] = static_cast<double>(g.x0 + g.lnx) * h;
-    s.stay_lo[1] = static_cast<double>(g.y0) * h;
-    s.stay_hi[1] = static_cast<double>(g.y0 + g.lny) * h;
-    s.stay_lo[2] = static_cast<double>(g.z0) * h;
-    s.stay_hi[2] = static_cast<double>(g.z0 + g.lnz) * h;
+    s.stay_lo[1] = static_cast<double>(g.y0) * hy;
+    s.stay_hi[1] = static_cast<double>(g.y0 + g.lny) * hy;
+    s.stay_lo[2] = static_cast<double>(g.z0) * hz;
+    s.stay_hi[2] = static_cast<double>(g.z0 + g.lnz) * hz;
     s.leavers = &r.leavers;
   }
   ThreadGrids grids;
@@ -262,7 +294,7 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   r.vz.assign(pvz.begin(), pvz.end());
   r.ne.assign(g.nodes(), 0.0);
   fold(grids, g.nodes(), r.ne.data());
-  if (g.whole()) {
+  if (g.whole() || !g.far_movers) {
     Step<Real> again = s;
     again.leavers = nullptr;
     deposit(again, grids);
@@ -275,7 +307,8 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
 // The scalar loop's and the vector loop's result of one case, with double or float particles.
 struct ScalarAndVector {
   CaseResult scalar, vector;
-  // On the whole box: the deposit alone at the new positions gave the push's density.
+  // On the whole box (or a block without far movers): the deposit alone at the new positions
+  // gave the push's density.
   bool redeposited_as_pushed() const {
     return vector.ne_redeposited.empty() ||
            (vector.ne_redeposited == vector.ne && scalar.ne_redeposited == scalar.ne);
