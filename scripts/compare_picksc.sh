@@ -142,6 +142,13 @@ ours_ns() { summary_of "$1" "d['ns_per_particle_step']" %.2f; }
 ours_push() { summary_of "$1" "d['phase_seconds']['push'] / (d['particles'] * d['steps_done']) * 1e9" %.2f; }
 ours_mib() { summary_of "$1" "d['peak_memory_mb_per_rank']" %.0f; }
 results="$work/results.txt"
+# record NAME THREADS COMMAND...: the figure the command prints, as a line of the results; a
+# command that fails (a summary that cannot be read) stops the script here.
+record() {
+  local figure
+  figure=$("${@:3}")
+  echo "$1 $2 $figure" >>"$results"
+}
 : >"$results"
 timed() { /usr/bin/time -v -o "$work/time.txt" "$@"; }
 for r in $(seq "$runs"); do
@@ -151,24 +158,24 @@ for r in $(seq "$runs"); do
       echo "mpic3 $t $( (cd "$work/mpic3" && timed ./fmpic3) | peer_ns)" >>"$results"
       echo "mem-mpic3 $t $(peer_mib "$work/time.txt")" >>"$results"
       "$ours" "${ours_args[@]}" --output "$work/ours" >/dev/null
-      echo "ours $t $(ours_ns "$work/ours")" >>"$results"
-      echo "mem-ours $t $(ours_mib "$work/ours")" >>"$results"
+      record ours "$t" ours_ns "$work/ours"
+      record mem-ours "$t" ours_mib "$work/ours"
       "$ours" "${ours_args[@]}" --precision single --output "$work/ours_single" >/dev/null
-      echo "ours-single $t $(ours_ns "$work/ours_single")" >>"$results"
-      echo "mem-ours-single $t $(ours_mib "$work/ours_single")" >>"$results"
+      record ours-single "$t" ours_ns "$work/ours_single"
+      record mem-ours-single "$t" ours_mib "$work/ours_single"
       "$ours" "${ours_args[@]}" --precision mixed --output "$work/ours_mixed" >/dev/null
-      echo "ours-mixed $t $(ours_ns "$work/ours_mixed")" >>"$results"
-      echo "mem-ours-mixed $t $(ours_mib "$work/ours_mixed")" >>"$results"
+      record ours-mixed "$t" ours_ns "$work/ours_mixed"
+      record mem-ours-mixed "$t" ours_mib "$work/ours_mixed"
       if [[ "$have_mpi" == 1 ]]; then
         if [[ "$t" -gt 1 ]]; then
           OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
             --output "$work/ours_ranks" >/dev/null
-          echo "ours-${t}ranks $t $(ours_ns "$work/ours_ranks")" >>"$results"
+          record "ours-${t}ranks" "$t" ours_ns "$work/ours_ranks"
         fi
         OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
           --decompose --output "$work/ours_decomposed" >/dev/null
-        echo "ours-decomposed $t $(ours_ns "$work/ours_decomposed")" >>"$results"
-        echo "mem-ours-decomposed $t $(ours_mib "$work/ours_decomposed")" >>"$results"
+        record ours-decomposed "$t" ours_ns "$work/ours_decomposed"
+        record mem-ours-decomposed "$t" ours_mib "$work/ours_decomposed"
         # GNU time of mpiexec: the largest peak among the processes it waited for (the ranks).
         echo "ppic3 $t $( (cd "$work/ppic3" && OMP_NUM_THREADS=1 timed mpiexec -n "$t" --oversubscribe \
           --bind-to none ./fppic3) | peer_ns)" >>"$results"
@@ -183,39 +190,37 @@ for r in $(seq "$runs"); do
     echo "mpic2 $t $( (cd "$work/mpic2" && ./fmpic2) | peer_ns)" >>"$results"
     echo "vmpic2 $t $( (cd "$work/vmpic2" && ./fvmpic2) | peer_ns)" >>"$results"
     "$ours" "${ours_args[@]}" --output "$work/ours" >/dev/null
-    echo "ours $t $(ours_ns "$work/ours")" >>"$results"
+    record ours "$t" ours_ns "$work/ours"
     "$ours" "${ours_args[@]}" --precision single --output "$work/ours_single" >/dev/null
-    echo "ours-single $t $(ours_ns "$work/ours_single")" >>"$results"
+    record ours-single "$t" ours_ns "$work/ours_single"
     "$ours" "${ours_args[@]}" --precision mixed --output "$work/ours_mixed" >/dev/null
-    echo "ours-mixed $t $(ours_ns "$work/ours_mixed")" >>"$results"
+    record ours-mixed "$t" ours_ns "$work/ours_mixed"
     # The push alone, here and in cache (the header says why).
     for p in double single mixed; do
       case "$p" in double) dir="$work/ours" ;; *) dir="$work/ours_$p" ;; esac
-      v=$(ours_push "$dir")
-      echo "push-$p $t $v" >>"$results"
+      record "push-$p" "$t" ours_push "$dir"
       "$ours" --dim 2 --case custom --cells 32 --particles 36864 --steps "$((256 * steps))" \
         --dt 0.1 --vth 1 --amplitude 0 --k 0.19634954084936207 --no-progress --overwrite \
         --precision "$p" --output "$work/ours_cached" >/dev/null
-      v=$(ours_push "$work/ours_cached")
-      echo "cached-$p $t $v" >>"$results"
+      record "cached-$p" "$t" ours_push "$work/ours_cached"
     done
     "$ours" "${ours_args[@]}" --output "$work/ours_separate" --host-step separate >/dev/null
-    echo "ours-separate $t $(ours_ns "$work/ours_separate")" >>"$results"
+    record ours-separate "$t" ours_ns "$work/ours_separate"
     if [[ "$t" -gt 1 ]] && command -v mpiexec >/dev/null; then
       OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
         --output "$work/ours_ranks" >/dev/null
-      echo "ours-${t}ranks $t $(ours_ns "$work/ours_ranks")" >>"$results"
+      record "ours-${t}ranks" "$t" ours_ns "$work/ours_ranks"
     fi
     if [[ "$have_mpi" == 1 ]]; then  # the decomposed grids: ours and ppic2 on t ranks x 1 thread
       OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
         --decompose --output "$work/ours_decomposed" >/dev/null
-      echo "ours-decomposed $t $(ours_ns "$work/ours_decomposed")" >>"$results"
+      record ours-decomposed "$t" ours_ns "$work/ours_decomposed"
       OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
         --decompose --precision single --output "$work/ours_decomposed_single" >/dev/null
-      echo "ours-decomposed-single $t $(ours_ns "$work/ours_decomposed_single")" >>"$results"
+      record ours-decomposed-single "$t" ours_ns "$work/ours_decomposed_single"
       OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe --bind-to none "$ours" "${ours_args[@]}" \
         --decompose --precision mixed --output "$work/ours_decomposed_mixed" >/dev/null
-      echo "ours-decomposed-mixed $t $(ours_ns "$work/ours_decomposed_mixed")" >>"$results"
+      record ours-decomposed-mixed "$t" ours_ns "$work/ours_decomposed_mixed"
       echo "ppic2 $t $( (cd "$work/ppic2" && OMP_NUM_THREADS=1 mpiexec -n "$t" --oversubscribe \
         --bind-to none ./fppic2) | peer_ns)" >>"$results"
     fi
