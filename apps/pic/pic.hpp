@@ -21,6 +21,8 @@
 #include <cunumpy/cunumpy.hpp>
 
 #include "config.hpp"
+#include "grid.hpp"
+#include "particles.hpp"
 #include "results.hpp"
 
 namespace pic {
@@ -31,6 +33,10 @@ Results run(const Config& config, const cunumpy::Comm& comm);
 // The electron density per cell after the initial deposit (summed over the ranks), as a host
 // array: for the rank-count comparison.
 cunumpy::Array<double> initial_density(const Config& config, const cunumpy::Comm& comm);
+// The particles [0, n) re-sorted along a Morton curve of their cells (each column's rows
+// gathered in the new order; the spare rows' values are not kept): every `sort_every` steps.
+template <typename Real>
+void resort(Particles<Real>& p, const LocalGrid& grid);
 // This rank's initial particles (x[, y], vx[, vy] rows), as a host array (n_local, 2 * dim);
 // mixed precision's positions as (cell + offset) * cell size.
 cunumpy::Array<double> initial_particles(const Config& config, const cunumpy::Comm& comm);
