@@ -566,6 +566,30 @@ long long CicFloats(const Step<float>& s, long long begin, long long end, double
 // the four lines along z they touch (two nodes, 32 bytes, each) into one array per line and node,
 // and read back de-interleaved (a component a vector); the deposit's weights
 // (float_cic3_weights, a vector at a time in double) and the sums in double.
+// 3D CIC: E at x_n from a stencil's eight corners, in kernels::for_each_node's order (offsets
+// 0, 1, col, col + 1, row, ...), each corner's weight (w_x w_y) w_z; load(corner, c0, c1, c2)
+// gives a corner's three components (2 * line along z + node along z).  e0, e1, e2: the sums,
+// from the caller's start.
+template <class V, class Load>
+HWY_INLINE void GatherCorners3(V w00, V w01, V w10, V w11, V az, V fz, const Load& load, V& e0,
+                               V& e1, V& e2) {
+  const auto corner = [&](const V w, int line_node) {
+    V c0, c1, c2;
+    load(line_node, c0, c1, c2);
+    e0 = hn::Add(e0, hn::Mul(w, c0));
+    e1 = hn::Add(e1, hn::Mul(w, c1));
+    e2 = hn::Add(e2, hn::Mul(w, c2));
+  };
+  corner(hn::Mul(w00, az), 0);
+  corner(hn::Mul(w00, fz), 1);
+  corner(hn::Mul(w01, az), 2);
+  corner(hn::Mul(w01, fz), 3);
+  corner(hn::Mul(w10, az), 4);
+  corner(hn::Mul(w10, fz), 5);
+  corner(hn::Mul(w11, az), 6);
+  corner(hn::Mul(w11, fz), 7);
+}
+
 constexpr long long kChunk3 = 256;  // particles a chunk (their weights in L1, 16 KB)
 template <class D>
 HWY_INLINE void StoreWeights3(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, hn::Vec<D> gz,
@@ -725,22 +749,12 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
               w11 = hn::Mul(fx, fy);
       V e0 = zero, e1 = zero, e2 = zero;
       const long long at = 4 * (k % kSub);
-      const auto corner = [&](const V w, int line_node) {
-        V c0, c1, c2;
-        LoadNodes(d, at_node[line_node] + at, c0, c1, c2, WideLanes<D>());
-        e0 = hn::Add(e0, hn::Mul(w, c0));
-        e1 = hn::Add(e1, hn::Mul(w, c1));
-        e2 = hn::Add(e2, hn::Mul(w, c2));
-      };
-      // The corners in kernels::for_each_node's order: offsets 0, 1, col, col + 1, row, ...
-      corner(hn::Mul(w00, az), 0);
-      corner(hn::Mul(w00, fz), 1);
-      corner(hn::Mul(w01, az), 2);
-      corner(hn::Mul(w01, fz), 3);
-      corner(hn::Mul(w10, az), 4);
-      corner(hn::Mul(w10, fz), 5);
-      corner(hn::Mul(w11, az), 6);
-      corner(hn::Mul(w11, fz), 7);
+      GatherCorners3(
+          w00, w01, w10, w11, az, fz,
+          [&](int line_node, V& c0, V& c1, V& c2) {
+            LoadNodes(d, at_node[line_node] + at, c0, c1, c2, WideLanes<D>());
+          },
+          e0, e1, e2);
       // The push and the move.
       const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p), oz = hn::LoadU(d, vz + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
@@ -1194,22 +1208,12 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
               w11 = hn::Mul(fx, fy);
       V e0 = zero, e1 = zero, e2 = zero;
       const long long at = 3 * (k % kSub);
-      const auto corner = [&](const V w, int line_node) {
-        V c0, c1, c2;
-        hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
-        e0 = hn::Add(e0, hn::Mul(w, c0));
-        e1 = hn::Add(e1, hn::Mul(w, c1));
-        e2 = hn::Add(e2, hn::Mul(w, c2));
-      };
-      // The corners in kernels::for_each_node's order: offsets 0, 1, col, col + 1, row, ...
-      corner(hn::Mul(w00, az), 0);
-      corner(hn::Mul(w00, fz), 1);
-      corner(hn::Mul(w01, az), 2);
-      corner(hn::Mul(w01, fz), 3);
-      corner(hn::Mul(w10, az), 4);
-      corner(hn::Mul(w10, fz), 5);
-      corner(hn::Mul(w11, az), 6);
-      corner(hn::Mul(w11, fz), 7);
+      GatherCorners3(
+          w00, w01, w10, w11, az, fz,
+          [&](int line_node, V& c0, V& c1, V& c2) {
+            hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
+          },
+          e0, e1, e2);
       // The push and the move.
       const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p), oz = LoadP(d, vz + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
