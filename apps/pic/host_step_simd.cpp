@@ -566,6 +566,22 @@ long long CicFloats(const Step<float>& s, long long begin, long long end, double
 // the four lines along z they touch (two nodes, 32 bytes, each) into one array per line and node,
 // and read back de-interleaved (a component a vector); the deposit's weights
 // (float_cic3_weights, a vector at a time in double) and the sums in double.
+// 3D CIC: the stencils of `count` particles (first node first[l]) copied from the four lines
+// along z they touch (offsets 0, col, row, row + col), each line's two nodes (kPer values of
+// T a node: E's components, then any padding) into at_node[2 * line + node along z], kPer a
+// particle, for de-interleaving loads.
+template <int kPer, typename T, size_t kN>
+HWY_INLINE void CopyLines(const T* HWY_RESTRICT nodes, const std::int32_t* HWY_RESTRICT first,
+                          long long count, long long row, long long col, T (*at_node)[kN]) {
+  const long long line[4] = {0, col, row, row + col};
+  for (long long l = 0; l < count; ++l)
+    for (int a = 0; a < 4; ++a) {
+      const T* HWY_RESTRICT from = nodes + kPer * (first[l] + line[a]);
+      std::memcpy(at_node[2 * a] + kPer * l, from, kPer * sizeof(T));
+      std::memcpy(at_node[2 * a + 1] + kPer * l, from + kPer, kPer * sizeof(T));
+    }
+}
+
 // 3D CIC: E at x_n from a stencil's eight corners, in kernels::for_each_node's order (offsets
 // 0, 1, col, col + 1, row, ...), each corner's weight (w_x w_y) w_z; load(corner, c0, c1, c2)
 // gives a corner's three components (2 * line along z + node along z).  e0, e1, e2: the sums,
@@ -722,13 +738,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), di,
                      first + l);
         }
-        const long long line[4] = {0, col, row, row + col};
-        for (long long l = 0; l < sub; ++l)
-          for (int a = 0; a < 4; ++a) {
-            const float* HWY_RESTRICT from = nodes + 4 * (first[l] + line[a]);
-            std::memcpy(at_node[2 * a] + 4 * l, from, 4 * sizeof(float));
-            std::memcpy(at_node[2 * a + 1] + 4 * l, from + 4, 4 * sizeof(float));
-          }
+        CopyLines<4>(nodes, first, sub, row, col, at_node);
       }
       const long long p = i + k;
       // The field at x_n (truncation is floor for x >= 0).
@@ -1188,13 +1198,7 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), d32,
                      first + l);
         }
-        const long long line[4] = {0, col, row, row + col};
-        for (long long l = 0; l < sub; ++l)
-          for (int a = 0; a < 4; ++a) {
-            const double* HWY_RESTRICT from = exyz + 3 * (first[l] + line[a]);
-            std::memcpy(at_node[2 * a] + 3 * l, from, 3 * sizeof(double));
-            std::memcpy(at_node[2 * a + 1] + 3 * l, from + 3, 3 * sizeof(double));
-          }
+        CopyLines<3>(exyz, first, sub, row, col, at_node);
       }
       const long long p = i + k;
       // The field at x_n.
