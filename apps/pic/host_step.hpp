@@ -155,8 +155,8 @@ inline void deposit_float_cic2(double* ne, long long i, long long c, long long r
 // fractions gx, gy, gz: weights (q - q gx, q gx) along x, (1 - gy, gy) along y, their products,
 // then (1 - gz, gz) along z, in double (float_cic3_weights: node (a, b, l) of the stencil at
 // w[4a + 2b + l], at c + a row + b col + l), the same in the vector loop and in the deposit
-// alone.  Into unpaired grids: a 3D stencil's eight nodes on four lines keep consecutive
-// particles' sums apart enough.
+// alone.  Into unpaired grids (the 2D step's sums by particle parity, ThreadGrids::pairs, are
+// not used in 3D).
 inline void float_cic3_weights(double charge, float gx, float gy, float gz, double* w) {
   const double fx = gx, fy = gy, fz = gz, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy,
                az = 1.0 - fz;
