@@ -437,7 +437,7 @@ long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne)
 // move: into paired grids in 2D (deposit_float_cic2), unpaired in 3D (float_cic3_weights).
 template <int Dim>
 long long deposit_range_floats(const Step<float>& s, long long begin, long long end, double* ne) {
-  const FloatStep f = float_step(s);
+  const FloatStep3 f = float_step3(s);
   const float inv[3] = {f.inv_dx, f.inv_dy, f.inv_dz};
   float* const at[3] = {s.x, s.y, s.z};
   std::int32_t* const cells[3] = {s.cx, s.cy, s.cz};
@@ -568,27 +568,38 @@ template Sums push_and_deposit<float>(const Step<float>&, ThreadGrids&);
 template void deposit<double>(const Step<double>&, ThreadGrids&);
 template void deposit<float>(const Step<float>&, ThreadGrids&);
 
+namespace {
+// [lo, hi] rounded inwards to floats: a float inside them lies inside [lo, hi] in double.
+void inward(double lo, double hi, float& flo, float& fhi) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  flo = static_cast<float>(lo);
+  fhi = static_cast<float>(hi);
+  if (static_cast<double>(flo) < lo) flo = std::nextafter(flo, inf);
+  if (static_cast<double>(fhi) > hi) fhi = std::nextafter(fhi, -inf);
+}
+}  // namespace
+
 FloatStep float_step(const StepGeometry& s) {
   FloatStep f{};
   f.inv_dx = static_cast<float>(s.inv_dx);
   f.inv_dy = static_cast<float>(s.inv_dy);
-  f.inv_dz = static_cast<float>(s.inv_dz);
   f.lx = static_cast<float>(s.lx);
   f.ly = static_cast<float>(s.ly);
-  f.lz = static_cast<float>(s.lz);
   f.dv = static_cast<float>(s.dv);
   f.dt = static_cast<float>(s.dt);
   f.below_lx = kernels::inside_as<float>(std::nextafter(s.lx, 0.0), s.lx);
   f.below_ly = kernels::inside_as<float>(std::nextafter(s.ly, 0.0), s.ly);
+  for (int a = 0; a < 2; ++a) inward(s.stay_lo[a], s.stay_hi[a], f.stay_lo[a], f.stay_hi[a]);
+  return f;
+}
+
+FloatStep3 float_step3(const StepGeometry& s) {
+  FloatStep3 f{};
+  static_cast<FloatStep&>(f) = float_step(s);
+  f.inv_dz = static_cast<float>(s.inv_dz);
+  f.lz = static_cast<float>(s.lz);
   f.below_lz = kernels::inside_as<float>(std::nextafter(s.lz, 0.0), s.lz);
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  for (int a = 0; a < 3; ++a) {
-    float lo = static_cast<float>(s.stay_lo[a]), hi = static_cast<float>(s.stay_hi[a]);
-    if (static_cast<double>(lo) < s.stay_lo[a]) lo = std::nextafter(lo, inf);
-    if (static_cast<double>(hi) > s.stay_hi[a]) hi = std::nextafter(hi, -inf);
-    f.stay_lo[a] = lo;
-    f.stay_hi[a] = hi;
-  }
+  inward(s.stay_lo[2], s.stay_hi[2], f.stay_lo_z, f.stay_hi_z);
   return f;
 }
 

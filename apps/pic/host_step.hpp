@@ -105,10 +105,15 @@ struct Step : StepGeometry {
 // under the box's lengths; the stay region rounded inwards (a float inside it lies inside the
 // region in double).
 struct FloatStep {
-  float inv_dx, inv_dy, inv_dz, lx, ly, lz, dv, dt, below_lx, below_ly, below_lz;
-  float stay_lo[3], stay_hi[3];
+  float inv_dx, inv_dy, lx, ly, dv, dt, below_lx, below_ly;
+  float stay_lo[2], stay_hi[2];
 };
 FloatStep float_step(const StepGeometry& s);
+// The same with z's (the 3D float step).
+struct FloatStep3 : FloatStep {
+  float inv_dz, lz, below_lz, stay_lo_z, stay_hi_z;
+};
+FloatStep3 float_step3(const StepGeometry& s);
 // A float position after the move's one wrap by the float length lf: itself inside [0, lf),
 // else kernels::periodic_as's answer for the box length l.
 float float_periodic(float p, float lf, double l);

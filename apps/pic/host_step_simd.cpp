@@ -672,7 +672,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
   alignas(64) double share[8][kChunk];     // node (a, b, l) of the stencil at 4a + 2b + l
   alignas(64) float at_node[8][4 * kSub];  // [2 * line + node along z][4 * particle + component]
   const long long row = s.row, col = s.col;
-  const FloatStep f = float_step(s);
+  const FloatStep3 f = float_step3(s);
   const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy),
           inv_dz = hn::Set(d, f.inv_dz), lx = hn::Set(d, f.lx), ly = hn::Set(d, f.ly),
           lz = hn::Set(d, f.lz), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
@@ -680,7 +680,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           below_lz = hn::Set(d, f.below_lz), one = hn::Set(d, 1.0f), zero = hn::Zero(d);
   const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
           stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]),
-          stay_z0 = hn::Set(d, f.stay_lo[2]), stay_z1 = hn::Set(d, f.stay_hi[2]);
+          stay_z0 = hn::Set(d, f.stay_lo_z), stay_z1 = hn::Set(d, f.stay_hi_z);
   const VI rows = hn::Set(di, static_cast<std::int32_t>(row)),
            cols = hn::Set(di, static_cast<std::int32_t>(col)),
            base = hn::Set(di, static_cast<std::int32_t>(s.base));
