@@ -561,11 +561,6 @@ long long CicFloats(const Step<float>& s, long long begin, long long end, double
                          : CicFloatsIn<false>(s, begin, end, ne, sums);
 }
 
-// 3D CIC in float lanes: the 2D float loop's scheme with eight corners.  E from the float nodes
-// (Step::nodes32: 4 floats a node): a sub-chunk's stencils copied, particle after particle, from
-// the four lines along z they touch (two nodes, 32 bytes, each) into one array per line and node,
-// and read back de-interleaved (a component a vector); the deposit's weights
-// (float_cic3_weights, a vector at a time in double) and the sums in double.
 // 3D CIC: the stencils of `count` particles (first node first[l]) copied from the four lines
 // along z they touch (offsets 0, col, row, row + col), each line's two nodes (kPer values of
 // T a node: E's components, then any padding) into at_node[2 * line + node along z], kPer a
@@ -606,6 +601,11 @@ HWY_INLINE void GatherCorners3(V w00, V w01, V w10, V w11, V az, V fz, const Loa
   corner(hn::Mul(w11, fz), 7);
 }
 
+// 3D CIC in float lanes: the 2D float loop's scheme with eight corners.  E from the float nodes
+// (Step::nodes32: 4 floats a node): a sub-chunk's stencils copied, particle after particle, from
+// the four lines along z they touch (two nodes, 32 bytes, each) into one array per line and node,
+// and read back de-interleaved (a component a vector); the deposit's weights
+// (float_cic3_weights, a vector at a time in double) and the sums in double.
 constexpr long long kChunk3 = 256;  // particles a chunk (their weights in L1, 16 KB)
 template <class D>
 HWY_INLINE void StoreWeights3(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, hn::Vec<D> gz,
