@@ -167,8 +167,8 @@ class FusedHostStep final : public ParticleStep<Real> {
     // A block that spans the box (the replicated layout, or one rank) holds every image.
     s.whole_box = g.whole_box || (g.lnx == g.nx && g.lny == g.ny && g.lnz == g.nz);
     s.integer = deterministic_;
-    s.floats = floats_of(g);
-    if (p.cells) {  // mixed precision: in cell units (StepGeometry::cell_dt)
+    s.floats = floats_;  // (floats_of the layout's grid, fixed for the run)
+    if (p.cells) {       // mixed precision: in cell units (StepGeometry::cell_dt)
       s.cx = p.cx.data();
       s.cy = g.has_y() ? p.cy.data() : nullptr;
       s.cz = g.has_z() ? p.cz.data() : nullptr;
