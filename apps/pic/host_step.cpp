@@ -43,23 +43,40 @@ void ThreadGrids::ensure(int threads, long long nodes, bool integer_grids) {
   } else {
     integer.clear();
     real.resize(static_cast<std::size_t>(threads));
-    const std::size_t length = pairs ? 2 * n : n;
+    const std::size_t length = cells ? 4 * n : n;
     for (auto& g : real)
       if (g.size() != length) g.assign(length, 0.0);
   }
 }
 
-void ThreadGrids::pair(bool paired) {
-  if (paired == pairs) return;
-  pairs = paired;
+namespace {
+// Node (i, j)'s sum from cell sums q (ThreadGrids::cells; node (i, j) at i row + j): the entries
+// for it of the cells it is a corner of (those whose first node is (i, j), (i, j - 1),
+// (i - 1, j), (i - 1, j - 1)), in that order.
+inline double node_from_cells(const double* q, long long i, long long j, long long row) {
+  const long long c = i * row + j;
+  double v = q[4 * c];
+  if (j >= 1) v += q[4 * (c - 1) + 1];
+  if (i >= 1) v += q[4 * (c - row) + 2];
+  if (i >= 1 && j >= 1) v += q[4 * (c - row - 1) + 3];
+  return v;
+}
+}  // namespace
+
+void ThreadGrids::use_cells(bool on, long long grid_row) {
+  if (on == cells && (!on || grid_row == row)) return;
   for (auto& g : real) {
-    std::vector<double> other(paired ? 2 * g.size() : g.size() / 2, 0.0);
-    if (paired)
-      for (std::size_t c = 0; c < g.size(); ++c) other[2 * c] = g[c];
-    else
-      for (std::size_t c = 0; c < other.size(); ++c) other[c] = g[2 * c] + g[2 * c + 1];
+    const std::size_t nodes = cells ? g.size() / 4 : g.size();
+    std::vector<double, LineAllocator<double>> other(on ? 4 * nodes : nodes, 0.0);
+    for (std::size_t c = 0; c < nodes; ++c) {
+      const auto n = static_cast<long long>(c);
+      const double sum = cells ? node_from_cells(g.data(), n / row, n % row, row) : g[c];
+      (on ? other[4 * c] : other[c]) = sum;
+    }
     g.swap(other);
   }
+  cells = on;
+  row = grid_row;
 }
 
 namespace {
@@ -351,12 +368,12 @@ PIC_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G*
 }
 
 // The float step's loops run (float particles, StepGeometry::floats on a 2D CIC step with
-// real grids), and deposit into paired grids.
+// real grids), and deposit into cell sums.
 template <typename R>
 bool float_lanes(const Step<R>& s) {
   return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 2 && s.order == 1;
 }
-// The same in 3D (cic3_floats), into unpaired grids.
+// The same in 3D (cic3_floats), into node grids.
 template <typename R>
 bool float_lanes3(const Step<R>& s) {
   return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 3 && s.order == 1;
@@ -383,7 +400,7 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
       if constexpr (std::is_same_v<G, double>) {
         if (float_lanes(s)) {
           begin = cic_floats(s, begin, end, ne, v);
-          assert(begin == end);  // the rest would be deposited unpaired
+          assert(begin == end);  // the rest would be deposited into nodes
         }
         if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);
       }
@@ -410,7 +427,7 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
-    if (float_lanes(s)) {  // float arithmetic, every particle (the grids are paired)
+    if (float_lanes(s)) {  // float arithmetic, every particle (into cell sums)
       begin = cic_floats(s, begin, end, ne, v);
       assert(begin == end);
     }
@@ -434,7 +451,8 @@ long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne)
 
 // The deposit alone of float particles with Step::floats: float_stencil's fractions (mixed
 // precision: the stored cells and offsets), deposited as the float lanes deposit them after the
-// move: into paired grids in 2D (deposit_float_cic2), unpaired in 3D (float_cic3_weights).
+// move: into cell sums in 2D (float_cic2_weights, in float_deposit_order), into nodes in 3D
+// (float_cic3_weights).
 template <int Dim>
 long long deposit_range_floats(const Step<float>& s, long long begin, long long end, double* ne) {
   const FloatStep3 f = float_step3(s);
@@ -443,8 +461,8 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
   std::int32_t* const cells[3] = {s.cx, s.cy, s.cz};
   const long long lo[3] = {s.i_lo, s.j_lo, s.k_lo}, hi[3] = {s.i_hi, s.j_hi, s.k_hi},
                   n[3] = {s.nx, s.ny, s.nz};
-  long long missed = 0;
-  for (long long i = begin; i < end; ++i) {
+  // A particle's first node (-1: beyond the guards) and its weights.
+  const auto stencil = [&](long long i, double* w) {
     long long first[3] = {0, 0, 0};
     float g[3] = {0.0f, 0.0f, 0.0f};
     bool reach = true;
@@ -457,17 +475,41 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
       }
       reach = reach && (s.whole_box || image(first[a], 1, lo[a], hi[a], n[a]));
     }
-    if (!reach) {
-      ++missed;
-      continue;
-    }
-    const long long c = node_index<Dim>(s, first[0], first[1], first[2]);
+    if (!reach) return -1LL;
     if constexpr (Dim == 2) {
-      deposit_float_cic2(ne, i, c, s.row, s.charge, g[0], g[1]);
+      const FloatCic2Weights c = float_cic2_weights(s.charge, g[0], g[1]);
+      w[0] = c.w00;
+      w[1] = c.w01;
+      w[2] = c.w10;
+      w[3] = c.w11;
     } else {
-      double w[8];
       float_cic3_weights(s.charge, g[0], g[1], g[2], w);
-      add_float_cic3(ne, c, s.row, s.col, w);
+    }
+    return node_index<Dim>(s, first[0], first[1], first[2]);
+  };
+  long long missed = 0;
+  if constexpr (Dim == 3) {
+    for (long long i = begin; i < end; ++i) {
+      double w[8];
+      const long long c = stencil(i, w);
+      if (c < 0)
+        ++missed;
+      else
+        add_float_cic3(ne, c, s.row, s.col, w);
+    }
+  } else {
+    std::vector<long long> node(kFloatChunk);
+    std::vector<double> weights(4 * kFloatChunk);
+    for (long long i = begin; i < end; i += kFloatChunk) {
+      const long long m = std::min(kFloatChunk, end - i);
+      for (long long k = 0; k < m; ++k) {
+        node[k] = stencil(i + k, weights.data() + 4 * k);
+        if (node[k] < 0) ++missed;
+      }
+      for (long long t = 0; t < m; ++t) {
+        const long long k = float_deposit_order(t, m);
+        if (node[k] >= 0) add_float_cell(ne, node[k], weights.data() + 4 * k);
+      }
     }
   }
   return missed;
@@ -475,7 +517,7 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
 
 template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
-  // The float step (single and mixed precision): into paired grids in 2D, as its push deposits.
+  // The float step (single and mixed precision): into cell sums in 2D, as its push deposits.
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
     if (float_lanes(s)) return deposit_range_floats<2>(s, begin, end, ne);
     if (float_lanes3(s)) return deposit_range_floats<3>(s, begin, end, ne);
@@ -509,7 +551,7 @@ int team_size(const ThreadGrids& g) {
 
 template <typename Real>
 Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
-  grids.pair(float_lanes(s));
+  grids.use_cells(float_lanes(s), s.row);
   const int threads = team_size(grids);
   std::vector<Sums> parts(static_cast<std::size_t>(threads));
   std::vector<std::vector<std::int64_t>> lists(s.leavers != nullptr ? threads : 0);
@@ -543,7 +585,7 @@ Sums push_and_deposit(const Step<Real>& s, ThreadGrids& grids) {
 
 template <typename Real>
 void deposit(const Step<Real>& s, ThreadGrids& grids) {
-  grids.pair(float_lanes(s));
+  grids.use_cells(float_lanes(s), s.row);
   const int threads = team_size(grids);
   long long missed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : missed)
@@ -608,10 +650,42 @@ float float_periodic(float p, float lf, double l) {
   return kernels::periodic_as<float>(static_cast<double>(p), l);
 }
 
+namespace {
+// fold's row i of nodes from the cell sums gs[0, count) (node_from_cells, summed grid after
+// grid from 0.0), the nodes of rows past the first and columns past the first without a test.
+PIC_HOST_CLONES void nodes_from_cells(double* const* gs, std::size_t count, long long i,
+                                      long long row, double* ne) {
+  const long long c0 = i * row;
+  for (long long j = 0; j < (i == 0 ? row : 1); ++j) {
+    double acc = 0.0;
+    for (std::size_t t = 0; t < count; ++t) acc += node_from_cells(gs[t], i, j, row);
+    ne[c0 + j] = acc;
+  }
+  if (i == 0) return;
+  double* __restrict out = ne + c0;
+  if (count == 1) {
+    const double* __restrict q = gs[0] + 4 * c0;
+    const double* __restrict b = q - 4 * row;  // the row of cells below
+    for (long long j = 1; j < row; ++j)
+      out[j] = 0.0 + (((q[4 * j] + q[4 * j - 3]) + b[4 * j + 2]) + b[4 * j - 1]);
+    return;
+  }
+  for (long long j = 1; j < row; ++j) {
+    double acc = 0.0;
+    for (std::size_t t = 0; t < count; ++t) {
+      const double* q = gs[t] + 4 * c0;
+      const double* b = q - 4 * row;
+      acc += ((q[4 * j] + q[4 * j - 3]) + b[4 * j + 2]) + b[4 * j - 1];
+    }
+    out[j] = acc;
+  }
+}
+}  // namespace
+
 void fold(ThreadGrids& grids, long long nodes, double* ne) {
-  // The grids' pointers hoisted out of the loops, one loop per kind of grid and, for real
-  // grids, per count of them up to two (no test of either per node; the one-thread loops
-  // vectorise).  Each node's sum in grid order, from 0.0 (so -0.0 sums give 0.0 as before).
+  // The grids' pointers hoisted out of the loops, one loop per kind of grid (integers, cell
+  // sums, node sums) and, for node sums, one for a single grid (no test of either per node;
+  // it vectorises).  Each node's sum in grid order, from 0.0 (so -0.0 sums give 0.0 as before).
   if (!grids.integer.empty()) {
     std::vector<std::int64_t*> g;
     for (auto& v : grids.integer) g.push_back(v.data());
@@ -632,22 +706,33 @@ void fold(ThreadGrids& grids, long long nodes, double* ne) {
   for (auto& v : grids.real) g.push_back(v.data());
   const auto count = g.size();
   double* const* gs = g.data();
-  const long long per = grids.pairs ? 2 : 1;  // sums a node
+  if (grids.cells) {
+    // Each node's sum from its cells' entries (node_from_cells), grid after grid, a row of nodes
+    // at a time; a row of cells is cleared once the next row of nodes is summed, by the thread
+    // that sums it where that row is its own, after the others have read it where not.
+    const long long row = grids.row, rows = nodes / row;
+    const auto clear = [&](long long i) {
+      for (std::size_t t = 0; t < count; ++t)
+        std::fill(gs[t] + 4 * i * row, gs[t] + 4 * (i + 1) * row, 0.0);
+    };
+#pragma omp parallel
+    {
+      const auto [i0, i1] = cunumpy::omp_thread_range(rows);
+      for (long long i = i0; i < i1; ++i) {
+        nodes_from_cells(gs, count, i, row, ne);
+        if (i > i0) clear(i - 1);
+      }
+#pragma omp barrier
+      if (i1 > i0) clear(i1 - 1);
+    }
+    return;
+  }
   if (count == 1) {
     double* const a = gs[0];
-    if (per == 2) {
 #pragma omp parallel for schedule(static)
-      for (long long c = 0; c < nodes; ++c) {
-        ne[c] = 0.0 + (a[2 * c] + a[2 * c + 1]);
-        a[2 * c] = 0.0;
-        a[2 * c + 1] = 0.0;
-      }
-    } else {
-#pragma omp parallel for schedule(static)
-      for (long long c = 0; c < nodes; ++c) {
-        ne[c] = 0.0 + a[c];
-        a[c] = 0.0;
-      }
+    for (long long c = 0; c < nodes; ++c) {
+      ne[c] = 0.0 + a[c];
+      a[c] = 0.0;
     }
     return;
   }
@@ -655,10 +740,8 @@ void fold(ThreadGrids& grids, long long nodes, double* ne) {
   for (long long c = 0; c < nodes; ++c) {
     double acc = 0.0;
     for (std::size_t t = 0; t < count; ++t) {
-      double* sums = gs[t] + per * c;
-      acc += per == 2 ? sums[0] + sums[1] : sums[0];
-      sums[0] = 0.0;
-      if (per == 2) sums[1] = 0.0;
+      acc += gs[t][c];
+      gs[t][c] = 0.0;
     }
     ne[c] = acc;
   }

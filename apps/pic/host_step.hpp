@@ -26,7 +26,9 @@
 // particle-step).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 namespace pic::host_step {
@@ -126,14 +128,14 @@ inline float float_stencil(float p, float inv, long long& first) {
   first = j;
   return t - static_cast<float>(j);
 }
-// The float step's CIC deposit of particle i whose stencil starts at guarded node c with
+// The float step's CIC deposit of a particle whose stencil starts at guarded node c with
 // fractions gx, gy: weights (q - q gx, q gx) along x and (1 - gy, gy) along y in double (six
 // roundings where charge times each product takes eight: float_cic2_weights), the same in the
 // vector loop (which computes them a vector of particles at a time) and in the deposit alone
-// (a restart redeposits the push's density bit for bit).  Into paired grids
-// (ThreadGrids::pairs, add_float_cic2): node c's sums at 2c and 2c + 1, particle i adding to
-// the one of its parity, so that consecutive particles, which a sorted array puts in the same
-// cells, do not wait for each other's sums (measured: scripts/compare_picksc.sh).
+// (a restart redeposits the push's density bit for bit).  Into cell sums (ThreadGrids::cells,
+// add_float_cell): entry c holds, at 4c to 4c + 3, the sums of the weights that the particles
+// whose stencil starts at node c give its four nodes; fold adds each node's four entries.  A
+// particle's deposit is then one 32-byte read, add and write, where four nodes took four.
 struct FloatCic2Weights {
   double w00, w01, w10, w11;  // nodes c, c + 1, c + row, c + row + 1
 };
@@ -141,27 +143,27 @@ inline FloatCic2Weights float_cic2_weights(double charge, float gx, float gy) {
   const double fx = gx, fy = gy, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy;
   return {qa * ay, qa * fy, qx * ay, qx * fy};
 }
-// `paired`: ne + (i & 1), the sums of particle i's parity.
-inline void add_float_cic2(double* paired, long long c, long long row, double w00, double w01,
-                           double w10, double w11) {
-  double* sums = paired + 2 * c;
-  sums[0] += w00;
-  sums[2] += w01;
-  sums[2 * row] += w10;
-  sums[2 * row + 2] += w11;
+// A particle's four weights w (float_cic2_weights's order) into cell c's sums.
+inline void add_float_cell(double* cells, long long c, const double* w) {
+  double* sums = cells + 4 * c;
+  for (int k = 0; k < 4; ++k) sums[k] += w[k];
 }
-inline void deposit_float_cic2(double* ne, long long i, long long c, long long row, double charge,
-                               float gx, float gy) {
-  const FloatCic2Weights w = float_cic2_weights(charge, gx, gy);
-  add_float_cic2(ne + (i & 1), c, row, w.w00, w.w01, w.w10, w.w11);
+// The order of the float step's deposit, the same in every loop: chunks of kFloatChunk
+// particles from the start of a thread's range, each chunk's four quarters in turn, one
+// particle of each (particles k, k + 128, k + 256, k + 384, then k + 1, ...): consecutive
+// particles, which a sorted array puts in the same cell, then do not wait for each other's
+// sums; a shorter chunk (the range's last) in particle order.  Position t of a chunk of m
+// particles deposits its particle float_deposit_order(t, m).
+constexpr long long kFloatChunk = 512, kFloatQuarter = kFloatChunk / 4;
+inline long long float_deposit_order(long long t, long long m) {
+  return m == kFloatChunk ? (t % 4) * kFloatQuarter + t / 4 : t;
 }
 
 // The 3D float step's CIC deposit of a particle whose stencil starts at guarded node c with
 // fractions gx, gy, gz: weights (q - q gx, q gx) along x, (1 - gy, gy) along y, their products,
 // then (1 - gz, gz) along z, in double (float_cic3_weights: node (a, b, l) of the stencil at
 // w[4a + 2b + l], at c + a row + b col + l), the same in the vector loop and in the deposit
-// alone.  Into unpaired grids (the 2D step's sums by particle parity, ThreadGrids::pairs, are
-// not used in 3D).
+// alone.  Into node grids (the 2D step's cell sums, ThreadGrids::cells, are not used in 3D).
 inline void float_cic3_weights(double charge, float gx, float gy, float gz, double* w) {
   const double fx = gx, fy = gy, fz = gz, qx = charge * fx, qa = charge - qx, ay = 1.0 - fy,
                az = 1.0 - fz;
@@ -186,18 +188,36 @@ struct Sums {
   long long undeposited = 0;  // particles whose image lay beyond the guards
 };
 
-// One grid per thread of the team (`nodes` doubles, 2 `nodes` when paired, or int64 with
+// 64-byte aligned storage (a cell's four sums, 32 bytes, within one cache line).
+template <typename T>
+struct LineAllocator {
+  using value_type = T;
+  LineAllocator() = default;
+  template <typename U>
+  LineAllocator(const LineAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete (p, std::align_val_t{64}); }
+  template <typename U>
+  bool operator==(const LineAllocator<U>&) const {
+    return true;
+  }
+};
+
+// One grid per thread of the team (`nodes` doubles, 4 `nodes` as cell sums, or int64 with
 // integer grids), cleared.
-// Real grids are paired (`pairs`: two sums a node, node c's at 2c and 2c + 1,
-// deposit_float_cic2) while the 2D float step (StepGeometry::floats) deposits into them:
-// push_and_deposit and deposit pair them or unpair them as the step needs (keeping their
-// sums), fold adds each pair.
+// Real grids hold cell sums (`cells`: four sums an entry, add_float_cell, `row` the grid's)
+// while the 2D float step (StepGeometry::floats) deposits into them: push_and_deposit and
+// deposit turn them into cell sums or back as the step needs (keeping each node's sum), fold
+// adds each node's entries.
 struct ThreadGrids {
-  std::vector<std::vector<double>> real;
+  std::vector<std::vector<double, LineAllocator<double>>> real;
   std::vector<std::vector<std::int64_t>> integer;
-  bool pairs = false;
+  bool cells = false;
+  long long row = 0;  // with `cells`
   void ensure(int threads, long long nodes, bool integer_grids);
-  void pair(bool paired);
+  void use_cells(bool on, long long grid_row);
 };
 
 // Particles [0, n) over the OpenMP threads (the guarded grid's nodes are 32-bit indices), each

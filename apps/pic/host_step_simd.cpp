@@ -283,36 +283,42 @@ HWY_INLINE void TableEntries(D d, const float* HWY_RESTRICT cells,
 #endif
 
 // The deposit's weights of a vector of particles whose stencils have fractions gx, gy:
-// float_cic2_weights's four products in double (the same roundings), each corner's from
-// w[corner] + at.
+// float_cic2_weights's four products in double (the same roundings), each particle's four
+// side by side from w (add_float_cell's order).
 template <class D>
-HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* const* w,
-                             long long at, hwy::SizeTag<1>) {
+HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* HWY_RESTRICT w,
+                             hwy::SizeTag<1>) {
   const FloatCic2Weights c = float_cic2_weights(q, hn::GetLane(gx), hn::GetLane(gy));
-  w[0][at] = c.w00;
-  w[1][at] = c.w01;
-  w[2][at] = c.w10;
-  w[3][at] = c.w11;
+  w[0] = c.w00;
+  w[1] = c.w01;
+  w[2] = c.w10;
+  w[3] = c.w11;
 }
 #if HWY_TARGET != HWY_SCALAR
 template <class D, size_t kLanes>
-HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* const* w,
-                             long long at, hwy::SizeTag<kLanes>) {
+HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* HWY_RESTRICT w,
+                             hwy::SizeTag<kLanes>) {
   const hn::Repartition<double, D> dd;
   const hn::Half<D> dh;
   const auto charge = hn::Set(dd, q), one = hn::Set(dd, 1.0);
-  const auto half = [&](hn::Vec<hn::Half<D>> hx, hn::Vec<hn::Half<D>> hy, long long to) {
+  const auto half = [&](hn::Vec<hn::Half<D>> hx, hn::Vec<hn::Half<D>> hy, double* to) {
     const auto fx = hn::PromoteTo(dd, hx), fy = hn::PromoteTo(dd, hy);
     const auto qx = hn::Mul(charge, fx), qa = hn::Sub(charge, qx), ay = hn::Sub(one, fy);
-    hn::Store(hn::Mul(qa, ay), dd, w[0] + to);
-    hn::Store(hn::Mul(qa, fy), dd, w[1] + to);
-    hn::Store(hn::Mul(qx, ay), dd, w[2] + to);
-    hn::Store(hn::Mul(qx, fy), dd, w[3] + to);
+    hn::StoreInterleaved4(hn::Mul(qa, ay), hn::Mul(qa, fy), hn::Mul(qx, ay), hn::Mul(qx, fy), dd,
+                          to);
   };
-  half(hn::LowerHalf(dh, gx), hn::LowerHalf(dh, gy), at);
-  half(hn::UpperHalf(dh, gx), hn::UpperHalf(dh, gy), at + static_cast<long long>(hn::Lanes(dd)));
+  half(hn::LowerHalf(dh, gx), hn::LowerHalf(dh, gy), w);
+  half(hn::UpperHalf(dh, gx), hn::UpperHalf(dh, gy), w + 4 * hn::Lanes(dd));
 }
 #endif
+
+// A particle's four weights (StoreWeights) into its cell's sums (add_float_cell), whole
+// vectors of up to four doubles: the same sums as one at a time.
+HWY_INLINE void AddCell(double* HWY_RESTRICT sums, const double* HWY_RESTRICT w) {
+  const hn::CappedTag<double, 4> d4;
+  for (size_t k = 0; k < 4; k += hn::Lanes(d4))
+    hn::Store(hn::Add(hn::Load(d4, sums + k), hn::Load(d4, w + k)), d4, sums + k);
+}
 
 // Cells (mixed precision: Step::cx, cy): a particle's stencil is its cell and its offset, read
 // as they are; the move adds cell_dt v to the offset in float, moves the cell by the floor of
@@ -326,14 +332,13 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   const hn::RebindToSigned<D> di;
   using V = hn::Vec<D>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
-  constexpr long long kChunk = 512, kSub = 64;
+  constexpr long long kChunk = kFloatChunk, kSub = 64;
   // The entries straight from the table (x86's vectors of 8 or 16 floats), or copied first.
   constexpr bool kFromTable = PIC_ENTRIES_FROM_TABLE && hn::MaxLanes(D()) >= 8;
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], cell[kSub];
-  // The deposit's weights at x_{n+1}, a corner's in each array (deposit_float_cic2's order).
-  alignas(64) double share00[kChunk], share01[kChunk], share10[kChunk], share11[kChunk];
-  double* const shares[4] = {share00, share01, share10, share11};
+  // The deposit's weights at x_{n+1}, each particle's four side by side (add_float_cell's).
+  alignas(64) double weights[4 * kChunk];
   alignas(64) float entries[8 * kSub];
   const int row = static_cast<int>(s.row);
   const FloatStep f = float_step(s);
@@ -482,7 +487,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         }
         // The stencil at x_{n+1}: the new cell and offset.
         StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
-        StoreWeights(d, q, gx, gy, shares, k, WideLanes<D>());
+        StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
         continue;
       }
       V px = hn::Add(x0, hn::Mul(dt, nx));
@@ -517,25 +522,27 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
       StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
-      StoreWeights(d, q, gx, gy, shares, k, WideLanes<D>());
+      StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
     }
-    // The deposit (deposit_float_cic2's sums, in double), particle after particle, two at a
-    // time (the even rows' sums, then the odd ones'), the test for stencils beyond the guards
-    // (counted above) only in chunks that have them.
-    double* const first = ne + (i & 1);
-    double* const second = ne + ((i + 1) & 1);
+    // The deposit into cell sums (add_float_cell, in double) in float_deposit_order: a whole
+    // chunk's quarters in turn, a shorter one (the range's last) in order; the test for
+    // stencils beyond the guards (counted above) only in chunks that have them.
     const auto deposit = [&](auto check) {
-      const auto one = [&](double* paired, long long k) {
+      const auto one = [&](long long k) {
         const long long c = node[k];
         if (decltype(check)::value && c < 0) return;
-        add_float_cic2(paired, c, row, share00[k], share01[k], share10[k], share11[k]);
+        AddCell(ne + 4 * c, weights + 4 * k);
       };
-      long long k = 0;
-      for (; k + 1 < m; k += 2) {
-        one(first, k);
-        one(second, k + 1);
+      if (m == kFloatChunk) {
+        for (long long k = 0; k < kFloatQuarter; ++k) {
+          one(k);
+          one(k + kFloatQuarter);
+          one(k + 2 * kFloatQuarter);
+          one(k + 3 * kFloatQuarter);
+        }
+      } else {
+        for (long long k = 0; k < m; ++k) one(k);
       }
-      if (k < m) one(first, k);
     };
     if (missed)
       deposit(std::true_type{});

@@ -498,27 +498,39 @@ TEST(HostStep, QuantaAreLlroundsOfTheScaledWeights) {
     EXPECT_EQ(pic::kernels::quanta(big), std::llround(big * q)) << big;
 }
 
-// The float step deposits into paired grids: node c's two sums at 2c and 2c + 1, the even
-// particles' into the first and the odd ones' into the second (consecutive particles do not
-// wait for each other's sums); fold adds each pair, and unpairing keeps the sums.
-TEST(HostStep, FloatStepDepositsEachParityIntoItsOwnSum) {
+// The float step deposits into cell sums: entry c holds, at 4c to 4c + 3, the sums of the
+// weights that the particles whose stencil starts at node c give its four nodes, added in
+// float_deposit_order (a whole chunk of 512 particles a quarter after another, one particle of
+// each in turn; the last, shorter chunk in order); fold adds each node's entries (of up to four
+// cells), converting to node sums keeps every node's sum, and fold clears the entries.
+TEST(HostStep, FloatStepDepositsIntoCellSumsInQuarters) {
   namespace hs = pic::host_step;
   const long long nx = 6, ny = 5, guard = 2, row = ny + 2 * guard, nodes = (nx + 2 * guard) * row;
-  // Five particles in cell (2, 3) at different offsets.
-  std::vector<float> x = {2.25f, 2.5f, 2.75f, 2.125f, 2.875f},
-                     y = {3.5f, 3.25f, 3.75f, 3.625f, 3.125f}, vx(5, 0.0f), vy(5, 0.0f);
+  // 700 particles in cells (2, 3) and (3, 3) at offsets drawn from a fixed sequence: a whole
+  // chunk and a shorter one, the sums' roundings depending on their order.
+  const long long n = 700;
+  std::vector<float> x(n), y(n), vx(n, 0.0f), vy(n, 0.0f);
+  std::uint32_t state = 12345;
+  const auto draw = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f;  // [0, 1) in float
+  };
+  for (long long i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(2 + (i % 3 == 0)) + draw();
+    y[i] = 3.0f + draw();
+  }
   hs::Step<float> s{};
   s.x = x.data();
   s.y = y.data();
   s.vx = vx.data();
   s.vy = vy.data();
-  s.n = 5;
+  s.n = n;
   s.dim = 2;
   s.order = 1;
   s.inv_dx = s.inv_dy = 1.0;
   s.lx = static_cast<double>(nx);
   s.ly = static_cast<double>(ny);
-  s.charge = 0.5;
+  s.charge = 0.1;
   s.row = row;
   s.base = guard * row + guard;
   s.nx = nx;
@@ -531,35 +543,64 @@ TEST(HostStep, FloatStepDepositsEachParityIntoItsOwnSum) {
   hs::ThreadGrids grids;
   grids.ensure(1, nodes, false);
   hs::deposit(s, grids);
-  ASSERT_TRUE(grids.pairs);
-  ASSERT_EQ(grids.real[0].size(), static_cast<std::size_t>(2 * nodes));
-  const long long c = s.base + 2 * row + 3;  // the cell's first node
-  const long long at[4] = {c, c + 1, c + row, c + row + 1};
-  double sums[2][4] = {};
-  for (int i = 0; i < 5; ++i) {
-    // The weights as deposit_float_cic2 rounds them: charge q, q x and q - q x along x.
-    const double fx = x[i] - 2.0f, fy = y[i] - 3.0f, qx = 0.5 * fx, qa = 0.5 - qx, ay = 1.0 - fy;
-    const double w[4] = {qa * ay, qa * fy, qx * ay, qx * fy};
-    for (int k = 0; k < 4; ++k) sums[i % 2][k] += w[k];
+  ASSERT_TRUE(grids.cells);
+  ASSERT_EQ(grids.row, row);
+  ASSERT_EQ(grids.real[0].size(), static_cast<std::size_t>(4 * nodes));
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(grids.real[0].data()) % 64, 0u);
+  // Each cell's sums in the deposit's order, and in particle order (which must differ, or the
+  // order would not be tested).
+  const long long first[2] = {s.base + 2 * row + 3, s.base + 3 * row + 3};
+  double sums[2][4] = {}, in_order[2][4] = {};
+  const auto weights = [&](long long i, double* w) {
+    // The weights as float_cic2_weights rounds them: charge q, q x and q - q x along x.
+    const double fx = x[i] - std::floor(x[i]), fy = y[i] - 3.0f, qx = 0.1 * fx, qa = 0.1 - qx,
+                 ay = 1.0 - fy;
+    w[0] = qa * ay;
+    w[1] = qa * fy;
+    w[2] = qx * ay;
+    w[3] = qx * fy;
+  };
+  for (long long t = 0; t < n; ++t) {
+    const long long i = t < 512 ? (t % 4) * 128 + t / 4 : t;  // the whole chunk by quarters
+    double w[4], v[4];
+    weights(i, w);
+    weights(t, v);
+    for (int k = 0; k < 4; ++k) {
+      sums[i % 3 == 0][k] += w[k];
+      in_order[t % 3 == 0][k] += v[k];
+    }
   }
-  for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(grids.real[0][2 * at[k]], sums[0][k]) << "corner " << k << ", even particles";
-    EXPECT_EQ(grids.real[0][2 * at[k] + 1], sums[1][k]) << "corner " << k << ", odd particles";
+  bool order_matters = false;
+  for (int cell = 0; cell < 2; ++cell)
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(grids.real[0][4 * first[cell] + k], sums[cell][k])
+          << "cell " << cell << ", corner " << k;
+      order_matters = order_matters || sums[cell][k] != in_order[cell][k];
+    }
+  EXPECT_TRUE(order_matters) << "the particles' order changes no sum: the test cannot see it";
+  for (long long c = 0; c < nodes; ++c) {
+    if (c == first[0] || c == first[1]) continue;
+    for (int k = 0; k < 4; ++k) ASSERT_EQ(grids.real[0][4 * c + k], 0.0) << "entry " << c;
   }
-  hs::ThreadGrids unpaired = grids;
-  unpaired.pair(false);
-  ASSERT_EQ(unpaired.real[0].size(), static_cast<std::size_t>(nodes));
+  hs::ThreadGrids as_nodes = grids;
+  as_nodes.use_cells(false, row);
+  ASSERT_EQ(as_nodes.real[0].size(), static_cast<std::size_t>(nodes));
   std::vector<double> ne(static_cast<std::size_t>(nodes)), kept(ne.size());
   hs::fold(grids, nodes, ne.data());
-  hs::fold(unpaired, nodes, kept.data());
+  hs::fold(as_nodes, nodes, kept.data());
+  // Node (i, j) sums its cells (i, j), (i, j - 1), (i - 1, j), (i - 1, j - 1) in that order.
+  const long long c = first[0];
+  EXPECT_EQ(ne[c], sums[0][0]);
+  EXPECT_EQ(ne[c + 1], sums[0][1]);
+  EXPECT_EQ(ne[c + row], sums[0][2] + sums[1][0]);
+  EXPECT_EQ(ne[c + row + 1], (sums[0][3] + sums[1][1]));
+  EXPECT_EQ(ne[c + 2 * row], sums[1][2]);
+  EXPECT_EQ(ne[c + 2 * row + 1], sums[1][3]);
   double total = 0.0;
-  for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(ne[at[k]], sums[0][k] + sums[1][k]) << "corner " << k;
-    total += ne[at[k]];
-  }
-  EXPECT_NEAR(total, 2.5, 1e-12);
-  EXPECT_EQ(kept, ne) << "unpairing keeps each node's sum";
-  for (double v : grids.real[0]) ASSERT_EQ(v, 0.0) << "fold clears both sums";
+  for (double v : ne) total += v;
+  EXPECT_NEAR(total, 0.1 * n, 1e-9);
+  EXPECT_EQ(kept, ne) << "node sums keep each node's sum";
+  for (double v : grids.real[0]) ASSERT_EQ(v, 0.0) << "fold clears every entry";
 }
 
 // On a block of the box (a decomposed rank's): a particle that crosses the box's edge is
@@ -586,7 +627,7 @@ TEST(HostStep, OnABlockImagesLandInTheGuardsAndFarMoversAreCounted) {
     double total = 0.0;
     for (double v : r.ne) total += v;
     // Integer grids: each node's weight rounded to the quantum (4 nodes a particle).
-    const double per = integer ? 16777216.0 : 0.5;
+    const double per = integer ? 16777216.0 : pic::host_step::kCaseCharge;
     const double tolerance = integer ? 2.0 * 1003 : 1e-9 * per * 1003;
     EXPECT_NEAR(total, per * static_cast<double>(1003 - beyond), tolerance);
   }
@@ -711,7 +752,9 @@ TEST(HostStep, MixedPrecisionStepKeepsCellsAndOffsets) {
       }
       double charge = 0.0;
       for (const double c : v.ne) charge += c;
-      EXPECT_NEAR(charge, 0.5 * static_cast<double>(1003 - v.sums.undeposited), 1e-9 * 1003)
+      EXPECT_NEAR(charge,
+                  pic::host_step::kCaseCharge * static_cast<double>(1003 - v.sums.undeposited),
+                  1e-9 * 1003)
           << what;
     }
 }
@@ -783,7 +826,9 @@ TEST(HostStep, FloatStepFollowsTheDoubleStepToFloatRounding) {
           << what << ", node " << c;
       charge += single.ne[c];
     }
-    EXPECT_NEAR(charge, 0.5 * static_cast<double>(1003 - single.sums.undeposited), 1e-9 * 1003)
+    EXPECT_NEAR(charge,
+                pic::host_step::kCaseCharge * static_cast<double>(1003 - single.sums.undeposited),
+                1e-9 * 1003)
         << what << ": each particle's weights sum to its charge";
     EXPECT_NEAR(single.sums.energy, full.sums.energy, 1e-6 * std::abs(full.sums.energy)) << what;
     EXPECT_NEAR(single.sums.momentum, full.sums.momentum, 1e-3) << what;
