@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -319,6 +320,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
   // velocities taken back half a step (leapfrog).
   Particles<Real> p;
   int first_step = 0;
+  std::optional<FieldSums> first_fields;  // a new run's fields at t_0
   if (!config.restart.empty()) {
     const Checkpoint c = read_checkpoint(config.restart, comm);
     first_step = c.step;
@@ -335,7 +337,9 @@ Results run_as(const Config& config, const cn::Comm& comm) {
     p = make_particles<Real>(config, comm, backend, layout->spare_rows(n), &layout->grid());
     layout->migrate(p);  // born on their owners: none moves (checked by the migration)
     if (config.sort_every > 0) resort(p, layout->grid());
-    fields_of(p, *layout, *step, phases, -1, false);
+    // The fields at t_0, which the first step uses as they are (the half push back moves no
+    // particle): not deposited and solved again.
+    first_fields = fields_of(p, *layout, *step, phases, -1, false);
     step->push(p, *layout, -0.5, false);
   }
   r.first_step = first_step;
@@ -352,7 +356,9 @@ Results run_as(const Config& config, const cn::Comm& comm) {
     if (config.sort_every > 0 && n > 0 && n % config.sort_every == 0)
       phases.run("sort", [&] { resort(p, layout->grid()); });
     // The fields at t_n from x_n.
-    const FieldSums field = fields_of(p, *layout, *step, phases, undeposited, density_posted);
+    const FieldSums field = n == first_step && first_fields
+                                ? *first_fields
+                                : fields_of(p, *layout, *step, phases, undeposited, density_posted);
     r.redeposits += field.redeposited ? 1 : 0;
     if (snapshots && n % config.output_every == 0)  // E_n and the particles at x_n
       phases.run("output", [&] { snapshots->start(p, *layout, n); });
