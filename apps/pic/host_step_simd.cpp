@@ -337,7 +337,12 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
   constexpr bool kFromTable = PIC_ENTRIES_FROM_TABLE && hn::MaxLanes(D()) >= 8;
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], cell[kSub];
-  // The deposit's weights at x_{n+1}, each particle's four side by side (add_float_cell's).
+  // A chunk in four passes, each loop's dependency chains short so that more of its iterations
+  // overlap: E at each particle (into along_x, along_y); the push and the move (the new
+  // stencils' fractions into along_x, along_y, each particle's energy term v_old . v_new into
+  // terms); the deposit's weights (each particle's four side by side, add_float_cell's order)
+  // and the energy and momentum sums; the deposit.
+  alignas(64) float along_x[kChunk], along_y[kChunk], terms[kChunk];
   alignas(64) double weights[4 * kChunk];
   alignas(64) float entries[8 * kSub];
   const int row = static_cast<int>(s.row);
@@ -426,14 +431,19 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
                            hn::Add(hn::Mul(w10, ex2), hn::Mul(w11, ex3)));
       const V e1 = hn::Add(hn::Add(hn::Mul(w00, ey0), hn::Mul(w01, ey1)),
                            hn::Add(hn::Mul(w10, ey2), hn::Mul(w11, ey3)));
+      hn::Store(e0, d, along_x + k);
+      hn::Store(e1, d, along_y + k);
+    }
+    for (long long k = 0; k < m; k += lanes) {
+      const long long p = i + k;
+      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
+      const V e0 = hn::Load(d, along_x + k), e1 = hn::Load(d, along_y + k);
       // The push and the move.
       const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
       hn::StoreU(nx, d, vx + p);
       hn::StoreU(ny, d, vy + p);
-      const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
-      energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
-      momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
+      hn::Store(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), d, terms + k);
       if constexpr (Cells) {
         const V tx = hn::Add(x0, hn::Mul(cdt_x, nx)), ty = hn::Add(y0, hn::Mul(cdt_y, ny));
         // A sum of sane size (NaN fails the test) moves the cell by its floor; the other lanes
@@ -487,7 +497,8 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         }
         // The stencil at x_{n+1}: the new cell and offset.
         StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
-        StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
+        hn::Store(gx, d, along_x + k);
+        hn::Store(gy, d, along_y + k);
         continue;
       }
       V px = hn::Add(x0, hn::Mul(dt, nx));
@@ -522,7 +533,15 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
       StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
-      StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
+      hn::Store(gx, d, along_x + k);
+      hn::Store(gy, d, along_y + k);
+    }
+    // The weights, and the sums of the energy terms and of the new v_x, lane by lane in order.
+    for (long long k = 0; k < m; k += lanes) {
+      StoreWeights(d, q, hn::Load(d, along_x + k), hn::Load(d, along_y + k), weights + 4 * k,
+                   WideLanes<D>());
+      energy = hn::Add(energy, Promoted(d, hn::Load(d, terms + k), WideLanes<D>()));
+      momentum = hn::Add(momentum, Promoted(d, hn::LoadU(d, vx + i + k), WideLanes<D>()));
     }
     // The deposit into cell sums (add_float_cell, in double) in float_deposit_order: a whole
     // chunk's quarters in turn, a shorter one (the range's last) in order; the test for
