@@ -70,7 +70,8 @@ aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w -DCUNUMPY_CUDA_LIBRARY_DIR='""' 
   "$src/core/src/files.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
   /usr/lib/aarch64-linux-gnu/libcrypto.so -o "$out/emulator_check"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp "$src/tests/arm/pic_step_check.cpp" \
-  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$l/host_simd/targets.cpp" \
+  "$src/apps/pic/host_step.cpp" "$src/apps/pic/host_step_simd.cpp" "$src/apps/pic/resort_keys.cpp" \
+  "$l/host_simd/targets.cpp" \
   /usr/lib/aarch64-linux-gnu/libhwy.so.1 -o "$out/pic_step_check"
 run() {  # cpu, CUNUMPY_HOST_SIMD, program
   qemu-aarch64-static -cpu "$1" -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu \

@@ -1462,6 +1462,10 @@ const Choice& choice() {
 }
 }  // namespace
 
+bool host_vectors() {
+  return choice().vectors;
+}
+
 #define PIC_VECTORS(name, kernel, R, G)                                                 \
   long long name(const Step<R>& s, long long begin, long long end, G* ne, Sums& sums) { \
     if (!choice().vectors) return begin;                                                \

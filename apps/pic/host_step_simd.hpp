@@ -49,6 +49,10 @@ long long cic3_vectors(const Step<double>& s, long long begin, long long end, st
 long long cic3_vectors(const Step<float>& s, long long begin, long long end, std::int64_t* ne,
                        Sums& sums);
 
+// Whether the host's vector targets run (not under the portable choice, CUNUMPY_HOST_SIMD):
+// the loops above and the re-sort's keys (resort_keys.cpp) take the baseline's otherwise.
+bool host_vectors();
+
 // kernels::quanta of w[0, n) into out, whole vectors as the loops with integer grids compute
 // them, the rest one at a time (std::llround(w 2^24) for finite |w 2^24| < 4e18; for the tests).
 void quanta(const double* w, long long n, std::int64_t* out);

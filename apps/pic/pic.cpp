@@ -24,6 +24,7 @@
 #include "output.hpp"
 #include "particles.hpp"
 #include "pic_kernels.hpp"
+#include "resort_keys.hpp"
 #include "step.hpp"
 
 namespace pic {
@@ -120,19 +121,6 @@ cn::Array<std::int64_t> order_of(cn::Array<std::uint64_t> keys) {
 }
 }  // namespace
 
-// A particle's cell along axis a: floor(x / dx) wrapped into the grid (inv: 1 / dx), or with
-// stored cells (inv 1) the cell itself.
-template <typename Real>
-struct CellOf {
-  kernels::Positions<Real> pos;
-  double inv[3];
-  long long cells[3];
-  CUNUMPY_HD_INLINE unsigned long long operator()(int a, long long i) const {
-    return static_cast<unsigned long long>(
-        kernels::wrap(kernels::node_of(pos.at(a, i) * inv[a]), cells[a]));
-  }
-};
-
 // The particles re-sorted along a Morton curve of their cells (the grid accesses of the next
 // steps stay local).  Only rows [0, n) move; the spare rows' values are not kept.
 template <typename Real>
@@ -146,16 +134,16 @@ void resort(Particles<Real>& p, const LocalGrid& grid) {
                           {nx, ny, nz}};
   auto keys = cn::empty<std::uint64_t>({n}, p.x.backend());
   std::uint64_t* k = keys.data();
-  // One loop per dimension (a small body the compiler keeps inline).
-  if (dim == 3)
-    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
-                   k[i] = cunumpy_morton_encode3(cell(0, i), cell(1, i), cell(2, i)););
+  // On the host by whole vectors (resort_keys.cpp); on a device one loop per dimension (a small
+  // body the compiler keeps inline).
+  if (keys.backend() == cn::Backend::host)
+    morton_keys(cell, dim, n, k);
+  else if (dim == 3)
+    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(3, i););
   else if (dim == 2)
-    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
-                   k[i] = cunumpy_morton_encode2(cell(0, i), cell(1, i)););
+    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(2, i););
   else
-    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i,
-                   k[i] = cunumpy_morton_encode2(cell(0, i), 0ull););
+    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(1, i););
   // Every column, its rows reordered (the axes past the dimension are empty: skipped).
   const cn::Array<std::int64_t> order = order_of(std::move(keys));
   permute_all<Real>({&p.x, &p.y, &p.z, &p.vx, &p.vy, &p.vz}, order, n);
