@@ -312,6 +312,36 @@ HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* 
 }
 #endif
 
+#undef PIC_WEIGHTS_PERMUTED
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define PIC_WEIGHTS_PERMUTED 1
+// AVX-512's 16 float lanes: StoreWeights's products, each zmm two particles' four weights made
+// as the product of (q - q g_x, q - q g_x, q g_x, q g_x) and (1 - g_y, g_y, 1 - g_y, g_y), each
+// taken from two vectors of 8 particles by one two-source permute: 16 permutes for 16
+// particles where the interleaved store shuffles 24 times (all on one port: measured 2-4% of
+// the step).  The same products, the same bits.
+HWY_INLINE void StoreWeightsPermuted(double q, hn::Vec<hn::Full512<float>> gx,
+                                     hn::Vec<hn::Full512<float>> gy, double* HWY_RESTRICT w) {
+  const __m512d charge = _mm512_set1_pd(q), one = _mm512_set1_pd(1.0);
+  const auto half = [&](__m256 hx, __m256 hy, double* to) {
+    const __m512d fx = _mm512_cvtps_pd(hx), fy = _mm512_cvtps_pd(hy);
+    const __m512d qx = _mm512_mul_pd(charge, fx), qa = _mm512_sub_pd(charge, qx),
+                  ay = _mm512_sub_pd(one, fy);
+    for (int j = 0; j < 4; ++j) {  // particles 2j and 2j + 1 of the eight
+      const long long a = 2 * j, b = 2 * j + 1;
+      const __m512i along_x = _mm512_set_epi64(8 + b, 8 + b, b, b, 8 + a, 8 + a, a, a);
+      const __m512i along_y = _mm512_set_epi64(8 + b, b, 8 + b, b, 8 + a, a, 8 + a, a);
+      _mm512_store_pd(to + 8 * j, _mm512_mul_pd(_mm512_permutex2var_pd(qa, along_x, qx),
+                                                _mm512_permutex2var_pd(ay, along_y, fy)));
+    }
+  };
+  half(_mm512_castps512_ps256(gx.raw), _mm512_castps512_ps256(gy.raw), w);
+  half(_mm512_extractf32x8_ps(gx.raw, 1), _mm512_extractf32x8_ps(gy.raw, 1), w + 32);
+}
+#else
+#define PIC_WEIGHTS_PERMUTED 0
+#endif
+
 // A particle's four weights (StoreWeights) into its cell's sums (add_float_cell), whole
 // vectors of up to four doubles: the same sums as one at a time.
 HWY_INLINE void AddCell(double* HWY_RESTRICT sums, const double* HWY_RESTRICT w) {
@@ -538,8 +568,13 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
     }
     // The weights, and the sums of the energy terms and of the new v_x, lane by lane in order.
     for (long long k = 0; k < m; k += lanes) {
-      StoreWeights(d, q, hn::Load(d, along_x + k), hn::Load(d, along_y + k), weights + 4 * k,
-                   WideLanes<D>());
+      const V gx = hn::Load(d, along_x + k), gy = hn::Load(d, along_y + k);
+#if PIC_WEIGHTS_PERMUTED
+      if constexpr (hn::MaxLanes(D()) == 16)
+        StoreWeightsPermuted(q, gx, gy, weights + 4 * k);
+      else
+#endif
+        StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
       energy = hn::Add(energy, Promoted(d, hn::Load(d, terms + k), WideLanes<D>()));
       momentum = hn::Add(momentum, Promoted(d, hn::LoadU(d, vx + i + k), WideLanes<D>()));
     }
