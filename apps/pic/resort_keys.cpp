@@ -2,8 +2,8 @@
 // instruction set (foreach_target.h includes this file once per target) and chosen at run time,
 // as host_step_simd.cpp's loops are.  Each lane computes the scalar formula's cell in double
 // (the position, or the stored cell plus its offset, times 1 / dx, truncated) and its bits spread
-// as cunumpy_morton_spread2/3 spread them; a lane whose cell lies outside [0, cells) (which the
-// wrap would move, or NaN) is redone by the scalar formula.
+// as cunumpy_morton_spread2/3 spread them; a lane whose scaled position lies outside [0, cells)
+// (which the wrap would move, or NaN) is redone by the scalar formula.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "resort_keys.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -71,11 +71,14 @@ void KeysOf(const CellOf<R>& cell, long long begin, long long end,
       auto t = AsDouble(dd, dr, cell.pos.p[a] + i);
       if constexpr (Cells)  // the cell plus its offset (pos.at), times 1
         t = hn::Add(hn::ConvertTo(dd, hn::PromoteTo(di, hn::LoadU(d32, cell.pos.cell[a] + i))), t);
-      // node_of's truncation: a lane outside [0, cells) is redone, whatever its integer.
-      const auto j = hn::ConvertTo(di, hn::Mul(t, hn::Set(dd, cell.inv[a])));
-      inside = hn::And(inside,
-                       hn::And(hn::Gt(j, hn::Set(di, -1)),
-                               hn::Lt(j, hn::Set(di, static_cast<std::int64_t>(cell.cells[a])))));
+      // node_of's truncation of a cell in [0, cells); a lane outside them (or NaN) converts a
+      // zero instead (no conversion out of range: undefined on the scalar target) and is redone.
+      const auto scaled = hn::Mul(t, hn::Set(dd, cell.inv[a]));
+      const auto in_range =
+          hn::And(hn::Ge(scaled, hn::Zero(dd)),
+                  hn::Lt(scaled, hn::Set(dd, static_cast<double>(cell.cells[a]))));
+      inside = hn::And(inside, hn::RebindMask(di, in_range));
+      const auto j = hn::ConvertTo(di, hn::IfThenElseZero(in_range, scaled));
       const auto bits =
           Dim == 3 ? Spread3(du, hn::BitCast(du, j)) : Spread2(du, hn::BitCast(du, j));
       key = hn::Or(key, a == 0 ? bits : a == 1 ? hn::ShiftLeft<1>(bits) : hn::ShiftLeft<2>(bits));
