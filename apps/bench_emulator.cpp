@@ -1,23 +1,40 @@
 // bench_emulator: what the kernel emulator costs (CUNUMPY_BACKEND=emulated, no GPU needed).
 //
-//   ./bench_emulator
+//   ./bench_emulator            (then a table of the push family's ratios)
+//   ./bench_emulator --benchmark_repetitions=5   (the table from the medians)
 //
 // Benchmarks:
-//   barriers_256x9        one block of 256 threads through 9 __syncthreads (goal: <= 50 us; a
-//                         naive ucontext emulator takes about 600 us, HIP-CPU about 30 us)
+//   barriers_256x9        one block of 256 threads through 9 __syncthreads
 //   elementwise/<n>       a barrier-free axpy over n doubles through the emulator (2^20: in the
 //                         caches; 2^24: from memory) ...
-//   hand_loop/<n>         ... and the same loop written by hand on the host (goal: within 1.5x)
+//   hand_loop/<n>         ... and the same loop written by hand on the host
 //   module_axpy/<n>       the axpy of a module whose other kernel has barriers (searched kernel
 //                         by kernel: a loop, as elementwise) ...
 //   module_axpy_fibers/<n> ... and an axpy that names that kernel's barrier function (never
-//                         called): fibers, what every kernel of such a module cost when the
-//                         whole source was searched at once
-//   warp_reduce_1024      a block reduction with warp shuffles, 1024 threads
+//                         called): fibers from its start
+//   warp_reduce_1024      cunumpy_block_sum over one block of 1024 threads
+//   push/<variant>        a ported code's particle push (PICKSC pic2's 2D CIC push, a
+//                         particle a thread, 2^20 particles, blocks of 256, one host thread)
+//                         with its kinetic energy summed in each of the ways a CUDA port
+//                         writes it: none, cunumpy_block_sum_to, cunumpy_block_sum (a partial
+//                         per block), a warp-shuffle loop with one atomicAdd per warp, an
+//                         atomicAdd per thread; with 8 plain __syncthreads (the cost of
+//                         one barrier per thread); and as fibers without reaching a barrier
+//                         (a barrier on a branch never taken);
+//   push_host_loop        ... and the same push as a loop on the host (one core)
 #include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
 
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace cn = cunumpy;
 
@@ -125,6 +142,186 @@ void warp_reduce_1024(benchmark::State& state) {
   for (auto _ : state) k(cn::threads(1024), x, out);
 }
 
+// ---- a ported push, its energy reduced in several ways -------------------------------------
+
+// PICKSC pic2's gpush2l written as a CUDA port writes it: particles as x, y, vx, vy in a
+// float array (idimp = 4), the field's two components at each node of a grid with one guard
+// column and row, periodic boundaries.  REDUCE is what is done with the kinetic energy (a
+// source of its own for each, as a port has: the emulator searches the text for barriers).
+const char* kPush = R"(
+  #include <cunumpy/reduce.cuh>
+  extern "C" __global__ void push(float* part, const float* fxy, float qbm, float dt, int nx,
+                                  int ny, int nxv, int np, double* ek) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    double e = 0.0;
+    if (j < np) {
+      float* p = part + 4 * j;
+      const float x = p[0], y = p[1];
+      const int nn = static_cast<int>(x), mm = static_cast<int>(y);
+      const float dxp = x - nn, dyp = y - mm, amx = 1.0f - dxp, amy = 1.0f - dyp;
+      const int n0 = 2 * (nn + nxv * mm), n1 = n0 + 2 * nxv;
+      const float dx = amy * (amx * fxy[n0] + dxp * fxy[n0 + 2]) +
+                       dyp * (amx * fxy[n1] + dxp * fxy[n1 + 2]);
+      const float dy = amy * (amx * fxy[n0 + 1] + dxp * fxy[n0 + 3]) +
+                       dyp * (amx * fxy[n1 + 1] + dxp * fxy[n1 + 3]);
+      const float vx = p[2], vy = p[3];
+      const float nvx = vx + qbm * dx, nvy = vy + qbm * dy;
+      e = (double)((vx + nvx) * (vx + nvx) + (vy + nvy) * (vy + nvy));
+      float nx_ = x + nvx * dt, ny_ = y + nvy * dt;
+      if (nx_ < 0.0f) nx_ += nx;
+      if (nx_ >= nx) nx_ -= nx;
+      if (ny_ < 0.0f) ny_ += ny;
+      if (ny_ >= ny) ny_ -= ny;
+      p[0] = nx_; p[1] = ny_; p[2] = nvx; p[3] = nvy;
+    }
+    REDUCE
+  })";
+
+constexpr int kNx = 256, kNy = 256, kNxv = kNx + 1;
+constexpr long long kParticles = 1 << 20;
+constexpr float kQbm = 0.01f, kDt = 0.1f;
+
+// Particles in cell order (16 a cell, at random places in it; PIC codes keep them sorted so
+// that the field they read is in the caches), random velocities, a smooth field.
+struct PushData {
+  std::vector<float> part, fxy;
+  PushData() : part(4 * kParticles), fxy(2 * kNxv * (kNy + 1)) {
+    std::mt19937 g(7);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (long long j = 0; j < kParticles; ++j) {
+      const long long cell = j * kNx * kNy / kParticles;
+      part[4 * j] = static_cast<float>(cell % kNx) + u(g);
+      part[4 * j + 1] = static_cast<float>(cell / kNx) + u(g);
+      part[4 * j + 2] = u(g) - 0.5f;
+      part[4 * j + 3] = u(g) - 0.5f;
+    }
+    for (std::size_t i = 0; i < fxy.size(); ++i) fxy[i] = 0.5f * std::sin(0.01f * i);
+  }
+};
+const PushData& push_data() {
+  static const PushData d;
+  return d;
+}
+
+// One host thread for the push family (the host loop's one core), as every kernel is
+// emulated on the host threads OpenMP has.
+struct OneHostThread {
+#if defined(_OPENMP)
+  int before = omp_get_max_threads();
+  OneHostThread() {
+    omp_set_num_threads(1);
+  }
+  ~OneHostThread() {
+    omp_set_num_threads(before);
+  }
+#endif
+};
+
+const char* kReductions[] = {
+    "",
+    "cunumpy_block_sum_to(ek, e);",
+    "const double s = cunumpy_block_sum(e);\n"
+    "    if (threadIdx.x == 0) ek[1 + blockIdx.x] = s;",
+    "for (int o = 16; o > 0; o >>= 1) e += __shfl_down_sync(0xffffffffu, e, o);\n"
+    "    if ((threadIdx.x & 31) == 0) atomicAdd(ek, e);",
+    "atomicAdd(ek, e);",
+    "for (int b = 0; b < 8; ++b) __syncthreads();",
+    "if (np < 0) __syncthreads();"};
+
+void push_kernel(benchmark::State& state, int reduce) {
+  auto e = cn::use_backend(cn::Backend::emulated);
+  OneHostThread one;
+  const PushData& d = push_data();
+  std::string source = kPush;
+  source.replace(source.find("REDUCE"), 6, kReductions[reduce]);
+  cn::CudaKernel k(source, "push", {.block_size = 256});
+  auto part = cn::from_host<float>(d.part, {4 * kParticles}, cn::Backend::emulated);
+  auto fxy =
+      cn::from_host<float>(d.fxy, {static_cast<long long>(d.fxy.size())}, cn::Backend::emulated);
+  auto ek = cn::zeros<double>({1 + kParticles / 256});
+  const int np = static_cast<int>(kParticles);
+  k(cn::threads(kParticles), part, fxy, kQbm, kDt, kNx, kNy, kNxv, np, ek);
+  for (auto _ : state) k(cn::threads(kParticles), part, fxy, kQbm, kDt, kNx, kNy, kNxv, np, ek);
+  state.SetItemsProcessed(state.iterations() * kParticles);
+}
+
+void push_host_loop(benchmark::State& state) {
+  const PushData& d = push_data();
+  std::vector<float> part = d.part;
+  const float* fxy = d.fxy.data();
+  double ek = 0.0;
+  for (auto _ : state) {
+    double sum = 0.0;
+    for (long long j = 0; j < kParticles; ++j) {
+      float* p = part.data() + 4 * j;
+      const float x = p[0], y = p[1];
+      const int nn = static_cast<int>(x), mm = static_cast<int>(y);
+      const float dxp = x - nn, dyp = y - mm, amx = 1.0f - dxp, amy = 1.0f - dyp;
+      const int n0 = 2 * (nn + kNxv * mm), n1 = n0 + 2 * kNxv;
+      const float dx =
+          amy * (amx * fxy[n0] + dxp * fxy[n0 + 2]) + dyp * (amx * fxy[n1] + dxp * fxy[n1 + 2]);
+      const float dy = amy * (amx * fxy[n0 + 1] + dxp * fxy[n0 + 3]) +
+                       dyp * (amx * fxy[n1 + 1] + dxp * fxy[n1 + 3]);
+      const float vx = p[2], vy = p[3];
+      const float nvx = vx + kQbm * dx, nvy = vy + kQbm * dy;
+      sum += static_cast<double>((vx + nvx) * (vx + nvx) + (vy + nvy) * (vy + nvy));
+      float nx = x + nvx * kDt, ny = y + nvy * kDt;
+      if (nx < 0.0f) nx += kNx;
+      if (nx >= kNx) nx -= kNx;
+      if (ny < 0.0f) ny += kNy;
+      if (ny >= kNy) ny -= kNy;
+      p[0] = nx;
+      p[1] = ny;
+      p[2] = nvx;
+      p[3] = nvy;
+    }
+    ek += sum;
+    benchmark::DoNotOptimize(ek);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kParticles);
+}
+
+// The push family's times per particle, kept for the closing table.
+class Table : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      const double ns = r.GetAdjustedRealTime() * 1e3 / kParticles;  // us -> ns
+      if (r.run_type == Run::RT_Aggregate) {
+        if (r.aggregate_name == "median") median_[r.run_name.str()] = ns;
+      } else if (r.iterations > 0) {
+        ns_[r.benchmark_name()] = ns;
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void print() const {
+    auto at = [&](const std::string& n) {  // the median of repetitions where there are some
+      if (const auto m = median_.find(n); m != median_.end()) return m->second;
+      const auto it = ns_.find(n);
+      return it == ns_.end() ? 0.0 : it->second;
+    };
+    const double plain = at("push/none"), host = at("push_host_loop");
+    if (plain <= 0.0 || host <= 0.0) return;
+    std::printf("\nthe push family, ns a particle (one host thread), and its ratios:\n");
+    std::printf("  %-34s %8s %10s %10s\n", "kernel", "ns", "/ plain", "/ host");
+    for (const char* n :
+         {"push_host_loop", "push/none", "push/block_sum_to", "push/block_sum", "push/warp_shuffle",
+          "push/atomic_per_thread", "push/barriers_x8", "push/as_fibers"}) {
+      const double t = at(n);
+      if (t > 0.0) std::printf("  %-34s %8.2f %10.2f %10.2f\n", n, t, t / plain, t / host);
+    }
+    const double b = at("push/barriers_x8"), f = at("push/as_fibers");
+    if (b > 0.0 && f > 0.0)
+      std::printf("  one __syncthreads, per thread: %.2f ns (beside the push as fibers)\n",
+                  (b - f) / 8.0);
+  }
+
+ private:
+  std::map<std::string, double> ns_, median_;
+};
+
 }  // namespace
 
 BENCHMARK(barriers_256x9)->Unit(benchmark::kMicrosecond);
@@ -133,4 +330,29 @@ BENCHMARK(hand_loop)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMicrosecond);
 BENCHMARK(module_axpy)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 BENCHMARK(module_axpy_fibers)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 BENCHMARK(warp_reduce_1024)->Unit(benchmark::kMicrosecond);
-BENCHMARK_MAIN();
+BENCHMARK(push_host_loop)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, none, 0)->Name("push/none")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, block_sum_to, 1)
+    ->Name("push/block_sum_to")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, block_sum, 2)->Name("push/block_sum")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, warp_shuffle, 3)
+    ->Name("push/warp_shuffle")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, atomic_per_thread, 4)
+    ->Name("push/atomic_per_thread")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, barriers_x8, 5)
+    ->Name("push/barriers_x8")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, as_fibers, 6)->Name("push/as_fibers")->Unit(benchmark::kMicrosecond);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  Table table;
+  benchmark::RunSpecifiedBenchmarks(&table);
+  table.print();
+  benchmark::Shutdown();
+  return 0;
+}
