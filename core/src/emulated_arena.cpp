@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -12,6 +14,7 @@
 #include <string>
 
 #include <cunumpy/arithmetic.cuh>
+#include <cunumpy/backend.hpp>
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/emulated_stream.hpp>
 #include <cunumpy/internal/page_map.hpp>
@@ -53,7 +56,9 @@ struct Arena {
   std::mutex mutex;
   struct Block {
     std::size_t requested;
-    std::size_t mapped;
+    std::size_t mapped;  // the mapping's length (with the guard page, where there is one)
+    char* base;          // the mapping's start
+    bool guard = false;  // the last page of the mapping is the guard
   };
   std::map<const char*, Block> blocks;  // by start address
   std::size_t bytes = 0;
@@ -64,16 +69,74 @@ Arena& arena() {
   return *a;
 }
 
-std::size_t page_round(std::size_t bytes) {
+std::size_t page_size() {
   static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return round_up(bytes == 0 ? std::size_t{1} : bytes, page);
+  return page;
+}
+std::size_t page_round(std::size_t bytes) {
+  return round_up(bytes == 0 ? std::size_t{1} : bytes, page_size());
+}
+
+std::atomic<bool> g_any_guarded{false};
+thread_local bool* t_debug_scope = nullptr;
+
+// Debug mode's allocation: the data end at a guard page (PROT_NONE), start 16-byte aligned.
+void* allocate_guarded(std::size_t bytes) {
+  const std::size_t data = page_round(bytes), length = data + page_size();
+  void* m = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    throw BackendError("emulated device: cannot allocate " + std::to_string(bytes) + " bytes (" +
+                       std::strerror(errno) + "); free device arrays or use a smaller problem");
+  char* base = static_cast<char*>(m);
+  if (mprotect(base + data, page_size(), PROT_NONE) != 0) {
+    const int e = errno;
+    munmap(m, length);
+    throw BackendError(std::string("emulated device: cannot protect a guard page (") +
+                       std::strerror(e) + ")");
+  }
+  char* p = base + data - round_up(bytes, std::size_t{16});
+  Arena& a = arena();
+  std::lock_guard lock(a.mutex);
+  a.blocks.emplace(p, Arena::Block{bytes, length, base, true});
+  a.bytes += bytes;
+  g_any_guarded.store(true);
+  return p;
 }
 
 }  // namespace
 
 namespace emulated_arena {
 
+std::atomic<bool>& debug_default() noexcept {
+  static std::atomic<bool> flag{parse_flag(std::getenv("CUNUMPY_CUDA_DEBUG")).value_or(false)};
+  return flag;
+}
+bool*& debug_scope() noexcept {
+  return t_debug_scope;
+}
+bool debug_now() noexcept {
+  if (t_debug_scope != nullptr) return *t_debug_scope;
+  return debug_default().load();
+}
+bool any_guarded() noexcept {
+  return g_any_guarded.load(std::memory_order_relaxed);
+}
+bool guarded_by(const void* address, const void*& start, std::size_t& bytes) noexcept {
+  Arena& a = arena();
+  const auto* c = static_cast<const char*>(address);
+  std::lock_guard lock(a.mutex);
+  auto it = a.blocks.upper_bound(c);
+  if (it == a.blocks.begin()) return false;
+  --it;
+  const Arena::Block& b = it->second;
+  if (!b.guard || c < b.base + b.mapped - page_size() || c >= b.base + b.mapped) return false;
+  start = it->first;
+  bytes = b.requested;
+  return true;
+}
+
 void* allocate(std::size_t bytes) {
+  if (debug_now()) return allocate_guarded(bytes);
   // Large blocks on transparent huge pages, as host arrays are (so the emulated device's
   // kernels see the host's TLB behaviour).
   const bool huge = bytes >= kHugePage;
@@ -88,7 +151,7 @@ void* allocate(std::size_t bytes) {
   poison_tail(p, bytes, mapped);
   Arena& a = arena();
   std::lock_guard lock(a.mutex);
-  a.blocks.emplace(static_cast<const char*>(p), Arena::Block{bytes, mapped});
+  a.blocks.emplace(static_cast<const char*>(p), Arena::Block{bytes, mapped, static_cast<char*>(p)});
   a.bytes += bytes;
   return p;
 }
@@ -97,19 +160,21 @@ void deallocate(void* p) noexcept {
   if (p == nullptr) return;
   Arena& a = arena();
   std::size_t mapped = 0;
+  char* base = nullptr;
   {
     std::lock_guard lock(a.mutex);
     auto it = a.blocks.find(static_cast<const char*>(p));
     if (it == a.blocks.end()) return;
     mapped = it->second.mapped;
+    base = it->second.base;
     a.bytes -= it->second.requested;
     a.blocks.erase(it);
   }
   // Work still queued on an emulated stream may read the memory (as a kernel may on a GPU):
   // it is unmapped after that work, never under it.
-  auto release = [p, mapped] {
-    unpoison(p, mapped);  // the addresses may be mapped again, for anything
-    munmap(p, mapped);
+  auto release = [base, mapped] {
+    unpoison(base, mapped);  // the addresses may be mapped again, for anything
+    munmap(base, mapped);
   };
   try {
     if (emulated::after_pending_work(release)) return;

@@ -26,7 +26,9 @@
 #include <type_traits>
 #include <utility>
 
-#define __global__
+// A kernel is inlined into the loop over its block's threads (loop() below), whatever its
+// size: called once a thread, it would keep every value in memory across the call.
+#define __global__ __attribute__((always_inline)) inline
 #define __device__
 #define __host__
 #define __forceinline__ inline
@@ -63,7 +65,43 @@ enum WarpOp : int {
   warp_shfl_xor,
   warp_ballot,
   warp_any,
-  warp_all
+  warp_all,
+  warp_gather  // every lane's value at once: the result is the address of the warp's WarpValues
+};
+// A warp's values at a warp_gather, by lane (a lane that has returned: `live` lacks its bit).
+// `ready` is 0 until the first lane back from the exchange has computed `results` for all.
+struct WarpValues {
+  unsigned long long values[32];
+  unsigned long long results[32];
+  unsigned live;
+  int ready;
+};
+// A block's values at a block exchange (a barrier that also gathers), by linear thread index;
+// `ready` as above.
+struct BlockValues {
+  unsigned long long values[1024];
+  unsigned long long results[32];
+  int threads;
+  int ready;
+};
+// One cunumpy_block_sum_to of a block: the values of the threads that made that call (their
+// k-th), `out` as thread 0 gave it.
+struct BlockSum {
+  unsigned long long values[1024];
+  void* out;
+};
+// The cunumpy_block_sum_to calls of the block a host thread runs (the engine's): `calls` by
+// thread, how many it made; `counts` by call, how many values it has; `sums` by call.  Valid
+// for the block whose Index::serial equals `serial`; the hook block_sums resets it for a new
+// block and makes room for more calls.
+// (serial and capacity are of types no store of the loop has, so that the compiler keeps them
+// in registers across a block's threads.)
+struct BlockSums {
+  unsigned long serial;
+  unsigned* calls;
+  int* counts;
+  BlockSum** sums;
+  std::size_t capacity;
 };
 struct Hooks {
   void (*syncthreads)();
@@ -72,6 +110,10 @@ struct Hooks {
   // The lanes of the warp run to the same warp operation and exchange there.
   unsigned long long (*warp)(int op, unsigned mask, unsigned long long value, int arg, int width);
   unsigned (*active_mask)();
+  // __syncthreads that also gathers each thread's value.
+  BlockValues* (*block_exchange)(unsigned long long value);
+  // The block's BlockSums made current (reset when the block is new), with room for `calls`.
+  void (*block_sums)(unsigned calls);
 };
 template <typename T>
 inline unsigned long long bits_of(T v) {
@@ -90,31 +132,37 @@ inline const Hooks* hooks = nullptr;
 struct Index {
   uint3 thread, block;
   dim3 block_dim, grid_dim;
+  unsigned long serial;  // the block's, unique on its host thread
+  BlockSums* sums;       // the host thread's
 };
 // The calling host thread's index: the engine sets it through the entry points at the end of this
 // header, and a thread suspended at a barrier or a warp operation keeps its own threadIdx on its
-// stack and restores it when it resumes.  Internal linkage and never address-taken, so the
-// compiler knows that no pointer of the kernel reaches it: the loop over a block's threads
-// (loop() below) keeps threadIdx in a register and vectorises, and the reads of blockIdx and
-// blockDim leave that loop.  (A block runs on one host thread from start to end, fibers
-// included, so the thread-local address is computed once.)
+// stack and restores it when it resumes.  The kernels reach it through here(), a function the
+// compiler may treat as constant (a block runs on one host thread from start to end, fibers
+// included, so the address does not change while a kernel runs): its address is computed once
+// per block, outside the loop over the block's threads, where GCC recomputed the address of a
+// thread-local of a shared library (a call of __tls_get_addr) at every thread.
 // Aligned to 64 bytes, so that the library's whole thread-local segment is: glibc then places
 // each thread's block of it at a 64-byte boundary, never 16 bytes into a page, where the
 // sanitizer runtimes of GCC up to 13 take it for glibc 2.19's layout, read a bogus size before
 // it and make LeakSanitizer crash at exit (google/sanitizers#1322) in any program run under
 // ASan that ran the emulator.
 alignas(64) static thread_local Index index{};
+[[gnu::const, gnu::noinline]] static Index* here() noexcept {
+  return &index;
+}
 // A hook that suspends the calling thread (a barrier, a warp operation) and resumes it after
 // the other threads ran: threadIdx back to this thread's.
 template <typename Hook>
 inline auto suspending(Hook hook) {
-  const uint3 me = index.thread;
+  Index* const at = here();
+  const uint3 me = at->thread;
   if constexpr (std::is_void_v<decltype(hook())>) {
     hook();
-    index.thread = me;
+    at->thread = me;
   } else {
     const auto result = hook();
-    index.thread = me;
+    at->thread = me;
     return result;
   }
 }
@@ -122,12 +170,18 @@ inline unsigned long long warp_op(int op, unsigned mask, unsigned long long valu
                                   int width) {
   return suspending([&] { return hooks->warp(op, mask, value, arg, width); });
 }
+inline WarpValues* gather_warp(unsigned mask, unsigned long long value) {
+  return reinterpret_cast<WarpValues*>(warp_op(warp_gather, mask, value, 0, 32));
+}
+inline BlockValues* block_exchange(unsigned long long value) {
+  return suspending([&] { return hooks->block_exchange(value); });
+}
 }  // namespace cunumpy_emulator
 
-#define threadIdx (::cunumpy_emulator::index.thread)
-#define blockIdx (::cunumpy_emulator::index.block)
-#define blockDim (::cunumpy_emulator::index.block_dim)
-#define gridDim (::cunumpy_emulator::index.grid_dim)
+#define threadIdx (::cunumpy_emulator::here()->thread)
+#define blockIdx (::cunumpy_emulator::here()->block)
+#define blockDim (::cunumpy_emulator::here()->block_dim)
+#define gridDim (::cunumpy_emulator::here()->grid_dim)
 constexpr int warpSize = 32;
 
 inline void __syncthreads() {
@@ -303,7 +357,7 @@ inline void set_index(const Index& from) {
   *to = from;
 }
 inline void set_thread(const uint3& thread) {
-  index.thread = thread;
+  here()->thread = thread;
 }
 template <typename... P, std::size_t... I>
 void call(void (*kernel)(P...), void** args, std::index_sequence<I...>) {
@@ -320,15 +374,21 @@ template <auto Kernel, typename... P, std::size_t... I>
 void loop(void (*)(P...), void** args, std::index_sequence<I...>) {
   const std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> a(
       *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
-  // threadIdx is known to no pointer of the kernel (see `index`): its stores stay in registers
-  // and leave the loop, which the compiler then vectorises like a loop written by hand.
-  const dim3 b = index.block_dim;
+  // The index's address once (see `index`); the stores of threadIdx are forwarded to the
+  // kernel's reads, and the reads of blockIdx and blockDim leave the loop.
+  Index* const ip = here();
+  const dim3 b = ip->block_dim;
   for (unsigned z = 0; z < b.z; ++z)
     for (unsigned y = 0; y < b.y; ++y) {
-      index.thread.z = z;
-      index.thread.y = y;
+      ip->thread.z = z;
+      ip->thread.y = y;
       for (unsigned x = 0; x < b.x; ++x) {
-        index.thread.x = x;
+        ip->thread.x = x;
+#if defined(CUNUMPY_BOUNDS_CHECK)
+        // Debug mode: the index in memory at every thread, for the report of a failing one
+        // (the compiler would otherwise keep it in a register and store it after the loop).
+        asm volatile("" : : "r"(ip) : "memory");
+#endif
         Kernel(std::get<I>(a)...);
       }
     }

@@ -491,16 +491,16 @@ CUNUMPY_EMULATOR_REFUSE(normcdfinv, "no host equivalent in the C++ standard libr
 
 // ---- block votes --------------------------------------------------------------------------------
 namespace cunumpy_emulator {
-// One block at a time per host thread, its threads taking turns: a plain counter per host thread.
-// Three barriers: everyone has read the previous result, the count is reset, everyone adds.
+// One barrier that gathers every thread's predicate; the first thread back counts them.
 inline int block_count(int predicate) {
-  static thread_local int count;
-  __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) count = 0;
-  __syncthreads();
-  count += predicate != 0;
-  __syncthreads();
-  return count;
+  BlockValues* x = block_exchange(predicate != 0);
+  if (x->ready == 0) {
+    unsigned long long count = 0;
+    for (int t = 0; t < x->threads; ++t) count += x->values[t];
+    x->results[0] = count;
+    x->ready = 1;
+  }
+  return static_cast<int>(x->results[0]);
 }
 }  // namespace cunumpy_emulator
 inline int __syncthreads_count(int predicate) {
@@ -516,14 +516,15 @@ inline int __syncthreads_or(int predicate) {
 
 // ---- warp reductions and matches (sm_80 / sm_70) ------------------------------------------------
 namespace cunumpy_emulator {
-// Every lane of `mask` brings its value; f folds them in lane order.
+// Every lane of `mask` brings its value (one exchange); f folds them in lane order.
 template <typename T, typename F>
 inline T warp_fold(unsigned mask, T value, F f) {
+  const WarpValues* x = gather_warp(mask, bits_of(value));
   bool first = true;
   T acc{};
   for (int lane = 0; lane < 32; ++lane) {
     if (((mask >> lane) & 1u) == 0) continue;
-    const T v = __shfl_sync(mask, value, lane);
+    const T v = ((x->live >> lane) & 1u) != 0 ? from_bits<T>(x->values[lane]) : value;
     acc = first ? v : f(acc, v);
     first = false;
   }
@@ -554,9 +555,14 @@ inline unsigned __reduce_xor_sync(unsigned mask, unsigned value) {
 // The lanes of `mask` whose value equals this lane's.
 template <typename T>
 inline unsigned __match_any_sync(unsigned mask, T value) {
+  using namespace cunumpy_emulator;
+  const WarpValues* x = gather_warp(mask, bits_of(value));
   unsigned same = 0;
-  for (int lane = 0; lane < 32; ++lane)
-    if (((mask >> lane) & 1u) != 0 && __shfl_sync(mask, value, lane) == value) same |= 1u << lane;
+  for (int lane = 0; lane < 32; ++lane) {
+    if (((mask >> lane) & 1u) == 0) continue;
+    const T v = ((x->live >> lane) & 1u) != 0 ? from_bits<T>(x->values[lane]) : value;
+    if (v == value) same |= 1u << lane;
+  }
   return same;
 }
 template <typename T>

@@ -29,6 +29,8 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
 
 // Whether the kernel was loaded from the kernel cache.
 bool from_cache(const EmulatedKernel& kernel) noexcept;
+// Whether NVRTC fuses a * b + c into one fma with these options (the emulator follows it).
+bool fuses_multiply_add(const std::vector<std::string>& options);
 
 // The address and size of a module-scope variable (a __constant__ or __device__ variable at
 // global namespace scope) of the kernel's library (shared by the kernels of its module), found in

@@ -12,6 +12,7 @@
 #include <cunumpy/arithmetic.cuh>
 #include <cunumpy/backend.hpp>
 #include <cunumpy/internal/cuda_api.hpp>
+#include <cunumpy/internal/emulated_arena.hpp>
 #include <cunumpy/internal/text.hpp>
 #include <cunumpy/ledger.hpp>
 #include <cunumpy/memory.hpp>
@@ -24,32 +25,23 @@ namespace cunumpy {
 
 // ---- debug mode ----------------------------------------------------------------------------
 
-namespace {
-std::atomic<bool>& debug_flag() {
-  static std::atomic<bool> flag{
-      detail::parse_flag(std::getenv("CUNUMPY_CUDA_DEBUG")).value_or(false)};
-  return flag;
-}
-
-// The calling thread's innermost cuda_debug() scope (nullptr: the process default).
-thread_local bool* t_debug_scope = nullptr;
-}  // namespace
+// The state is the emulated arena's (core), so that its allocations follow debug mode.
+namespace arena = detail::emulated_arena;
 
 void set_cuda_debug(bool enabled) noexcept {
-  if (t_debug_scope != nullptr) *t_debug_scope = enabled;
-  debug_flag().store(enabled);
+  if (arena::debug_scope() != nullptr) *arena::debug_scope() = enabled;
+  arena::debug_default().store(enabled);
 }
 bool get_cuda_debug() noexcept {
-  if (t_debug_scope != nullptr) return *t_debug_scope;
-  return debug_flag().load();
+  return arena::debug_now();
 }
 
 CudaDebugScope::CudaDebugScope(bool enabled) noexcept
-    : enabled_(enabled), previous_(t_debug_scope) {
-  t_debug_scope = &enabled_;
+    : enabled_(enabled), previous_(arena::debug_scope()) {
+  arena::debug_scope() = &enabled_;
 }
 CudaDebugScope::~CudaDebugScope() {
-  t_debug_scope = previous_;
+  arena::debug_scope() = previous_;
 }
 
 // ---- argument checks and packing -----------------------------------------------------------

@@ -1,14 +1,26 @@
 // The kernel emulator's engine on AArch64, where the fibers switch with a plain call of
 // Boost.Context's jump_fcontext (kernels/src/emulator/engine.cpp): barriers, warp shuffles and
-// votes, the vectorised block loop with its tail, and a divergent barrier reported.  Built and
-// run by scripts/arm_check.sh under qemu-user; the kernels are compiled at run time by the cross
-// compiler (CXX=tests/arm/cross_cxx.sh).
+// votes, the block loop with its tail, a divergent barrier reported, reduce.cuh's reductions. Built
+// and run by scripts/arm_check.sh under qemu-user; the kernels are compiled at run time by the
+// cross compiler (CXX=tests/arm/cross_cxx.sh).
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cuda_emulator.hpp"
 #include "kernel_sources.hpp"
+
+// The engine asks core's emulated arena for debug mode's guard pages; this check allocates
+// none (its arrays are host vectors).
+namespace cunumpy::detail::emulated_arena {
+bool any_guarded() noexcept {
+  return false;
+}
+bool guarded_by(const void*, const void*&, std::size_t&) noexcept {
+  return false;
+}
+}  // namespace cunumpy::detail::emulated_arena
 
 namespace {
 
@@ -135,6 +147,34 @@ int main() {
     check(what.find("threads 0-31 wait at __syncthreads(), threads 32-63 returned") !=
               std::string::npos,
           "divergent barrier reported");
+  }
+  // reduce.cuh's reductions: a warp exchange, a block exchange, and cunumpy_block_sum_to
+  // without a barrier, each in the GPU's order (integers here: exact in any order).
+  {
+    auto k = compile(R"(
+      #include <cunumpy/reduce.cuh>
+      extern "C" __global__ void sums(long long* warp, long long* block, long long* to) {
+        const long long v = threadIdx.x + 1;
+        warp[threadIdx.x] = cunumpy_warp_sum(v);
+        const long long s = cunumpy_block_sum(v);
+        if (threadIdx.x == 0) block[0] = s;
+        cunumpy_block_sum_to(to, v);
+      })",
+                     "sums");
+    auto to = compile(R"(
+      #include <cunumpy/reduce.cuh>
+      extern "C" __global__ void to(long long* out) { cunumpy_block_sum_to(out, 1LL); })",
+                      "to");
+    std::vector<long long> warp(128), block(1), total(1), loop(1);
+    long long *pw = warp.data(), *pb = block.data(), *pt = total.data(), *pl = loop.data();
+    void* args[] = {&pw, &pb, &pt};
+    emulate_launch(*k, {1, 1, 1}, {128, 1, 1}, args, 0);
+    void* args_to[] = {&pl};
+    emulate_launch(*to, {7, 1, 1}, {128, 1, 1}, args_to, 0);
+    bool ok = block[0] == 128 * 129 / 2 && total[0] == block[0] && loop[0] == 7 * 128;
+    for (int w = 0; w < 4; ++w)
+      for (int l = 0; l < 32; ++l) ok = ok && warp[32 * w + l] == 32 * (32 * w) + 32 * 33 / 2;
+    check(ok, "warp and block reductions, block_sum_to without a barrier");
   }
   std::printf("%s\n", failures == 0 ? "emulator all equal" : "emulator DIFFERENT");
   return failures == 0 ? 0 : 1;

@@ -2,9 +2,11 @@
 // run block by block, barriers met by every thread of a block, against host results.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
@@ -360,7 +362,8 @@ TEST_F(Emulator, ABarrierFromAnOptionIsMetAndAHiddenOneIsExplained) {
                         {.block_size = 64, .options = {"-DBARRIER=PASTE(__sync, threads)()"}});
   const std::string what = message_of([&] { hidden(cn::threads(64), x, y); });
   EXPECT_NE(what.find("CUDA kernel 'rotate' launched with grid (1, 1, 1) and block (64, 1, 1), "
-                      "in block (0, 0, 0): __syncthreads() reached, but the emulator found no "
+                      "in block (0, 0, 0), thread (0, 0, 0): __syncthreads() reached, but the "
+                      "emulator found no "
                       "__syncthreads"),
             std::string::npos)
       << what;
@@ -626,4 +629,175 @@ TEST_F(Emulator, ModuleScopeConstantAndDeviceDataAreSetAndReadFromTheHost) {
         << e.what();
   }
   EXPECT_THROW(poly.set_global("calls", 0, cn::Backend::host), cn::BackendError);
+}
+
+namespace {
+// The GPU's order of a warp reduction (reduce.cuh's xor butterfly), written out on the host:
+// lane l's value after the five steps.
+template <typename T, typename Op>
+std::vector<T> xor_butterfly(std::vector<T> v, Op op) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    std::vector<T> next(32);
+    for (int l = 0; l < 32; ++l) next[l] = op(v[l], v[l ^ offset]);
+    v = next;
+  }
+  return v;
+}
+// ... and of a block reduction: each warp's butterfly, lane 0's into the partials, the
+// butterfly of the partials.
+template <typename T, typename Op>
+T block_tree(const std::vector<T>& values, Op op, T identity) {
+  const int warps = static_cast<int>(values.size()) / 32;
+  std::vector<T> partial(32, identity);
+  for (int w = 0; w < warps; ++w)
+    partial[w] =
+        xor_butterfly(std::vector<T>(values.begin() + 32 * w, values.begin() + 32 * w + 32), op)[0];
+  return xor_butterfly(partial, op)[0];
+}
+}  // namespace
+
+// The reductions take one exchange in the emulator (not five shuffles and two barriers), and
+// round as the shuffles do on a GPU: float sums of values far apart in size, compared with
+// the tree written out on the host, bit for bit.
+TEST_F(Emulator, ReductionsRoundInTheGpusOrder) {
+  cn::CudaKernel reduce(R"(
+    #include <cunumpy/reduce.cuh>
+    extern "C" __global__ void reduce(const float* x, float* warp, float* block, float* mx,
+                                      float* to) {
+      const int t = threadIdx.x;
+      const float v = x[blockIdx.x * blockDim.x + t];
+      warp[blockIdx.x * blockDim.x + t] = cunumpy_warp_sum(v);
+      const float s = cunumpy_block_sum(v);
+      const float m = cunumpy_block_max(v);
+      if (t == 0) { block[blockIdx.x] = s; mx[blockIdx.x] = m; }
+      cunumpy_block_sum_to(to + blockIdx.x, v);
+      cunumpy_block_sum_to(to + blockIdx.x, 2.0f * v);  // a second call of every thread
+    })",
+                        "reduce", {.block_size = 256});
+  const int blocks = 3, n = 256 * blocks;
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i) x[i] = (i % 5 == 0 ? 1.0e7f : 1.0f) * (1.0f + 0.001f * (i % 97));
+  auto dx = cn::from_host<float>(x, {n});
+  auto warp = cn::zeros<float>({n}), block = cn::zeros<float>({blocks}),
+       mx = cn::zeros<float>({blocks}), to = cn::zeros<float>({blocks});
+  reduce(cn::threads(n), dx, warp, block, mx, to);
+  const auto hw = cn::to_host(warp), hb = cn::to_host(block), hm = cn::to_host(mx),
+             ht = cn::to_host(to);
+  auto add = [](float a, float b) { return a + b; };
+  auto max = [](float a, float b) { return a < b ? b : a; };
+  for (int b = 0; b < blocks; ++b) {
+    const std::vector<float> mine(x.begin() + 256 * b, x.begin() + 256 * (b + 1));
+    for (int w = 0; w < 8; ++w) {
+      const auto lanes =
+          xor_butterfly(std::vector<float>(mine.begin() + 32 * w, mine.begin() + 32 * w + 32), add);
+      for (int l = 0; l < 32; ++l) EXPECT_EQ(hw(256 * b + 32 * w + l), lanes[l]) << b << " " << w;
+    }
+    const float sum = block_tree(mine, add, 0.0f);
+    EXPECT_EQ(hb(b), sum) << "block " << b;
+    EXPECT_EQ(hm(b), block_tree(mine, max, -3.402823466e+38f));
+    std::vector<float> twice(mine);
+    for (float& v : twice) v *= 2.0f;
+    EXPECT_EQ(ht(b), 0.0f + sum + block_tree(twice, add, 0.0f)) << "block " << b;
+  }
+  float naive = 0.0f;  // the order matters for these values
+  for (int i = 0; i < 256; ++i) naive += x[i];
+  EXPECT_NE(naive, hb(0)) << "the values do not tell one order from another";
+}
+
+// cunumpy_block_sum_to adds a block's sum when its last thread has called, with no barrier; a
+// thread that never calls is reported (its block's sum would be lost), naming the threads.
+TEST_F(Emulator, ABlockSumToNotEveryThreadMakesIsReported) {
+  cn::CudaKernel sums(R"(
+    #include <cunumpy/reduce.cuh>
+    extern "C" __global__ void sums(double* out, int skip) {
+      if ((int)threadIdx.x == skip) return;
+      cunumpy_block_sum_to(out, 1.0);
+    })",
+                      "sums", {.block_size = 128});
+  auto out = cn::zeros<double>({1});
+  sums(cn::threads(128 * 40), out, -1);
+  EXPECT_EQ(cn::to_host(out)(0), 128.0 * 40);
+  const std::string what = message_of([&] { sums(cn::threads(128), out, 5); });
+  EXPECT_NE(what.find("cunumpy_block_sum_to call 1 of block (0, 0, 0) was made by 127 of its 128 "
+                      "threads (threads 5 did not make it)"),
+            std::string::npos)
+      << what;
+}
+
+// a * b + c rounds once, as NVRTC's default --fmad=true makes it on a GPU (where the CPU has
+// FMA instructions), and twice with --fmad=false, as the host code does.
+TEST_F(Emulator, MultiplyAddIsFusedAsOnAGpuUnlessFmadIsFalse) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("fma")) GTEST_SKIP() << "this CPU has no FMA instructions";
+#endif
+  const char* source = R"(
+    extern "C" __global__ void madd(const double* a, const double* b, const double* c, double* y) {
+      y[threadIdx.x] = a[threadIdx.x] * b[threadIdx.x] + c[threadIdx.x];
+    })";
+  // (1 + 2^-30)(1 - 2^-30) - 1 = -2^-60: once rounded; the product alone rounds to 1.
+  const double e = std::ldexp(1.0, -30);
+  auto a = cn::full<double>({1}, 1.0 + e), b = cn::full<double>({1}, 1.0 - e),
+       c = cn::full<double>({1}, -1.0);
+  volatile double ha = 1.0 + e, hb = 1.0 - e;
+  const double twice_rounded = ha * hb - 1.0;
+  ASSERT_EQ(twice_rounded, 0.0);
+  auto y = cn::zeros<double>({1});
+  cn::CudaKernel fused(source, "madd");
+  fused(cn::threads(1), a, b, c, y);
+  EXPECT_EQ(cn::to_host(y)(0), -std::ldexp(1.0, -60));
+  cn::CudaKernel unfused(source, "madd", {.options = {"--fmad=false"}});
+  unfused(cn::threads(1), a, b, c, y);
+  EXPECT_EQ(cn::to_host(y)(0), twice_rounded);
+}
+
+// In debug mode an emulated device array ends at a guard page: a raw pointer's read or write
+// past its end is an IndexError naming the kernel, the block and the thread, as the loop runs
+// the block's threads and as fibers do; a view's bounds check names the thread too.
+TEST_F(Emulator, InDebugModeARawPointerPastAnArraysEndIsReported) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer checks the kernels' accesses itself in this build";
+#endif
+  auto debug = cn::cuda_debug();
+  auto x = cn::zeros<double>({100});  // allocated in debug mode: a guard page after it
+  cn::CudaKernel past(R"(
+    extern "C" __global__ void past(double* x, int n, int write) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i >= n) return;
+      if (write) x[i] = 1.0; else if (x[i] > 1.0) x[0] = 2.0;
+    })",
+                      "past", {.block_size = 32});  // (debug mode: -DCUNUMPY_BOUNDS_CHECK)
+  cn::CudaKernel past_fibers(R"(
+    extern "C" __global__ void past_fibers(double* x, int n, int write) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      __syncthreads();
+      if (i >= n) return;
+      if (write) x[i] = 1.0; else if (x[i] > 1.0) x[0] = 2.0;
+    })",
+                             "past_fibers", {.block_size = 32});
+  for (cn::CudaKernel* k : {&past, &past_fibers})
+    for (int write : {1, 0}) {
+      // 128 threads over 100 elements: thread 4 of block 3 is the first past the end.
+      const std::string what = message_of([&] { (*k)(cn::threads(128), x, 128, write); });
+      EXPECT_NE(what.find("in block (3, 0, 0), thread (4, 0, 0)"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string(write ? "wrote" : "read") +
+                          " byte 800 of an emulated device array of 800 bytes"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("CUDA kernel 'past"), std::string::npos) << what;
+    }
+  // Within the array: no report, the values written.
+  past(cn::threads(100), x, 100, 1);
+  EXPECT_EQ(cn::to_host(x)(99), 1.0);
+  // An array allocated outside debug mode has no guard page: it keeps its page alignment.
+  auto off = cn::cuda_debug(false);
+  auto y = cn::zeros<double>({100});
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(y.data()) % 4096, 0u);
+
+  cn::CudaKernel view(R"(
+    #include <cunumpy/array_view.cuh>
+    extern "C" __global__ void view(Array1D<double> a) { a(threadIdx.x + 5) = 1.0; })",
+                      "view", {.options = {"-DCUNUMPY_BOUNDS_CHECK"}});
+  auto a = cn::zeros<double>({8});
+  const std::string what = message_of([&] { view(cn::threads(8), a); });
+  EXPECT_NE(what.find("thread (3, 0, 0)"), std::string::npos) << what;
 }

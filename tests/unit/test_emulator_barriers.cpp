@@ -78,6 +78,45 @@ TEST(EmulatorBarriers, HeadersOptionsMembersAndConstructorsCount) {
             (std::vector<bool>{false}));
 }
 
+// A header that defines functions named for what they do (reduce.cuh's block_reduce and
+// warp_reduce) leaves a kernel that calls none of them a loop: the name a definition or
+// declaration gives itself is not a barrier outside a function.  cunumpy_block_sum_to needs no
+// barrier in the emulator (the engine adds the block's sum at its last thread's call), so a
+// kernel whose only synchronisation it is stays a loop; with a barrier of its own, fibers.
+TEST(EmulatorBarriers, AReductionHeaderLeavesPlainKernelsLoopsAndBlockSumToNeedsNone) {
+  const std::string header = R"(
+    template <typename T, typename Op>
+    __device__ T warp_reduce(T v, Op op) {
+      for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+      return v;
+    }
+    template <typename T, typename Op>
+    __device__ T block_reduce(T v, Op op, T identity);
+    template <typename T, typename Op>
+    __device__ T block_reduce(T v, Op op, T identity) {
+      __syncthreads();
+      return warp_reduce(v, op);
+    }
+    template <typename T> __device__ T cunumpy_block_sum(T v) { return block_reduce(v, 0, T(0)); }
+    template <typename T> __device__ void cunumpy_block_sum_to(T* out, T v) {
+      const T s = cunumpy_block_sum(v);
+      if (threadIdx.x == 0) atomicAdd(out, s);
+    }
+  )";
+  const std::string source = R"(
+    #include "reduce.cuh"
+    __global__ void plain(double* y) { y[threadIdx.x] *= 2; }
+    __global__ void energy(double* e, const double* v) { cunumpy_block_sum_to(e, v[threadIdx.x]); }
+    __global__ void partial(double* e, const double* v) { e[0] = cunumpy_block_sum(v[threadIdx.x]); }
+    __global__ void both(double* e, const double* v) {
+      cunumpy_block_sum_to(e, v[threadIdx.x]);
+      __syncthreads();
+    }
+  )";
+  EXPECT_EQ(search(source, {"plain", "energy", "partial", "both"}, {header}),
+            (std::vector<bool>{false, false, true, true}));
+}
+
 TEST(EmulatorBarriers, WhereTheSearchCannotTellItAnswersFibers) {
   // A kernel made by a macro (no definition of its name in the text): fibers, as the source
   // synchronises somewhere.

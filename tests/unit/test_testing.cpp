@@ -91,6 +91,53 @@ TEST(KernelsAgree, AHostKernelAndItsCudaTwinAgree) {
   ct::assert_kernels_agree(axpy_host, axpy, make_axpy_args, {.launch = cn::threads(1000)});
 }
 
+// The default tolerance holds where the device fuses a * b + c into one rounding and the host
+// does not (a GPU's default, and the emulator's on a CPU with FMA), for double and float; an
+// exact comparison shows the two sides do round differently, and --fmad=false on the CUDA side
+// is the pair that agrees bit for bit with the host.
+TEST(KernelsAgree, TheDefaultToleranceHoldsWhereTheDeviceFusesMultiplyAdd) {
+  if (!have_host_compiler()) GTEST_SKIP() << "no host compiler for the emulator";
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("fma")) GTEST_SKIP() << "this CPU has no FMA instructions";
+#endif
+  auto check = [](auto zero, const char* type) {
+    using T = decltype(zero);
+    const std::string t = type;
+    const std::string source = "extern \"C\" __global__ void madd(const " + t + "* a, const " + t +
+                               "* b, " + t +
+                               "* y, int n) {\n"
+                               "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                               "  if (i < n) y[i] = a[i] * b[i] + y[i] * a[i] + b[i];\n}\n";
+    auto host = [](const cn::Array<T>& a, const cn::Array<T>& b, const cn::Array<T>& y, int n) {
+      for (int i = 0; i < n; ++i) y(i) = a(i) * b(i) + y(i) * a(i) + b(i);
+    };
+    auto args = [](cn::Backend backend, std::uint64_t seed) {
+      const int n = 4096;
+      cn::Generator g(seed, 0, cn::Backend::host);
+      auto normal = [&] {
+        const auto d = g.standard_normal({n});
+        std::vector<T> v(n);
+        for (int i = 0; i < n; ++i) v[i] = static_cast<T>(d(i));
+        return cn::from_host<T>(v, {n}, cn::Backend::host);
+      };
+      auto a = normal(), b = normal(), y = normal();
+      if (backend != cn::Backend::host)
+        return std::make_tuple(cn::to_device(a), cn::to_device(b), cn::to_device(y), n);
+      return std::make_tuple(a, b, y, n);
+    };
+    cn::CudaKernel fused(source, "madd"), unfused(source, "madd", {.options = {"--fmad=false"}});
+    EXPECT_TRUE(ct::kernels_agree(host, fused, args, {.launch = cn::threads(4096)})) << t;
+    EXPECT_FALSE(ct::kernels_agree(host, fused, args,
+                                   {.launch = cn::threads(4096), .rtol = 0.0, .outputs = {2}}))
+        << t << ": no element rounded differently";
+    EXPECT_TRUE(ct::kernels_agree(host, unfused, args,
+                                  {.launch = cn::threads(4096), .rtol = 0.0, .outputs = {2}}))
+        << t;
+  };
+  check(0.0, "double");
+  check(0.0f, "float");
+}
+
 TEST(KernelsAgree, AWrongKernelFailsNamingTheArgument) {
   if (!have_host_compiler()) GTEST_SKIP() << "no host compiler for the emulator";
   cn::CudaKernel wrong(R"(

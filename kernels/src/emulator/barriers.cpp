@@ -32,6 +32,13 @@ bool is_sync(std::string_view t) {
           t.substr(0, t.size() - 5).find_first_not_of('_') != std::string_view::npos);
 }
 
+// Functions that synchronise on a GPU but not in the emulator: cunumpy_block_sum_to gathers
+// its block's values without a barrier (the engine adds the sum at the last thread's call), so
+// a kernel whose only synchronisation it is still runs its threads as a loop.
+bool never_sync(std::string_view name) {
+  return name == "cunumpy_block_sum_to";
+}
+
 // What a function or macro of that name holds: whether it synchronises itself, and the names
 // it mentions.  Overloads and a macro of the same name are one entry (the answer is "fibers"
 // when any of them needs them).
@@ -176,15 +183,28 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
     std::vector<Frame> frames;
     std::size_t header = 0;  // where the current block's header starts
     auto in_function = [&] { return !frames.empty() && frames.back().in_function; };
+    // Sync names met outside every function body, decided where their declaration ends: the
+    // name a function's definition or declaration gives itself (reduce.cuh defines
+    // block_reduce) is not a use; any other (an initialiser, a lambda at namespace scope) is.
+    std::vector<std::size_t> pending;
+    auto settle = [&](const std::string& declared) {
+      for (std::size_t p : pending)
+        if (t[p] != declared) unattributed = true;
+      pending.clear();
+    };
     for (std::size_t i = 0; i < t.size(); ++i) {
       if (t[i] == ";") {
-        if (!in_function()) header = i + 1;
+        if (!in_function()) {
+          settle(function_name(t, header, i));
+          header = i + 1;
+        }
       } else if (t[i] == "{") {
         if (in_function()) {
           frames.push_back({true, "", i});
           continue;
         }
         std::string name = function_name(t, header, i);
+        settle(name);
         // A member's brace initialiser in a constructor's initialiser list is not the body.
         if (!name.empty() && initialisers(t, header, i) < i && i > header &&
             (is_identifier(t[i - 1]) || t[i - 1] == ">")) {
@@ -193,6 +213,7 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
         }
         frames.push_back({!name.empty(), name, i});
       } else if (t[i] == "}") {
+        if (!in_function()) settle("");
         if (frames.empty()) continue;   // unbalanced (a stray brace): the tokens that follow
         const Frame f = frames.back();  // still count, outside every function
         frames.pop_back();
@@ -203,9 +224,10 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
         }
         if (!in_function()) header = i + 1;
       } else if (!in_function() && is_identifier(t[i]) && is_sync(t[i])) {
-        unattributed = true;  // a sync name at namespace or class scope (an initialiser, a
-      }                       // lambda at namespace scope): not tied to one function
+        pending.push_back(i);  // at namespace or class scope: settled where its declaration ends
+      }
     }
+    settle("");
     // A body left open at the end (unbalanced braces): its function's name is kept, undefined.
     for (const Frame& f : frames)
       if (!f.name.empty()) add_tokens(entries[f.name], t, f.open + 1, t.size());
@@ -223,11 +245,11 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
   // Needing fibers spreads from what synchronises to every name that mentions it.
   std::set<std::string> syncing;
   for (const auto& [name, e] : entries)
-    if (e.sync || is_sync(name)) syncing.insert(name);
+    if ((e.sync || is_sync(name)) && !never_sync(name)) syncing.insert(name);
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& [name, e] : entries) {
-      if (syncing.contains(name)) continue;
+      if (syncing.contains(name) || never_sync(name)) continue;
       for (const std::string& n : e.names)
         if (syncing.contains(n)) {
           syncing.insert(name);

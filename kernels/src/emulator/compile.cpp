@@ -100,7 +100,9 @@ std::string translation_unit(const CompileRequest& r) {
       "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
       "::cunumpy_emulator::hooks = h; }\n"
       "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_set_index(const ::cunumpy_emulator::Index* "
-      "i) { ::cunumpy_emulator::set_index(*i); }\n";
+      "i) { ::cunumpy_emulator::set_index(*i); }\n"
+      "CUNUMPY_EMULATOR_EXPORT uint3 cunumpy_emulator_thread() { return "
+      "::cunumpy_emulator::here()->thread; }\n";
   return tu;
 }
 
@@ -246,17 +248,37 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
+// Whether NVRTC fuses a * b + c into one fma for these options: by default it does (as nvcc),
+// --fmad=false (or -fmad=false) turns it off.
+bool fuses_multiply_add(const std::vector<std::string>& options) {
+  bool fused = true;
+  for (const std::string& o : options) {
+    if (o == "--fmad=false" || o == "-fmad=false") fused = false;
+    if (o == "--fmad=true" || o == "-fmad=true") fused = true;
+  }
+  return fused;
+}
+
+namespace {
+// The emulator's rounding follows: a * b + c contracted into one fma where NVRTC's would be
+// (-ffp-contract=fast, which uses the CPU's FMA instructions under -march=native; a CPU without
+// them rounds twice), not where --fmad=false asks for two roundings.
+const char* contraction_flag(const std::vector<std::string>& options) {
+  return fuses_multiply_add(options) ? "-ffp-contract=fast" : "-ffp-contract=off";
+}
+}  // namespace
+
 std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileRequest& r) {
   namespace fs = std::filesystem;
   const std::string tu = translation_unit(r);
   std::vector<std::string> flags = {"-std=c++20",
                                     "-O3",  // kernels are small: -O3's vectoriser costs little
-                                    "-fPIC",
-                                    "-shared",
-                                    "-ffp-contract=off",
+                                    "-fPIC", "-shared", contraction_flag(r.options),
                                     "-march=native",  // this CPU: compiled where it runs, as NVRTC
                                     "-fvisibility=hidden",
-                                    "-w"};
+                                    // a fault at a debug-mode guard page is thrown as an
+                                    // exception from the faulting load or store (engine.cpp)
+                                    "-fnon-call-exceptions", "-w"};
   // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
   // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
   // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
@@ -376,13 +398,15 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
     return Error("the kernel emulator: " + load.string() +
                  " lacks its entry points; remove it and run again");
   };
-  if (init == nullptr || set_index == nullptr) throw lacks();
+  auto thread = reinterpret_cast<uint3 (*)()>(dlsym(lib->handle, "cunumpy_emulator_thread"));
+  if (init == nullptr || set_index == nullptr || thread == nullptr) throw lacks();
   std::vector<std::shared_ptr<EmulatedKernel>> kernels;
   for (std::size_t i = 0; i < r.expressions.size(); ++i) {
     auto k = std::make_shared<EmulatedKernel>();
     k->library = lib;
     k->name = r.expressions[i];
     k->set_index = set_index;
+    k->thread = thread;
     const std::string n = std::to_string(i);
     k->entry = reinterpret_cast<void (*)(void**, const uint3*)>(
         dlsym(lib->handle, ("cunumpy_emulator_entry_" + n).c_str()));

@@ -4,6 +4,8 @@
 #include "../cuda_emulator.hpp"
 
 #include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
 
 #include <boost/context/detail/fcontext.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
@@ -27,15 +29,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <cunumpy/errors.hpp>
+#include <cunumpy/internal/emulated_arena.hpp>
 #include <cunumpy/internal/text.hpp>
 
 #if defined(_OPENMP)
@@ -46,44 +52,83 @@
 
 namespace cunumpy::detail {
 namespace ctx = boost::context;
-namespace fc = boost::context::detail;  // make_fcontext and jump_fcontext: Boost.Context's switch
+namespace fc = boost::context::detail;  // fcontext_t and transfer_t; the switch off x86-64
 
 namespace {
 
 // ---- one block on one host thread ---------------------------------------------------------
 
-// The context switch is Boost.Context's jump_fcontext.  On x86-64 it is entered through the stub
-// below instead of a call: jump_fcontext leaves by an indirect jump, not a return, so every call
-// of it leaves one entry on the processor's return-address predictor, and after the switch each
-// return of the resumed thread (out of the hooks, back into the kernel) went to the entry above
-// the one predicted: two or three mispredicted returns per arrival at a barrier, more than the
-// switch itself.  The stub pushes its own return point and jumps, so the predictor's stack stays
-// as it was; the resumed thread then returns through the same call sites as the thread that
-// left, as predicted.  (On AArch64 jump_fcontext returns with `ret`, which keeps it balanced.)
+// The context switch.  On x86-64 (ELF) our own: it saves the six callee-saved registers and the
+// stack pointer and returns into the other stack, a call and a return the processor's
+// return-address predictor follows.  Boost.Context's jump_fcontext also saves and restores the
+// x87 control word and MXCSR at every switch, which took two thirds of its time on AMD Zen
+// (fnstcw and fldcw are microcoded); a block's threads share their host thread's floating-point
+// environment, as kernels never change it.  Elsewhere (AArch64) Boost's make_fcontext and
+// jump_fcontext, which return with `ret` too.
 #if defined(__x86_64__) && defined(__ELF__)
-extern "C" fc::transfer_t cunumpy_emulator_jump(fc::fcontext_t to, void* data);
+extern "C" fc::transfer_t cunumpy_emulator_switch(fc::fcontext_t to, void* data);
+extern "C" void cunumpy_emulator_start();
 asm(R"(
         .text
         .p2align 4
-        .type   cunumpy_emulator_jump, @function
-cunumpy_emulator_jump:
+        .globl  cunumpy_emulator_switch
+        .hidden cunumpy_emulator_switch
+        .type   cunumpy_emulator_switch, @function
+cunumpy_emulator_switch:
         .cfi_startproc
-        leaq    1f(%rip), %rax
-        pushq   %rax
-        .cfi_adjust_cfa_offset 8
-        jmp     jump_fcontext@PLT
-1:
-        .cfi_adjust_cfa_offset -8
+        pushq   %rbp
+        pushq   %rbx
+        pushq   %r15
+        pushq   %r14
+        pushq   %r13
+        pushq   %r12
+        movq    %rsp, %rax
+        movq    %rdi, %rsp
+        popq    %r12
+        popq    %r13
+        popq    %r14
+        popq    %r15
+        popq    %rbx
+        popq    %rbp
+        movq    %rsi, %rdx
         ret
         .cfi_endproc
-        .size   cunumpy_emulator_jump, .-cunumpy_emulator_jump
+        .size   cunumpy_emulator_switch, .-cunumpy_emulator_switch
+
+        .p2align 4
+        .globl  cunumpy_emulator_start
+        .hidden cunumpy_emulator_start
+        .type   cunumpy_emulator_start, @function
+cunumpy_emulator_start:
+        .cfi_startproc
+        .cfi_undefined rip
+        movq    %rax, %rdi
+        movq    %rdx, %rsi
+        callq   *%r12
+        ud2
+        .cfi_endproc
+        .size   cunumpy_emulator_start, .-cunumpy_emulator_start
 )");
 inline fc::transfer_t jump(fc::fcontext_t to) {
-  return cunumpy_emulator_jump(to, nullptr);
+  return cunumpy_emulator_switch(to, nullptr);
+}
+// A new context on the stack whose top is `sp`: the first switch to it returns into
+// cunumpy_emulator_start, which calls `fn` with the switch's transfer (r12 holds `fn`).
+fc::fcontext_t make_context(void* sp, std::size_t, void (*fn)(fc::transfer_t)) {
+  auto top = reinterpret_cast<std::uintptr_t>(sp) & ~std::uintptr_t{15};
+  top -= 16;
+  auto* frame = reinterpret_cast<void**>(top) - 7;  // r12, r13, r14, r15, rbx, rbp, return
+  std::memset(frame, 0, 7 * sizeof(void*));
+  frame[0] = reinterpret_cast<void*>(fn);
+  frame[6] = reinterpret_cast<void*>(&cunumpy_emulator_start);
+  return frame;
 }
 #else
 inline fc::transfer_t jump(fc::fcontext_t to) {
   return fc::jump_fcontext(to, nullptr);
+}
+fc::fcontext_t make_context(void* sp, std::size_t size, void (*fn)(fc::transfer_t)) {
+  return fc::make_fcontext(sp, size, fn);
 }
 #endif
 
@@ -193,24 +238,64 @@ struct BlockRun {
   Lane* resumer = nullptr;           // who switched last (nullptr: the scheduler)
   bool aborting = false;             // the block failed: suspended threads unwind
   EmulatedKernel* kernel = nullptr;  // what the block's threads run
+  uint3 block{};                     // which block
   void** args = nullptr;
   StackBounds host_stack;  // the scheduler's stack
   void* host_fake_stack = nullptr;
+  // The exchanges of the warp and block reductions (reduce.cuh): each warp's values at a
+  // warp_gather, the block's at a block exchange (a barrier that gathers).
+  std::unique_ptr<cunumpy_emulator::WarpValues[]> warp_values;
+  std::unique_ptr<cunumpy_emulator::BlockValues> block_values;
+  // cunumpy_block_sum_to without a barrier: the kernel's side counts (reduce.cuh); here the
+  // storage, made current and reset at a block's first call.
+  cunumpy_emulator::BlockSums sums{};
+  std::vector<std::unique_ptr<cunumpy_emulator::BlockSum>> sum_values;
+  std::vector<int> sum_counts;
+  std::vector<unsigned> sum_calls;
+  std::vector<cunumpy_emulator::BlockSum*> sum_pointers;
+  unsigned long serial = 0;  // the block's (Index::serial)
+  std::size_t threads = 0;   // the block's
 };
 
+// Blocks begun on this host thread: each block's Index::serial.
+thread_local unsigned long t_blocks = 0;
+
 thread_local BlockRun* t_run = nullptr;
+
+std::string ranges(const std::vector<unsigned>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ", ";
+    s += std::to_string(ids[i]);
+    if (j > i) {  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "-" + string
+      s += '-';
+      s += std::to_string(ids[j]);
+    }
+    i = j + 1;
+  }
+  return s;
+}
+
+std::string block_name(const uint3& b) {
+  return dims_text(b.x, b.y, b.z);
+}
 
 bool is_waiting(const BlockRun& run, const Lane& lane) {
   return lane.waiting_round == run.round;
 }
 
-// The next thread after `from` that can run in this round, or nullptr.
-Lane* next_runnable(BlockRun& run, Lane* from) {
-  Lane* end = run.lanes.data() + run.lanes.size();
+// The next thread from `from` (to `end`, else the block's end) that can run in this round, or
+// nullptr.
+Lane* next_runnable(BlockRun& run, Lane* from, Lane* end = nullptr) {
+  if (end == nullptr) end = run.lanes.data() + run.lanes.size();
   for (Lane* l = from; l < end; ++l)
     if (!l->done && !is_waiting(run, *l) && !l->at_warp) return l;
   return nullptr;
 }
+
+bool resolve_warp(BlockRun& run, std::size_t base, std::size_t& released);
 
 // Keeps the context that just switched to us where it belongs.
 void park(BlockRun& run, fc::fcontext_t from) {
@@ -221,11 +306,31 @@ void park(BlockRun& run, fc::fcontext_t from) {
   }
 }
 
-// Where `me` hands over: the next runnable thread of the round (made current), else
-// the scheduler (also after a failure).
-// `to` receives the bounds of the stack it goes to.
-fc::fcontext_t hand_over(BlockRun& run, Lane* me, StackBounds& to) {
-  Lane* next = run.failure ? nullptr : next_runnable(run, me + 1);
+// Who runs after `me` (which has stopped: at a barrier, at a warp operation or returned): the
+// next runnable thread of its warp; else, when every live lane of the warp waits at a warp
+// operation, that operation is completed and the warp's first lane goes on (a warp runs on in
+// lock step, its 32 stacks in the caches, instead of waiting for the block's other warps);
+// else the next runnable thread of the block; nullptr: the scheduler.
+Lane* next_after(BlockRun& run, Lane* me) {
+  if (run.failure) return nullptr;
+  Lane* const first = run.lanes.data();
+  const auto base = static_cast<std::size_t>(me - first) / 32 * 32;
+  Lane* const warp_end = first + std::min(base + 32, run.lanes.size());
+  if (Lane* next = next_runnable(run, me + 1, warp_end)) return next;
+  if (run.n_warp > 0) {
+    std::size_t released = 0;
+    if (resolve_warp(run, base, released)) {
+      run.n_warp -= released;
+      return next_runnable(run, first + base, warp_end);
+    }
+    if (run.failure) return nullptr;
+  }
+  return next_runnable(run, warp_end);
+}
+
+// Where `me` hands over to `next` (made current; nullptr: the scheduler, also after a
+// failure).  `to` receives the bounds of the stack it goes to.
+fc::fcontext_t hand_over(BlockRun& run, Lane* me, Lane* next, StackBounds& to) {
   run.resumer = me;
   run.current = next;
   if (next == nullptr) {
@@ -236,10 +341,13 @@ fc::fcontext_t hand_over(BlockRun& run, Lane* me, StackBounds& to) {
   return std::exchange(next->context, nullptr);
 }
 
-// Suspends `me` (at a barrier or a warp operation) until the scheduler's next round.
+// Suspends `me` (at a barrier or a warp operation) until its barrier opens or its warp
+// operation completes.
 void suspend(BlockRun& run, Lane* me) {
+  Lane* const next = next_after(run, me);
+  if (next == me) return;  // its warp operation completed at once (the warp's only live lane)
   StackBounds to;
-  const fc::fcontext_t target = hand_over(run, me, to);
+  const fc::fcontext_t target = hand_over(run, me, next, to);
   start_switch(&me->fake_stack, to);
   const fc::transfer_t from = jump(target);
   asan_finish_switch(me->fake_stack);
@@ -265,6 +373,57 @@ void hook_syncthreads() {
   me->waiting_round = run->round;
   ++run->n_waiting;
   suspend(*run, me);
+}
+
+cunumpy_emulator::BlockValues* hook_block_exchange(unsigned long long value) {
+  BlockRun* run = t_run;
+  if (run == nullptr || !run->fibers || run->current == nullptr) not_in_fibers("a block reduction");
+  if (!run->block_values) run->block_values = std::make_unique<cunumpy_emulator::BlockValues>();
+  run->block_values->values[run->current - run->lanes.data()] = value;
+  hook_syncthreads();
+  return run->block_values.get();
+}
+
+// The block's cunumpy_block_sum_to storage: reset at its first call (the serial), with room
+// for `calls` calls per thread.
+void hook_block_sums(unsigned calls) {
+  BlockRun* run = t_run;
+  if (run == nullptr) throw Error("cunumpy_block_sum_to outside a block of the emulator");
+  cunumpy_emulator::BlockSums& st = run->sums;
+  if (st.serial != run->serial) {
+    st.serial = run->serial;
+    run->sum_calls.assign(run->threads, 0);
+    std::fill(run->sum_counts.begin(), run->sum_counts.end(), 0);
+  }
+  while (run->sum_values.size() < calls) {
+    run->sum_values.push_back(std::make_unique<cunumpy_emulator::BlockSum>());
+    run->sum_counts.push_back(0);
+  }
+  run->sum_pointers.clear();
+  for (const auto& v : run->sum_values) run->sum_pointers.push_back(v.get());
+  st.calls = run->sum_calls.data();
+  st.counts = run->sum_counts.data();
+  st.sums = run->sum_pointers.data();
+  st.capacity = run->sum_values.size();
+}
+
+// After a block: every cunumpy_block_sum_to it began was completed by all its threads.
+void check_block_sums(BlockRun& run) {
+  if (run.sums.serial != run.serial) return;
+  const auto threads = static_cast<int>(run.threads);
+  for (std::size_t k = 0; k < run.sum_counts.size(); ++k) {
+    const int count = run.sum_counts[k];
+    if (count == 0 || count == threads) continue;
+    std::vector<unsigned> missing;
+    for (std::size_t t = 0; t < run.sum_calls.size(); ++t)
+      if (run.sum_calls[t] <= k) missing.push_back(static_cast<unsigned>(t));
+    throw Error("CUDA kernel '" + run.kernel->name + "': cunumpy_block_sum_to call " +
+                std::to_string(k + 1) + " of block " + block_name(run.block) + " was made by " +
+                std::to_string(count) + " of its " + std::to_string(threads) +
+                " threads (threads " + ranges(missing) +
+                " did not make it), so the block's sum was never added; every thread of the "
+                "block calls it, as often (threads without a value pass 0)");
+  }
 }
 
 unsigned long long hook_warp(int op, unsigned mask, unsigned long long value, int arg, int width) {
@@ -304,115 +463,109 @@ void* hook_dynamic_shared() {
   throw Error(std::string("CUDA kernel trapped: ") + what);
 }
 
-const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap, hook_warp,
-                                     hook_active_mask};
+const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap,
+                                     hook_warp,        hook_active_mask,    hook_block_exchange,
+                                     hook_block_sums};
 
-std::string ranges(const std::vector<unsigned>& ids) {
-  std::string s;
-  for (std::size_t i = 0; i < ids.size();) {
-    std::size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    if (!s.empty()) s += ", ";
-    s += std::to_string(ids[i]);
-    if (j > i) {  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "-" + string
-      s += '-';
-      s += std::to_string(ids[j]);
-    }
-    i = j + 1;
-  }
-  return s;
-}
-
-uint3 thread_of(long long t, const Dim3& block) {
-  return {static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
-          static_cast<unsigned>(t / (block.x * block.y))};
-}
-
-std::string block_name(const uint3& b) {
-  return dims_text(b.x, b.y, b.z);
-}
-
-// Completes the warp operations every live lane of a warp has reached; returns whether any
-// did.  A warp whose lanes wait at different warp operations is an error.
-bool resolve_warps(std::span<Lane> lanes, const std::string& kernel, const uint3& block,
-                   std::exception_ptr& failure) {
+// Completes the warp operation every live lane of the warp at `base` has reached (`released`:
+// how many lanes it frees); returns whether it did.  A warp whose lanes wait at different warp
+// operations is an error (run.failure).
+bool resolve_warp(BlockRun& run, std::size_t base, std::size_t& released) {
   using namespace cunumpy_emulator;
-  bool resolved = false;
-  for (std::size_t base = 0; base < lanes.size(); base += 32) {
-    const std::size_t end = std::min(base + 32, lanes.size());
-    bool all = true, any_live = false;
-    int op = -1;
-    for (std::size_t l = base; l < end; ++l) {
-      if (lanes[l].done) continue;
-      any_live = true;
-      if (!lanes[l].at_warp) {
-        all = false;
-        break;
-      }
-      if (op == -1) op = lanes[l].op;
-      if (lanes[l].op != op) {
-        failure = std::make_exception_ptr(
-            Error("CUDA kernel '" + kernel + "': the lanes of warp " + std::to_string(base / 32) +
-                  " of block " + block_name(block) +
-                  " wait at different warp operations; every lane of a mask must "
-                  "reach the same one"));
-        return false;
-      }
+  std::span<Lane> lanes = run.lanes;
+  const std::size_t end = std::min(base + 32, lanes.size());
+  int op = -1;
+  for (std::size_t l = base; l < end; ++l) {
+    if (lanes[l].done) continue;
+    if (!lanes[l].at_warp) return false;
+    if (op == -1) op = lanes[l].op;
+    if (lanes[l].op != op) {
+      run.failure = std::make_exception_ptr(
+          Error("CUDA kernel '" + run.kernel->name + "': the lanes of warp " +
+                std::to_string(base / 32) + " of block " + block_name(run.block) +
+                " wait at different warp operations; every lane of a mask must "
+                "reach the same one"));
+      return false;
     }
-    if (!all || !any_live) continue;
-    auto live = [&](std::size_t l) { return l < end && !lanes[l].done; };
-    unsigned ballot = 0;
-    bool any = false, every = true;
+  }
+  if (op == -1) return false;  // no live lane
+  auto live = [&](std::size_t l) { return l < end && !lanes[l].done; };
+  unsigned ballot = 0, alive = 0;
+  bool any = false, every = true;
+  for (std::size_t l = base; l < end; ++l)
+    if (live(l)) {
+      alive |= 1u << (l - base);
+      const bool p = lanes[l].value != 0;
+      if (p) ballot |= 1u << (l - base);
+      any = any || p;
+      every = every && p;
+    }
+  WarpValues* gathered = nullptr;
+  if (op == warp_gather) {
+    if (!run.warp_values) run.warp_values = std::make_unique<WarpValues[]>(32);
+    gathered = &run.warp_values[base / 32];
     for (std::size_t l = base; l < end; ++l)
-      if (live(l)) {
-        const bool p = lanes[l].value != 0;
-        if (p) ballot |= 1u << (l - base);
-        any = any || p;
-        every = every && p;
-      }
-    for (std::size_t l = base; l < end; ++l) {
-      Lane& me = lanes[l];
-      if (me.done) continue;
-      const long long lane = static_cast<long long>(l - base), width = me.width > 0 ? me.width : 32;
-      const long long segment = lane / width * width;
-      long long src = lane;
-      switch (me.op) {
-        case warp_shfl:
-          src = segment + ((me.arg % width) + width) % width;
-          break;
-        case warp_shfl_up:
-          src = lane - me.arg >= segment ? lane - me.arg : lane;
-          break;
-        case warp_shfl_down:
-          src = lane + me.arg < segment + width ? lane + me.arg : lane;
-          break;
-        case warp_shfl_xor:
-          src = (lane ^ me.arg) < segment + width ? lane ^ me.arg : lane;
-          break;
-        default:
-          break;
-      }
-      switch (me.op) {
-        case warp_ballot:
-          me.result = ballot & me.mask;
-          break;
-        case warp_any:
-          me.result = any;
-          break;
-        case warp_all:
-          me.result = every;
-          break;
-        case warp_sync:
-          me.result = 0;
-          break;
-        default: {  // a shuffle; an exited or missing source lane gives the lane's own value
-          const std::size_t from = base + static_cast<std::size_t>(src);
-          me.result = live(from) ? lanes[from].value : me.value;
-        }
+      gathered->values[l - base] = live(l) ? lanes[l].value : 0;
+    gathered->live = alive;
+    gathered->ready = 0;
+  }
+  released = 0;
+  for (std::size_t l = base; l < end; ++l) {
+    Lane& me = lanes[l];
+    if (me.done) continue;
+    const long long lane = static_cast<long long>(l - base), width = me.width > 0 ? me.width : 32;
+    const long long segment = lane / width * width;
+    long long src = lane;
+    switch (me.op) {
+      case warp_shfl:
+        src = segment + ((me.arg % width) + width) % width;
+        break;
+      case warp_shfl_up:
+        src = lane - me.arg >= segment ? lane - me.arg : lane;
+        break;
+      case warp_shfl_down:
+        src = lane + me.arg < segment + width ? lane + me.arg : lane;
+        break;
+      case warp_shfl_xor:
+        src = (lane ^ me.arg) < segment + width ? lane ^ me.arg : lane;
+        break;
+      default:
+        break;
+    }
+    switch (me.op) {
+      case warp_ballot:
+        me.result = ballot & me.mask;
+        break;
+      case warp_any:
+        me.result = any;
+        break;
+      case warp_all:
+        me.result = every;
+        break;
+      case warp_sync:
+        me.result = 0;
+        break;
+      case warp_gather:
+        me.result = reinterpret_cast<unsigned long long>(gathered);
+        break;
+      default: {  // a shuffle; an exited or missing source lane gives the lane's own value
+        const std::size_t from = base + static_cast<std::size_t>(src);
+        me.result = live(from) ? lanes[from].value : me.value;
       }
     }
-    for (std::size_t l = base; l < end; ++l) lanes[l].at_warp = false;
-    resolved = true;
+    me.at_warp = false;
+    ++released;
+  }
+  return true;
+}
+
+// Completes the warp operations of every warp whose live lanes have all reached one; returns
+// whether any did.
+bool resolve_warps(BlockRun& run) {
+  bool resolved = false;
+  for (std::size_t base = 0; base < run.lanes.size() && !run.failure; base += 32) {
+    std::size_t released = 0;
+    if (resolve_warp(run, base, released)) resolved = true;
   }
   return resolved;
 }
@@ -439,7 +592,7 @@ void lane_body(Lane& lane) {
     ++run->n_done;
     if (lane.retire) return;
     StackBounds to;
-    const fc::fcontext_t target = hand_over(*run, &lane, to);
+    const fc::fcontext_t target = hand_over(*run, &lane, next_after(*run, &lane), to);
     start_switch(&lane.fake_stack, to);
     const fc::transfer_t from = jump(target);  // until a block takes this thread again
     asan_finish_switch(lane.fake_stack);
@@ -456,7 +609,7 @@ void lane_entry(fc::transfer_t from) {
   park(*t_run, from.fctx);
   lane_body(lane);
   StackBounds to;
-  const fc::fcontext_t target = hand_over(*t_run, &lane, to);
+  const fc::fcontext_t target = hand_over(*t_run, &lane, nullptr, to);
   start_switch(nullptr, to);  // this stack ends here
   jump(target);
   std::abort();  // not reached: nothing resumes a retired lane
@@ -480,7 +633,7 @@ struct LanePool {
       Lane& lane = lanes[created];
       lane.stack_context = stacks.allocate();
       lane.tsan_fiber = tsan_create_fiber();
-      lane.context = fc::make_fcontext(lane.stack_context.sp, lane.stack_context.size, lane_entry);
+      lane.context = make_context(lane.stack_context.sp, lane.stack_context.size, lane_entry);
     }
   }
   // At the host thread's end every lane leaves its kernel loop and switches back for good
@@ -514,12 +667,32 @@ LanePool& lane_pool() {
   return pool;
 }
 
+// Every thread of the block has arrived at the barrier: it opens (a block exchange's values are
+// complete: the first thread back computes the results).
+void open_barrier(BlockRun& run) {
+  ++run.round;
+  run.n_waiting = 0;
+  if (run.block_values) {
+    run.block_values->ready = 0;
+    run.block_values->threads = static_cast<int>(run.lanes.size());
+  }
+}
+
 void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Dim3& block,
                void** args, BlockRun& run) {
   const long long n = block.product();
   run.kernel = &k;
+  run.block = index.block;
+  run.serial = index.serial;
+  run.threads = static_cast<std::size_t>(n);
   if (!k.barriers) {  // no barrier: the threads one after the other, in the kernel's library
-    k.block(args);
+    try {
+      k.block(args);
+    } catch (...) {  // the thread that threw: the one the loop was at
+      if (!run.failed_thread) run.failed_thread = k.thread();
+      throw;
+    }
+    check_block_sums(run);
     return;
   }
   run.fibers = true;
@@ -532,11 +705,19 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
   pool.grow(static_cast<std::size_t>(n));
   run.lanes = std::span<Lane>(pool.lanes.get(), static_cast<std::size_t>(n));
   std::span<Lane> lanes = run.lanes;
+  uint3 thread{0, 0, 0};  // counted on, x fastest, without divisions
   for (long long t = 0; t < n; ++t) {
     Lane& lane = lanes[static_cast<std::size_t>(t)];
-    lane.thread = thread_of(t, block);
+    lane.thread = thread;
     lane.done = lane.at_warp = false;
     lane.waiting_round = 0;
+    if (++thread.x == block.x) {
+      thread.x = 0;
+      if (++thread.y == block.y) {
+        thread.y = 0;
+        ++thread.z;
+      }
+    }
   }
   run.round = 1;
   run.n_waiting = run.n_done = run.n_warp = 0;
@@ -564,7 +745,7 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
       break;
     }
     if (run.n_warp > 0) {
-      const bool resolved = resolve_warps(lanes, k.name, index.block, run.failure);
+      const bool resolved = resolve_warps(run);
       run.n_warp = 0;
       for (const Lane& lane : lanes) run.n_warp += lane.at_warp ? 1 : 0;
       if (resolved) continue;
@@ -575,8 +756,7 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
     }
     if (run.n_done == lanes.size()) break;
     if (run.n_waiting == lanes.size()) {  // all arrived: the barrier opens
-      ++run.round;
-      run.n_waiting = 0;
+      open_barrier(run);
       continue;
     }
     // Some returned or wait at a warp operation: the lists for the report.
@@ -608,11 +788,76 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
       abort_lanes();
       break;
     }
-    ++run.round;  // all arrived: the barrier opens
-    run.n_waiting = 0;
+    open_barrier(run);  // all arrived: the barrier opens
   }
   run.fibers = false;
   run.lanes = {};
+  if (!run.failure) check_block_sums(run);
+}
+
+// ---- debug mode: a read or write past an array's end -------------------------------------
+
+// In debug mode an emulated device array ends at a guard page (core's emulated arena).  A
+// kernel's load or store there faults; on a host thread that runs a block, the handler throws
+// an IndexError from the faulting instruction (the kernels are compiled with
+// -fnon-call-exceptions), which reaches the launch's report with the kernel, the block and the
+// thread.  Any other fault goes to the handler there was before, or kills the process as it
+// would have.
+struct sigaction g_previous_segv {};
+
+[[noreturn]] void fault_past_the_end(void* address, const void* start, std::size_t bytes,
+                                     bool write) {
+  BlockRun* run = t_run;
+  if (!run->failed_thread) run->failed_thread = run->kernel->thread();
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  const auto begin = reinterpret_cast<std::uintptr_t>(start);
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%#zx", static_cast<std::size_t>(begin));
+  throw IndexError(std::string(write ? "wrote" : "read") + " byte " + std::to_string(at - begin) +
+                   " of an emulated device array of " + std::to_string(bytes) + " bytes (at " +
+                   hex +
+                   "), past its end, through a pointer (the debug "
+                   "mode's guard page after the array); index within the array's size");
+}
+
+void on_segv(int signal, siginfo_t* info, void* context) {
+  const void* start = nullptr;
+  std::size_t bytes = 0;
+  BlockRun* run = t_run;
+  if (run != nullptr && run->kernel != nullptr &&
+      emulated_arena::guarded_by(info->si_addr, start, bytes)) {
+    bool write = false;
+#if defined(__x86_64__)
+    write = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#endif
+    fault_past_the_end(info->si_addr, start, bytes, write);
+  }
+  if ((g_previous_segv.sa_flags & SA_SIGINFO) != 0 && g_previous_segv.sa_sigaction != nullptr) {
+    g_previous_segv.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (g_previous_segv.sa_handler != SIG_DFL && g_previous_segv.sa_handler != SIG_IGN &&
+      g_previous_segv.sa_handler != nullptr) {
+    g_previous_segv.sa_handler(signal);
+    return;
+  }
+  ::signal(SIGSEGV, SIG_DFL);  // the fault repeats when the handler returns: the default action
+}
+
+// Once there is a guarded allocation.  SA_NODEFER: the handler leaves by an exception, not by
+// returning, so SIGSEGV must not stay blocked.  Not in a sanitized build (AddressSanitizer
+// checks the kernels' accesses itself and owns SIGSEGV).
+void install_fault_handler() {
+#if !defined(CUNUMPY_KERNEL_SANITIZE)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_previous_segv);
+  });
+#endif
 }
 
 }  // namespace
@@ -663,6 +908,7 @@ std::exception_ptr in_launch(std::exception_ptr failure, const EmulatedKernel& k
 
 void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void** args,
                     std::size_t shared_mem) {
+  if (emulated_arena::any_guarded()) install_fault_handler();
   const long long blocks = grid.product();
   int host_threads = 1;
 #if defined(_OPENMP)
@@ -696,6 +942,8 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
         index.block = {static_cast<unsigned>(b % grid.x),
                        static_cast<unsigned>((b / grid.x) % grid.y),
                        static_cast<unsigned>(b / (grid.x * grid.y))};
+      index.serial = ++t_blocks;
+      index.sums = &run.sums;
       try {
         k.set_index(&index);
         run_block(k, index, block, args, run);

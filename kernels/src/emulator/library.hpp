@@ -38,6 +38,7 @@ class EmulatedKernel {
   void (*entry)(void**, const uint3*) = nullptr;  // one thread (its index)
   void (*block)(void**) = nullptr;                // every thread of a block without barriers
   void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // the library's, before each block
+  uint3 (*thread)() = nullptr;  // the calling host thread's current threadIdx
   bool barriers = false;
   std::string name;
 };

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -84,9 +85,16 @@ class OnEmulated : public ::testing::Test {
 
 // How kernels_agree runs and compares.
 struct AgreeOptions {
-  Launch launch = {};   // the CUDA kernel's launch shape (the host kernel has none)
-  double rtol = 1e-12;  // |device - host| <= atol + rtol * |host|, elementwise
-  double atol = 0.0;
+  Launch launch = {};  // the CUDA kernel's launch shape (the host kernel has none)
+  // |device - host| <= atol + rtol * |host|, elementwise; integers compare exactly.  The
+  // defaults are what a GPU holds where it fuses a * b + c into one rounding (nvcc's and
+  // NVRTC's default, and the emulator's where the CPU has FMA) and the host code does not:
+  // rtol 1e-12 for double (and complex<double>) elements, 1e-5 for float; atol rtol times the
+  // argument's largest magnitude on the host, so that a value that cancels to near zero is
+  // compared at the scale of its terms.  rtol = 0 (atol unset) asks for bit equality: compile
+  // the CUDA kernel with --fmad=false for it.
+  std::optional<double> rtol;
+  std::optional<double> atol;
   int n_calls = 1;                 // each kernel is called this many times on its arguments
   std::vector<int> outputs;        // the arguments compared, by index (negative: from the end);
                                    // empty: every array argument
@@ -130,6 +138,18 @@ std::string show(const T& v) {
 std::string index_text(const Shape& shape, long long flat);
 std::string show_tolerance(double t);
 
+// AgreeOptions::rtol's default for elements of type T.
+template <typename T>
+constexpr double default_rtol() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return sizeof(T) <= 4 ? 1e-5 : 1e-12;
+  } else if constexpr (!std::is_arithmetic_v<T>) {  // complex
+    return sizeof(typename T::value_type) <= 4 ? 1e-5 : 1e-12;
+  } else {
+    return 0.0;
+  }
+}
+
 // Empty when host and device agree, else what differs.
 template <typename T>
 std::string compare(const std::string& what, const Array<T>& host, const Array<T>& device_side,
@@ -142,6 +162,15 @@ std::string compare(const std::string& what, const Array<T>& host, const Array<T
   const T* g = d.data();
   long long bad = 0, first = -1;
   double worst = 0;
+  const double rtol = o.rtol.value_or(default_rtol<T>());
+  double atol = 0.0;
+  if (o.atol) {
+    atol = *o.atol;
+  } else if constexpr (!std::is_integral_v<T>) {
+    for (long long i = 0; i < host.size(); ++i)
+      if (!is_nan(h[i])) atol = std::max(atol, magnitude(h[i]));
+    atol *= rtol;
+  }
   for (long long i = 0; i < host.size(); ++i) {
     bool ok;
     if (is_nan(h[i]) || is_nan(g[i])) {
@@ -150,7 +179,7 @@ std::string compare(const std::string& what, const Array<T>& host, const Array<T
       ok = h[i] == g[i];
     } else {
       const double diff = magnitude(T(g[i] - h[i]));
-      ok = diff <= o.atol + o.rtol * magnitude(h[i]);
+      ok = diff <= atol + rtol * magnitude(h[i]);
       if (!ok && diff > worst) worst = diff;
     }
     if (!ok) {
@@ -160,8 +189,8 @@ std::string compare(const std::string& what, const Array<T>& host, const Array<T
   }
   if (bad == 0) return {};
   std::string m = what + ": " + std::to_string(bad) + " of " + std::to_string(host.size()) +
-                  " elements differ beyond rtol=" + show_tolerance(o.rtol) +
-                  ", atol=" + show_tolerance(o.atol) + "; first at index " +
+                  " elements differ beyond rtol=" + show_tolerance(rtol) +
+                  ", atol=" + show_tolerance(atol) + "; first at index " +
                   index_text(host.shape(), first) + ": host " + show(h[first]) + ", " +
                   std::string(device_name) + " " + show(g[first]);
   if (worst > 0) m += " (largest difference " + show(worst) + ")";
