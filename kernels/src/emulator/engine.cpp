@@ -803,6 +803,7 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
 // -fnon-call-exceptions), which reaches the launch's report with the kernel, the block and the
 // thread.  Any other fault goes to the handler there was before, or kills the process as it
 // would have.
+#if !defined(CUNUMPY_KERNEL_SANITIZE)
 struct sigaction g_previous_segv {};
 
 [[noreturn]] void fault_past_the_end(void* address, const void* start, std::size_t bytes,
@@ -843,6 +844,8 @@ void on_segv(int signal, siginfo_t* info, void* context) {
   }
   ::signal(SIGSEGV, SIG_DFL);  // the fault repeats when the handler returns: the default action
 }
+
+#endif
 
 // Once there is a guarded allocation.  SA_NODEFER: the handler leaves by an exception, not by
 // returning, so SIGSEGV must not stay blocked.  Not in a sanitized build (AddressSanitizer
