@@ -39,16 +39,22 @@ def main(argv):
     ax.semilogy(t, mode, color="C0", lw=1.5, label="field energy of the mode k")
     t0, t1 = summary["fit_window"]
     g_fit, g_th = summary["gamma_fit"], summary["gamma_theory"]
-    # Anchor both lines at the envelope of the first fitted sample.
-    i0 = min(range(len(t)), key=lambda i: abs(t[i] - t0))
+    fitted = g_fit is not None  # null (with fit_failure) when the rates could not be fitted
+    # Anchor both lines at the envelope of the first fitted sample (the start without a fit).
+    i0 = min(range(len(t)), key=lambda i: abs(t[i] - t0)) if fitted else 0
     w0 = max(mode[max(0, i0 - 3): i0 + 4])
-    span = [x for x in t if t0 <= x <= t1] or [t0, t1]
-    ax.semilogy(span, [w0 * math.exp(2 * g_fit * (x - t0)) for x in span], "C3--", lw=2,
-                label=f"fit: gamma = {g_fit:+.4f}")
+    if fitted:
+        span = [x for x in t if t0 <= x <= t1] or [t0, t1]
+        ax.semilogy(span, [w0 * math.exp(2 * g_fit * (x - t0)) for x in span], "C3--", lw=2,
+                    label=f"fit: gamma = {g_fit:+.4f}")
+    else:
+        t0 = t[0]
     ax.semilogy(t, [w0 * math.exp(2 * g_th * (x - t0)) for x in t], "k:", lw=1.5,
                 label=f"theory: gamma = {g_th:+.4f}")
     title = f"{summary['case']} ({summary['dim']}D, {summary['particles']} particles, {summary['ranks']} rank(s), {summary['backend']})"
-    if summary.get("omega_theory", 0) > 1e-9:
+    if not fitted:
+        title += "\nno fit: " + summary.get("fit_failure", "")[:90]
+    elif summary.get("omega_theory", 0) > 1e-9:
         title += f"\nomega: fit {summary['omega_fit']:.4f}, theory {summary['omega_theory']:.4f}"
     ax.set_title(title)
     ax.set_xlabel("t  (1 / omega_p)")

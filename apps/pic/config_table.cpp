@@ -138,10 +138,11 @@ std::vector<Option> make_rows() {
                       "landau | two_stream | custom (custom: --k, --amplitude, --vth, "
                       "--beam-velocity as given)"));
   rows.push_back(integer("dim", &Config::dim, 1, 3, R::keep, "1, 2 or 3"));
-  rows.push_back(
-      integer("particles", &Config::particles, 1, kBig, R::keep, "particles over all ranks"));
+  rows.push_back(integer("particles", &Config::particles, 1, kBig, R::keep,
+                         "particles over all ranks (default 200000; 262144 in 3D: 512 a cell)"));
   rows.push_back(integer("cells", &Config::cells_x, 4, 1 << 24, R::keep,
-                         "cells along x (and y, z unless --cells-y, --cells-z)"));
+                         "cells along x (and y, z unless --cells-y, --cells-z; default 64, in 3D "
+                         "32 x 4 x 4: the Landau mode along x, enough particles a cell)"));
   rows.push_back(integer("cells-y", &Config::cells_y, 1, 1 << 24, R::keep,
                          "cells along y (2D and 3D; at least 4)"));
   rows.push_back(
@@ -289,6 +290,32 @@ std::vector<std::pair<std::string, std::string>> option_values(const Config& con
 void set_option_values(Config& config,
                        const std::vector<std::pair<std::string, std::string>>& values) {
   for (const auto& [name, text] : values) option(name).set(config, text);
+}
+
+void apply_defaults(Config& config, const std::function<bool(const Option&)>& was_given) {
+  const bool cells = was_given(option("cells")), cells_y = was_given(option("cells-y")),
+             cells_z = was_given(option("cells-z"));
+  if (config.dim == 3 && !cells && !cells_y && !cells_z) {  // 64^3 would leave 0.76 a cell
+    config.cells_x = 32;
+    config.cells_y = config.cells_z = 4;
+  } else {
+    if (!cells_y) config.cells_y = config.dim >= 2 ? config.cells_x : 1;
+    if (!cells_z) config.cells_z = config.dim == 3 ? config.cells_x : 1;
+  }
+  if (config.dim == 3 && !was_given(option("particles"))) config.particles = 262144;
+}
+
+std::string few_particles_warning(const Config& config) {
+  const double per_cell =
+      static_cast<double>(config.particles) / static_cast<double>(total_cells(config));
+  if (per_cell >= 10.0) return {};
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "%.2f particles a cell (%lld particles on %lld cells): the field is mostly "
+                "noise and the rates will not be fitted; give at least 10 a cell (--particles "
+                "%lld) or fewer --cells",
+                per_cell, config.particles, total_cells(config), 10 * total_cells(config));
+  return text;
 }
 
 Config merge_restart(const Config& checkpoint, const Config& requested,

@@ -65,6 +65,14 @@ Config merge_restart(const Config& checkpoint, const Config& requested,
                      const std::function<bool(const Option&)>& was_given,
                      std::vector<std::string>& changes);
 
+// The defaults that follow from other options: cells along y and z as along x unless given;
+// in 3D, when no cells are given, 32 x 4 x 4 cells (the mode along x, a box it fits in), and
+// 262144 particles unless given (512 a cell).
+void apply_defaults(Config& config, const std::function<bool(const Option&)>& was_given);
+// A warning for a run with fewer than 10 particles a cell (its field is noise, its rates cannot
+// be fitted), or empty.
+std::string few_particles_warning(const Config& config);
+
 // ValueError naming the first option whose value lies outside its row's range or choices.
 void check_options(const Config& config);
 

@@ -83,11 +83,19 @@ std::pair<double, double> line_fit(const std::vector<double>& x, const std::vect
   const double slope = sxx > 0 ? sxy / sxx : 0.0;
   return {slope, my - slope * mx};
 }
+// A fit that could not be made: NaN rates and the reason.
+Fit no_fit(Fit fit, std::string why) {
+  fit.gamma = fit.omega = std::nan("");
+  fit.failure = std::move(why);
+  return fit;
+}
 }  // namespace
 
 Fit fit_damped(const std::vector<double>& t, const std::vector<double>& energy) {
   Fit fit;
-  if (energy.size() < 8) return fit;
+  if (energy.size() < 8)
+    return no_fit(fit, "too few samples of the mode's energy (" + std::to_string(energy.size()) +
+                           "; the fit needs at least 8)");
   // The noise floor: the median of the last quarter of the run.  Peaks within a factor 10 of
   // it are no longer the linear mode.
   std::vector<double> tail(energy.end() - static_cast<long>(energy.size() / 4), energy.end());
@@ -110,7 +118,15 @@ Fit fit_damped(const std::vector<double>& t, const std::vector<double>& energy) 
     pl.push_back(peak_log);
   }
   fit.points = static_cast<int>(pt.size());
-  if (pt.size() < 3) return fit;
+  if (pt.empty())
+    return no_fit(fit,
+                  "the mode never rose above the noise: no peak of its energy stood a factor 10 "
+                  "above the noise floor (the median of the run's last quarter); more particles "
+                  "a cell lower the floor");
+  if (pt.size() < 3)
+    return no_fit(fit, "only " + std::to_string(pt.size()) +
+                           " peak(s) of the mode's energy before the noise floor (the fit needs "
+                           "3); more particles a cell lower the floor");
   fit.gamma = 0.5 * line_fit(pt, pl).first;
   fit.omega = M_PI * static_cast<double>(pt.size() - 1) / (pt.back() - pt.front());
   fit.t_begin = pt.front();
@@ -120,7 +136,9 @@ Fit fit_damped(const std::vector<double>& t, const std::vector<double>& energy) 
 
 Fit fit_growing(const std::vector<double>& t, const std::vector<double>& energy) {
   Fit fit;
-  if (energy.size() < 4) return fit;
+  if (energy.size() < 4)
+    return no_fit(fit, "too few samples of the mode's energy (" + std::to_string(energy.size()) +
+                           "; the fit needs at least 4)");
   const double start = energy.front() > 0 ? energy.front() : 1e-300;
   const double top = *std::max_element(energy.begin(), energy.end());
   std::vector<double> x, y;
@@ -132,7 +150,11 @@ Fit fit_growing(const std::vector<double>& t, const std::vector<double>& energy)
     }
   }
   fit.points = static_cast<int>(x.size());
-  if (x.size() < 3) return fit;
+  if (x.size() < 3)
+    return no_fit(fit, std::to_string(x.size()) +
+                           " sample(s) where the mode had grown e^2 above its start and was still "
+                           "below 1/20 of its largest energy (the fit needs 3): it never grew out "
+                           "of the noise, or the run is too short or its output too sparse");
   fit.gamma = 0.5 * line_fit(x, y).first;
   fit.t_begin = x.front();
   fit.t_end = x.back();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <complex>
+#include <string>
 #include <vector>
 
 namespace pic {
@@ -31,11 +32,13 @@ std::complex<double> dielectric(std::complex<double> omega, double k,
 // reached from a few starting points; omega = real + i gamma.
 std::complex<double> solve_dispersion(double k, const std::vector<Species>& species);
 
+// A fit that could not be made has NaN rates and says why in `failure` (empty when fitted).
 struct Fit {
   double gamma = 0.0;  // growth (> 0) or damping (< 0) rate of the field amplitude
   double omega = 0.0;  // real frequency (0 for a purely growing mode)
   int points = 0;      // samples used
   double t_begin = 0.0, t_end = 0.0;
+  std::string failure;
 };
 
 // Landau-type damping from the field energy W(t) ~ exp(2 gamma t) cos^2(omega t): the peaks

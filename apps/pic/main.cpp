@@ -9,7 +9,9 @@
 //
 // The options are config_table.hpp's rows.  Prints a progress line (rank 0), the fitted and
 // theoretical rates and a table of time per phase; writes energy.csv and summary.json to
-// --output.  Bad input: a message and exit 2.
+// --output.  Bad input: a message and exit 2.  A run that completes exits 0, also when its
+// rates could not be fitted (it prints "no fit" and why; summary.json: null rates and
+// fit_failure) or it is not healthy (a warning; summary.json: diverged).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -54,13 +56,19 @@ void print_results(const pic::Config& config, const pic::Results& r, const pic::
       "  particles in %s precision (%.0f bytes each); total energy within %.1e of its "
       "start\n",
       r.precision.c_str(), r.bytes_per_particle, health.max_relative_energy_error);
-  std::printf("  gamma: fit %+.4f, theory %+.4f (%+.1f%%)\n", r.gamma_fit, r.gamma_theory,
-              100.0 * (r.gamma_fit / r.gamma_theory - 1.0));
-  if (r.omega_theory > 1e-9)
-    std::printf("  omega: fit %.4f, theory %.4f (%+.1f%%)\n", r.omega_fit, r.omega_theory,
-                100.0 * (r.omega_fit / r.omega_theory - 1.0));
-  std::printf("  fit over t = %.1f .. %.1f (%d samples)\n", r.fit_t_begin, r.fit_t_end,
-              r.fit_points);
+  if (!r.fit_failure.empty()) {
+    std::printf("  gamma: no fit, theory %+.4f\n", r.gamma_theory);
+    if (r.omega_theory > 1e-9) std::printf("  omega: no fit, theory %.4f\n", r.omega_theory);
+    std::printf("  no fit: %s\n", r.fit_failure.c_str());
+  } else {
+    std::printf("  gamma: fit %+.4f, theory %+.4f (%+.1f%%)\n", r.gamma_fit, r.gamma_theory,
+                100.0 * (r.gamma_fit / r.gamma_theory - 1.0));
+    if (r.omega_theory > 1e-9)
+      std::printf("  omega: fit %.4f, theory %.4f (%+.1f%%)\n", r.omega_fit, r.omega_theory,
+                  100.0 * (r.omega_fit / r.omega_theory - 1.0));
+    std::printf("  fit over t = %.1f .. %.1f (%d samples)\n", r.fit_t_begin, r.fit_t_end,
+                r.fit_points);
+  }
   std::printf("  %.3g particle-steps/s, %.2f ns per particle-step, transfers in the loop: %lld\n",
               r.particle_steps_per_second, r.ns_per_particle_step, r.transfers_in_loop);
   std::printf(
@@ -112,8 +120,7 @@ int main(int argc, char** argv) {
     // The named cases' physics (custom keeps the options given); the defaults that follow from
     // other options.
     pic::apply_case(config);
-    if (!was_given(pic::option("cells-y"))) config.cells_y = config.dim >= 2 ? config.cells_x : 1;
-    if (!was_given(pic::option("cells-z"))) config.cells_z = config.dim == 3 ? config.cells_x : 1;
+    pic::apply_defaults(config, was_given);
     cn::RuntimeOptions options;
     if (!config.backend.empty()) options.backend = cn::parse_backend(config.backend);
 #if CUNUMPY_HAS_MPI()
@@ -159,6 +166,9 @@ int main(int argc, char** argv) {
     } else {
       config.flush_every = 0;
     }
+    if (world.rank() == 0 && config.restart.empty())
+      if (const std::string w = pic::few_particles_warning(config); !w.empty())
+        std::fprintf(stderr, "pic: warning: %s\n", w.c_str());
     const pic::Results r = pic::run(config, world);
     const pic::Health health = pic::health_of(r);
     if (world.rank() == 0 && health.diverged)

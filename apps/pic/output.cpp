@@ -267,6 +267,9 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"fit_window\": [" << json_number(r.fit_t_begin) << ", " << json_number(r.fit_t_end)
        << "],\n"
        << "  \"fit_points\": " << r.fit_points << ",\n"
+       << "  \"fit_failure\": "
+       << (r.fit_failure.empty() ? std::string("null") : "\"" + json_escape(r.fit_failure) + "\"")
+       << ",\n"
        << "  \"max_relative_energy_error\": " << json_number(health.max_relative_energy_error)
        << ",\n"
        << "  \"max_abs_momentum\": " << json_number(max_momentum) << ",\n"

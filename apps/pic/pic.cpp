@@ -444,6 +444,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
   r.fit_points = fit.points;
   r.fit_t_begin = fit.t_begin;
   r.fit_t_end = fit.t_end;
+  r.fit_failure = fit.failure;
   r.precision = config.precision;
   r.bytes_per_particle =
       static_cast<double>(Particles<Real>::bytes_per_particle(config.dim, p.cells));

@@ -14,6 +14,7 @@ struct Results {
   double gamma_fit = 0, omega_fit = 0, gamma_theory = 0, omega_theory = 0;
   double fit_t_begin = 0, fit_t_end = 0;
   int fit_points = 0;
+  std::string fit_failure;  // why the rates could not be fitted (NaN then); empty when fitted
   double seconds = 0, ns_per_particle_step = 0, particle_steps_per_second = 0;
   std::string precision = "double";   // the particles' (Config::precision)
   double bytes_per_particle = 0;      // in the particle arrays: positions, velocities, id

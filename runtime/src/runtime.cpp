@@ -109,6 +109,10 @@ void Runtime::start(int* argc, char*** argv, const RuntimeOptions& options) {
     throw Error(
         "Runtime: a Runtime already exists in this process; create one at the start of main and "
         "reach it with cunumpy::runtime()");
+  if (options.mpi.value_or(false) && !CUNUMPY_HAS_MPI())
+    throw BackendError(
+        "Runtime: RuntimeOptions::mpi = true, but this build of cunumpy has no MPI; build with "
+        "-DCUNUMPY_ENABLE_MPI=ON, or leave mpi unset to run serial wherever MPI is missing");
   // 0. The state of every layer (taken over from the default runtime if it started).
   parts_ = detail::RuntimeParts::installed();
 

@@ -20,6 +20,7 @@
 
 #include <cunumpy/cunumpy.hpp>
 
+#include "config_table.hpp"
 #include "dispersion.hpp"
 #include "host_step.hpp"
 #include "host_step_case.hpp"
@@ -68,6 +69,83 @@ TEST(Dispersion, KnownRoots) {
   const auto z = pic::plasma_z({1.0, 0.0});
   EXPECT_NEAR(z.real(), -1.0761590, 1e-6);
   EXPECT_NEAR(z.imag(), 0.6520493, 1e-6);
+}
+
+// The defaults of each dimension give a resolved run: in 3D, 32 x 4 x 4 cells and 262144
+// particles (64^3 cells and 200000 particles left 0.76 a cell, and no fit), with the rates
+// within 5% and 2% of the theory; a run of fewer than 10 particles a cell is warned of.
+TEST(Pic, TheDefault3dLandauRunIsResolved) {
+  pic::Config c;
+  c.case_name = "landau";
+  c.dim = 3;
+  c.progress = false;
+  pic::apply_case(c);
+  pic::apply_defaults(c, [](const pic::Option&) { return false; });
+  EXPECT_EQ(pic::total_cells(c), 32 * 4 * 4);
+  EXPECT_EQ(c.particles, 262144);
+  EXPECT_EQ(pic::few_particles_warning(c), "");
+  const pic::Results r = pic::run(c, cn::Comm::serial());
+  ASSERT_EQ(r.fit_failure, "");
+  EXPECT_NEAR(r.gamma_fit / r.gamma_theory, 1.0, 0.05) << r.gamma_fit << " vs " << r.gamma_theory;
+  EXPECT_NEAR(r.omega_fit / r.omega_theory, 1.0, 0.02) << r.omega_fit << " vs " << r.omega_theory;
+  // Cells given: cubic as before, and a warning where that leaves too few particles a cell.
+  pic::Config cubic = c;
+  cubic.cells_x = 64;
+  pic::apply_defaults(cubic, [](const pic::Option& o) { return o.name == "cells"; });
+  EXPECT_EQ(pic::total_cells(cubic), 64 * 64 * 64);
+  const std::string w = pic::few_particles_warning(cubic);
+  EXPECT_NE(w.find("1.00 particles a cell (262144 particles on 262144 cells)"), std::string::npos)
+      << w;
+}
+
+// A run whose rates cannot be fitted says so, never a rate of 0: NaN rates (null in
+// summary.json) and the reason, for each case and dimension.
+TEST(Pic, ADegenerateRunReportsNoFitNeverZero) {
+  for (const char* name : {"landau", "two_stream"})
+    for (int dim : {1, 2, 3}) {
+      pic::Config c = preset(name, 6);  // six steps: nothing to fit yet
+      c.dim = dim;
+      c.particles = 4096;
+      c.cells_x = 16;
+      c.cells_y = c.cells_z = 4;
+      const pic::Results r = pic::run(c, cn::Comm::serial());
+      const std::string what = std::string(name) + " " + std::to_string(dim) + "D";
+      EXPECT_TRUE(std::isnan(r.gamma_fit)) << what << ": " << r.gamma_fit;
+      EXPECT_TRUE(std::isnan(r.omega_fit)) << what << ": " << r.omega_fit;
+      EXPECT_FALSE(r.fit_failure.empty()) << what;
+    }
+  // The field never above the noise: Landau at 0.76 particles a cell (the old 3D defaults).
+  pic::Config noisy = in_3d(landau());
+  noisy.cells_x = noisy.cells_y = noisy.cells_z = 64;
+  noisy.particles = 200000;
+  noisy.steps = 100;
+  const pic::Results r = pic::run(noisy, cn::Comm::serial());
+  EXPECT_TRUE(std::isnan(r.gamma_fit)) << r.gamma_fit;
+  EXPECT_NE(r.fit_failure.find("noise"), std::string::npos) << r.fit_failure;
+}
+
+// The fits themselves: noise without a mode gives no fit and the reason.
+TEST(Dispersion, FitsOfNoiseSayWhy) {
+  std::vector<double> t, flat;
+  std::mt19937 g(3);
+  std::uniform_real_distribution<double> u(0.9, 1.1);
+  for (int i = 0; i < 300; ++i) {
+    t.push_back(0.1 * i);
+    flat.push_back(1e-6 * u(g));
+  }
+  const pic::Fit damped = pic::fit_damped(t, flat);
+  EXPECT_TRUE(std::isnan(damped.gamma));
+  EXPECT_NE(damped.failure.find("never rose above the noise"), std::string::npos) << damped.failure;
+  const pic::Fit growing = pic::fit_growing(t, flat);
+  EXPECT_TRUE(std::isnan(growing.gamma));
+  EXPECT_NE(growing.failure.find("never grew out of the noise"), std::string::npos)
+      << growing.failure;
+  // A growing mode is fitted, with no failure.
+  std::vector<double> grow;
+  for (double x : t) grow.push_back(1e-9 * std::exp(2.0 * 0.2 * x));
+  const pic::Fit fitted = pic::fit_growing(t, grow);
+  EXPECT_EQ(fitted.failure, "");
+  EXPECT_NEAR(fitted.gamma, 0.2, 1e-9);
 }
 
 TEST(Pic, LandauDampingMatchesTheory) {

@@ -116,3 +116,21 @@ TEST(HostThreads, RanksShareTheNodesCores) {
   EXPECT_EQ(cn::detail::threads_per_rank(8, 0, 1), 8);
   EXPECT_EQ(cn::detail::threads_per_rank(0, 0, 0), 1);
 }
+
+// Asking for MPI in a build without it raises with the fix (the Python reference's
+// get_mpi(True) raises ImportError), before anything starts; left unset, the run is serial.
+TEST(RuntimeSerial, AskingForMpiInABuildWithoutItRaises) {
+  if (CUNUMPY_HAS_MPI()) GTEST_SKIP() << "this build has MPI";
+  cn::RuntimeOptions options;
+  options.mpi = true;
+  try {
+    cn::Runtime rt(options);
+    FAIL() << "expected BackendError";
+  } catch (const cn::BackendError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("RuntimeOptions::mpi = true"), std::string::npos) << what;
+    EXPECT_NE(what.find("-DCUNUMPY_ENABLE_MPI=ON"), std::string::npos) << what;
+  }
+  cn::Runtime rt(cn::RuntimeOptions{});  // the failed one left nothing behind
+  EXPECT_TRUE(rt.world().is_serial());
+}

@@ -79,7 +79,7 @@ bool pinned_memory_available();
 
 // A page-locked host copy of a host array (faster, asynchronous transfers).  BackendError where
 // there is no CUDA runtime to pin with (the emulated backend gives pool memory that behaves the
-// same); ValueError for a device array (pin_memory(to_host(a))).
+// same); BackendError for a device array too, its message saying to pass to_host(a).
 template <Element T>
 Array<T> pin_memory(const Array<T>& host) {
   if (!host.is_host())

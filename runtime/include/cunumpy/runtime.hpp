@@ -49,7 +49,8 @@ namespace cunumpy {
 // The Runtime's choices; each defaults to the environment's.
 struct RuntimeOptions {
   std::optional<Backend> backend;     // default: the environment (CUNUMPY_BACKEND)
-  std::optional<bool> mpi;            // default: launched_under_mpi()
+  std::optional<bool> mpi;            // default: launched_under_mpi(); true in a build without
+                                      // MPI: BackendError (the Python get_mpi(True)'s ImportError)
   bool probe_cuda_awareness = true;   // run the collective probe on the cuda backend
   std::optional<std::uint64_t> seed;  // the random streams' seed (default: drawn by rank 0, shared)
 };
