@@ -5,8 +5,12 @@
 // cross compiler (CXX=tests/arm/cross_cxx.sh).
 #include <cstddef>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <cunumpy/cuda_signature.hpp>
 
 #include "cuda_emulator.hpp"
 #include "kernel_sources.hpp"
@@ -35,12 +39,15 @@ void check(bool ok, const std::string& what) {
   failures += ok ? 0 : 1;
 }
 
-auto compile(const char* source, const char* name) {
+// `headers`: the files the source includes (CudaKernel resolves them; here they are named),
+// whose text the search for barriers reads.
+auto compile(const char* source, const char* name,
+             std::vector<std::filesystem::path> headers = {}) {
   return emulate_compile({.source = source,
                           .expressions = {name},
                           .owner = std::string("CudaKernel '") + name + "'",
                           .options = {},
-                          .headers = {}})
+                          .headers = std::move(headers)})
       .front();
 }
 
@@ -151,6 +158,9 @@ int main() {
   // reduce.cuh's reductions: a warp exchange, a block exchange, and cunumpy_block_sum_to
   // without a barrier, each in the GPU's order (integers here: exact in any order).
   {
+    const std::vector<std::filesystem::path> reduce_headers = {
+        cunumpy::cuda_include_dir() / "cunumpy" / "reduce.cuh",
+        cunumpy::cuda_include_dir() / "cunumpy" / "config.cuh"};
     auto k = compile(R"(
       #include <cunumpy/reduce.cuh>
       extern "C" __global__ void sums(long long* warp, long long* block, long long* to) {
@@ -160,11 +170,11 @@ int main() {
         if (threadIdx.x == 0) block[0] = s;
         cunumpy_block_sum_to(to, v);
       })",
-                     "sums");
+                     "sums", reduce_headers);
     auto to = compile(R"(
       #include <cunumpy/reduce.cuh>
       extern "C" __global__ void to(long long* out) { cunumpy_block_sum_to(out, 1LL); })",
-                      "to");
+                      "to", reduce_headers);
     std::vector<long long> warp(128), block(1), total(1), loop(1);
     long long *pw = warp.data(), *pb = block.data(), *pt = total.data(), *pl = loop.data();
     void* args[] = {&pw, &pb, &pt};
