@@ -69,6 +69,12 @@ Arena& arena() {
   return *a;
 }
 
+// The block that starts at `c` or last before it, else end(); the caller holds the mutex.
+std::map<const char*, Arena::Block>::const_iterator block_before(const Arena& a, const char* c) {
+  auto it = a.blocks.upper_bound(c);
+  return it == a.blocks.begin() ? a.blocks.end() : std::prev(it);
+}
+
 std::size_t page_size() {
   static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   return page;
@@ -125,9 +131,8 @@ bool guarded_by(const void* address, const void*& start, std::size_t& bytes) noe
   Arena& a = arena();
   const auto* c = static_cast<const char*>(address);
   std::lock_guard lock(a.mutex);
-  auto it = a.blocks.upper_bound(c);
-  if (it == a.blocks.begin()) return false;
-  --it;
+  const auto it = block_before(a, c);
+  if (it == a.blocks.end()) return false;
   const Arena::Block& b = it->second;
   if (!b.guard || c < b.base + b.mapped - page_size() || c >= b.base + b.mapped) return false;
   start = it->first;
@@ -189,10 +194,8 @@ bool emulated_arena_contains(const void* p) noexcept {
   Arena& a = arena();
   const auto* c = static_cast<const char*>(p);
   std::lock_guard lock(a.mutex);
-  auto it = a.blocks.upper_bound(c);
-  if (it == a.blocks.begin()) return false;
-  --it;
-  return c <= it->first + it->second.requested;
+  const auto it = block_before(a, c);
+  return it != a.blocks.end() && c <= it->first + it->second.requested;
 }
 
 std::size_t emulated_arena_allocations() noexcept {
