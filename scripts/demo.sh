@@ -8,6 +8,8 @@
 #   bash scripts/demo.sh                    # host backend
 #   CUNUMPY_BACKEND=cuda bash scripts/demo.sh
 # It builds only the libraries and pic (scripts/test.sh builds the rest), and times its phases.
+# Without a GPU (no /dev/nvidia0) and unless CUNUMPY_BACKEND=cuda, CUDA code could not run: the
+# host-only configuration is built, in build-host (BUILD_DIR picks another folder).
 set -euo pipefail
 here="$(dirname "$0")"
 phase_start=$(date +%s)
@@ -19,10 +21,16 @@ phase() {  # says how long the phase that just ended took
 }
 bash "$here/install_deps.sh"
 phase "installing the dependencies"
-TARGETS=pic bash "$here/build.sh" >/dev/null
-phase "building the libraries and pic"
 source "$here/env.sh"
-BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build}"
+if [[ -e /dev/nvidia0 || "${CUNUMPY_BACKEND:-}" == cuda ]]; then
+  export BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build}"
+  TARGETS=pic bash "$here/build.sh" >/dev/null
+  phase "building the libraries and pic"
+else
+  export BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build-host}"
+  TARGETS=pic bash "$here/build.sh" -DCUNUMPY_ENABLE_CUDA=OFF >/dev/null
+  phase "building the libraries and pic (host-only: no GPU here)"
+fi
 OUT="${OUT:-$CUNUMPY_ROOT/out/landau}"
 mpiexec -n 2 "$BUILD_DIR/apps/pic/pic" --case landau --output "$OUT" --overwrite
 /usr/bin/python3 "$CUNUMPY_ROOT/scripts/plot_energy.py" "$OUT"
