@@ -127,10 +127,11 @@ TEST(KernelsAgree, TheDefaultToleranceHoldsWhereTheDeviceFusesMultiplyAdd) {
     };
     cn::CudaKernel fused(source, "madd"), unfused(source, "madd", {.options = {"--fmad=false"}});
     EXPECT_TRUE(ct::kernels_agree(host, fused, args, {.launch = cn::threads(4096)})) << t;
-    if (!cn::emulated_kernels_sanitized())  // (GCC contracts nothing under AddressSanitizer)
+    if (!cn::emulated_kernels_sanitized()) {  // (GCC contracts nothing under AddressSanitizer)
       EXPECT_FALSE(ct::kernels_agree(host, fused, args,
                                      {.launch = cn::threads(4096), .rtol = 0.0, .outputs = {2}}))
           << t << ": no element rounded differently";
+    }
     EXPECT_TRUE(ct::kernels_agree(host, unfused, args,
                                   {.launch = cn::threads(4096), .rtol = 0.0, .outputs = {2}}))
         << t;

@@ -61,10 +61,10 @@ namespace {
 // The context switch.  On x86-64 (ELF) our own: it saves the six callee-saved registers and the
 // stack pointer and returns into the other stack, a call and a return the processor's
 // return-address predictor follows.  Boost.Context's jump_fcontext also saves and restores the
-// x87 control word and MXCSR at every switch, which took two thirds of its time on AMD Zen
-// (fnstcw and fldcw are microcoded); a block's threads share their host thread's floating-point
-// environment, as kernels never change it.  Elsewhere (AArch64) Boost's make_fcontext and
-// jump_fcontext, which return with `ret` too.
+// x87 control word and MXCSR at every switch (fnstcw and fldcw are microcoded, slow on AMD
+// Zen); a block's threads share their host thread's floating-point environment, as kernels
+// never change it.  Elsewhere (AArch64) Boost's make_fcontext and jump_fcontext, which return
+// with `ret` too.
 #if defined(__x86_64__) && defined(__ELF__)
 extern "C" fc::transfer_t cunumpy_emulator_switch(fc::fcontext_t to, void* data);
 extern "C" void cunumpy_emulator_start();
