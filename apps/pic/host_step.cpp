@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include <cunumpy/host_targets.hpp>
 #include <cunumpy/parallel.hpp>
 
 #include "host_step_simd.hpp"
@@ -18,13 +19,8 @@
 #endif
 
 // The scalar loops are compiled for AVX-512, AVX2 and the baseline on x86-64, chosen at run
-// time by the CPU (2D CIC runs whole vectors of particles through host_step_simd.cpp first).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define PIC_HOST_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define PIC_HOST_CLONES
-#endif
+// time by the CPU (CUNUMPY_HOST_CLONES; 2D CIC runs whole vectors of particles through
+// host_step_simd.cpp first).
 #if defined(__GNUC__)
 #define PIC_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -342,28 +338,28 @@ PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G
 }
 
 template <bool Cells, typename R, typename G>
-PIC_HOST_CLONES Sums range_1d_cic(const Step<R>& s, long long b, long long e, G* ne) {
+CUNUMPY_HOST_CLONES Sums range_1d_cic(const Step<R>& s, long long b, long long e, G* ne) {
   return range<1, 1, Cells>(s, b, e, ne);
 }
 template <bool Cells, typename R, typename G>
-PIC_HOST_CLONES Sums range_1d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
+CUNUMPY_HOST_CLONES Sums range_1d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
   return range<1, 2, Cells>(s, b, e, ne);
 }
 template <bool Cells, typename R, typename G>
-PIC_HOST_CLONES Sums range_2d_cic(const Step<R>& s, long long b, long long e, G* ne) {
+CUNUMPY_HOST_CLONES Sums range_2d_cic(const Step<R>& s, long long b, long long e, G* ne) {
   return range<2, 1, Cells>(s, b, e, ne);
 }
 template <bool Cells, typename R, typename G>
-PIC_HOST_CLONES Sums range_2d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
+CUNUMPY_HOST_CLONES Sums range_2d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
   return range<2, 2, Cells>(s, b, e, ne);
 }
 
 template <bool Cells, typename R, typename G>
-PIC_HOST_CLONES Sums range_3d_cic(const Step<R>& s, long long b, long long e, G* ne) {
+CUNUMPY_HOST_CLONES Sums range_3d_cic(const Step<R>& s, long long b, long long e, G* ne) {
   return range<3, 1, Cells>(s, b, e, ne);
 }
 template <bool Cells, typename R, typename G>
-PIC_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
+CUNUMPY_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
   return range<3, 2, Cells>(s, b, e, ne);
 }
 
@@ -653,8 +649,8 @@ float float_periodic(float p, float lf, double l) {
 namespace {
 // fold's row i of nodes from the cell sums gs[0, count) (node_from_cells, summed grid after
 // grid from 0.0), the nodes of rows past the first and columns past the first without a test.
-PIC_HOST_CLONES void nodes_from_cells(double* const* gs, std::size_t count, long long i,
-                                      long long row, double* ne) {
+CUNUMPY_HOST_CLONES void nodes_from_cells(double* const* gs, std::size_t count, long long i,
+                                          long long row, double* ne) {
   const long long c0 = i * row;
   for (long long j = 0; j < (i == 0 ? row : 1); ++j) {
     double acc = 0.0;

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <cunumpy/host_vectors-inl.h>
 #include <cunumpy/algorithms.hpp>
 
 #include "host_step_simd.hpp"
@@ -29,6 +30,7 @@ HWY_BEFORE_NAMESPACE();
 namespace pic::host_step {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+namespace cv = cunumpy::HWY_NAMESPACE;  // host_vectors-inl.h
 
 // 2D CIC: the cells' entries (E_x at the four corners, then E_y: fill_cell_fields) of `count`
 // particles, E_x's into ex_at and E_y's into ey_at, four values a particle.
@@ -131,45 +133,6 @@ HWY_INLINE void AppendLeavers3(const StepGeometry& s, const R* x, const R* y, co
   }
 }
 
-// Truncation (toward zero) to int32 of floats or doubles inside int32's range (the loops'
-// positions in cell units, never NaN there): Highway's ConvertTo (floats) or DemoteTo (doubles)
-// less their handling of lanes out of range, four more instructions a vector (floats) or one
-// (doubles) on x86; ARM's conversions saturate by themselves.  The same integers for every
-// lane in range.
-template <class D>
-HWY_INLINE hn::Vec<hn::Rebind<std::int32_t, D>> TruncInRange(D d, hn::Vec<D> v) {
-  const hn::Rebind<std::int32_t, D> d32;
-  constexpr bool kFloat = std::is_same_v<hn::TFromD<D>, float>;
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
-  using VI = hn::Vec<decltype(d32)>;
-  if constexpr (sizeof(v.raw) == 16) {
-    if constexpr (kFloat)
-      return VI{_mm_cvttps_epi32(v.raw)};
-    else
-      return VI{_mm_cvttpd_epi32(v.raw)};
-#if HWY_TARGET <= HWY_AVX2
-  } else if constexpr (sizeof(v.raw) == 32) {
-    if constexpr (kFloat)
-      return VI{_mm256_cvttps_epi32(v.raw)};
-    else
-      return VI{_mm256_cvttpd_epi32(v.raw)};
-#endif
-#if HWY_TARGET <= HWY_AVX3
-  } else if constexpr (sizeof(v.raw) == 64) {
-    if constexpr (kFloat)
-      return VI{_mm512_cvttps_epi32(v.raw)};
-    else
-      return VI{_mm512_cvttpd_epi32(v.raw)};
-#endif
-  }
-#endif
-  (void)d;
-  if constexpr (kFloat)
-    return hn::ConvertTo(d32, v);
-  else
-    return hn::DemoteTo(d32, v);
-}
-
 // Float particles with real grids, 2D CIC, in float lanes (twice double's): the same scheme,
 // each particle's gather, push, move and stencil in float (host_step.hpp's float_stencil, and
 // mixed precision's stored cells and offsets, for the deposit alone), E read from the cells in
@@ -235,7 +198,7 @@ HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& 
 // broadcast loads (merged under masks) a particle and 16 shuffles a vector, one a particle on
 // AVX-512, two on AVX2.  (NEON and SVE copy, as does one lane.)
 #undef PIC_ENTRIES_FROM_TABLE
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+#if CUNUMPY_CHEAP_BLOCK_BROADCASTS
 #define PIC_ENTRIES_FROM_TABLE 1
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE void TableEntries(D d, const float* HWY_RESTRICT cells,
@@ -313,30 +276,34 @@ HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* 
 #endif
 
 #undef PIC_WEIGHTS_PERMUTED
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#if CUNUMPY_TWO_TABLES_ONE_INSTRUCTION
 #define PIC_WEIGHTS_PERMUTED 1
-// AVX-512's 16 float lanes: StoreWeights's products, each zmm two particles' four weights made
-// as the product of (q - q g_x, q - q g_x, q g_x, q g_x) and (1 - g_y, g_y, 1 - g_y, g_y), each
-// taken from two vectors of 8 particles by one two-source permute: 16 permutes for 16
-// particles where the interleaved store shuffles 24 times (all on one port: measured 2-4% of
-// the step).  The same products, the same bits.
-HWY_INLINE void StoreWeightsPermuted(double q, hn::Vec<hn::Full512<float>> gx,
-                                     hn::Vec<hn::Full512<float>> gy, double* HWY_RESTRICT w) {
-  const __m512d charge = _mm512_set1_pd(q), one = _mm512_set1_pd(1.0);
-  const auto half = [&](__m256 hx, __m256 hy, double* to) {
-    const __m512d fx = _mm512_cvtps_pd(hx), fy = _mm512_cvtps_pd(hy);
-    const __m512d qx = _mm512_mul_pd(charge, fx), qa = _mm512_sub_pd(charge, qx),
-                  ay = _mm512_sub_pd(one, fy);
+// Where a two-source permute is one instruction (AVX-512's 16 float lanes): StoreWeights's
+// products, each vector two particles' four weights made as the product of (q - q g_x,
+// q - q g_x, q g_x, q g_x) and (1 - g_y, g_y, 1 - g_y, g_y), each taken from two vectors of 8
+// particles by one two-source permute: 16 permutes for 16 particles where the interleaved
+// store shuffles 24 times.  The same products, the same bits.
+template <class D>
+HWY_INLINE void StoreWeightsPermuted(D, double q, hn::Vec<D> gx, hn::Vec<D> gy,
+                                     double* HWY_RESTRICT w) {
+  const hn::Repartition<double, D> dd;
+  const hn::RebindToSigned<decltype(dd)> di;
+  const hn::Half<D> dh;
+  const auto charge = hn::Set(dd, q), one = hn::Set(dd, 1.0);
+  const auto half = [&](hn::Vec<hn::Half<D>> hx, hn::Vec<hn::Half<D>> hy, double* to) {
+    const auto fx = hn::PromoteTo(dd, hx), fy = hn::PromoteTo(dd, hy);
+    const auto qx = hn::Mul(charge, fx), qa = hn::Sub(charge, qx), ay = hn::Sub(one, fy);
     for (int j = 0; j < 4; ++j) {  // particles 2j and 2j + 1 of the eight
-      const long long a = 2 * j, b = 2 * j + 1;
-      const __m512i along_x = _mm512_set_epi64(8 + b, 8 + b, b, b, 8 + a, 8 + a, a, a);
-      const __m512i along_y = _mm512_set_epi64(8 + b, b, 8 + b, b, 8 + a, a, 8 + a, a);
-      _mm512_store_pd(to + 8 * j, _mm512_mul_pd(_mm512_permutex2var_pd(qa, along_x, qx),
-                                                _mm512_permutex2var_pd(ay, along_y, fy)));
+      const std::int64_t a = 2 * j, b = 2 * j + 1;
+      HWY_ALIGN const std::int64_t along_x[8] = {a, a, 8 + a, 8 + a, b, b, 8 + b, 8 + b};
+      HWY_ALIGN const std::int64_t along_y[8] = {a, 8 + a, a, 8 + a, b, 8 + b, b, 8 + b};
+      hn::Store(hn::Mul(cv::TwoTablesLookupLanes(dd, qa, qx, hn::Load(di, along_x)),
+                        cv::TwoTablesLookupLanes(dd, ay, fy, hn::Load(di, along_y))),
+                dd, to + 8 * j);
     }
   };
-  half(_mm512_castps512_ps256(gx.raw), _mm512_castps512_ps256(gy.raw), w);
-  half(_mm512_extractf32x8_ps(gx.raw, 1), _mm512_extractf32x8_ps(gy.raw, 1), w + 32);
+  half(hn::LowerHalf(dh, gx), hn::LowerHalf(dh, gy), w);
+  half(hn::UpperHalf(dh, gx), hn::UpperHalf(dh, gy), w + 32);
 }
 #else
 #define PIC_WEIGHTS_PERMUTED 0
@@ -427,8 +394,8 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
             jx = hn::LoadU(di, cx + p);
             jy = hn::LoadU(di, cy + p);
           } else {
-            jx = TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
-            jy = TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+            jx = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
+            jy = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
           }
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
         }
@@ -443,8 +410,8 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         fy = y0;
       } else {
         const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
-        fx = hn::Sub(sx, hn::ConvertTo(d, TruncInRange(d, sx)));
-        fy = hn::Sub(sy, hn::ConvertTo(d, TruncInRange(d, sy)));
+        fx = hn::Sub(sx, hn::ConvertTo(d, cv::TruncInRange(d, sx)));
+        fy = hn::Sub(sy, hn::ConvertTo(d, cv::TruncInRange(d, sy)));
       }
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
@@ -481,8 +448,8 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         const auto sane = hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big));
         const V flx = hn::IfThenElseZero(sane, hn::Floor(tx)),
                 fly = hn::IfThenElseZero(sane, hn::Floor(ty));
-        auto kx = hn::Add(hn::LoadU(di, cx + p), TruncInRange(d, flx));
-        auto ky = hn::Add(hn::LoadU(di, cy + p), TruncInRange(d, fly));
+        auto kx = hn::Add(hn::LoadU(di, cx + p), cv::TruncInRange(d, flx));
+        auto ky = hn::Add(hn::LoadU(di, cy + p), cv::TruncInRange(d, fly));
         kx = hn::IfThenElse(hn::Lt(kx, zero_i), hn::Add(kx, ncx), kx);
         kx = hn::IfThenElse(hn::Gt(kx, last_x), hn::Sub(kx, ncx), kx);
         ky = hn::IfThenElse(hn::Lt(ky, zero_i), hn::Add(ky, ncy), ky);
@@ -560,7 +527,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
+      const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
       StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
       hn::Store(gx, d, along_x + k);
@@ -571,7 +538,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
       const V gx = hn::Load(d, along_x + k), gy = hn::Load(d, along_y + k);
 #if PIC_WEIGHTS_PERMUTED
       if constexpr (hn::MaxLanes(D()) == 16)
-        StoreWeightsPermuted(q, gx, gy, weights + 4 * k);
+        StoreWeightsPermuted(d, q, gx, gy, weights + 4 * k);
       else
 #endif
         StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
@@ -794,9 +761,9 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
             jy = hn::LoadU(di, cy + p);
             jz = hn::LoadU(di, cz + p);
           } else {
-            jx = TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
-            jy = TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
-            jz = TruncInRange(d, hn::Mul(hn::LoadU(d, z + p), inv_dz));
+            jx = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
+            jy = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
+            jz = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, z + p), inv_dz));
           }
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), di,
                      first + l);
@@ -813,9 +780,9 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
         fz = z0;
       } else {
         const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy), sz = hn::Mul(z0, inv_dz);
-        fx = hn::Sub(sx, hn::ConvertTo(d, TruncInRange(d, sx)));
-        fy = hn::Sub(sy, hn::ConvertTo(d, TruncInRange(d, sy)));
-        fz = hn::Sub(sz, hn::ConvertTo(d, TruncInRange(d, sz)));
+        fx = hn::Sub(sx, hn::ConvertTo(d, cv::TruncInRange(d, sx)));
+        fy = hn::Sub(sy, hn::ConvertTo(d, cv::TruncInRange(d, sy)));
+        fz = hn::Sub(sz, hn::ConvertTo(d, cv::TruncInRange(d, sz)));
       }
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
@@ -849,7 +816,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
                                   hn::Lt(hn::Abs(tz), big));
         const auto along = [&](V t, const std::int32_t* HWY_RESTRICT c, VI n, V& g, VI& cell) {
           const V fl = hn::IfThenElseZero(sane, hn::Floor(t));
-          cell = hn::Add(hn::LoadU(di, c + p), TruncInRange(d, fl));
+          cell = hn::Add(hn::LoadU(di, c + p), cv::TruncInRange(d, fl));
           cell = hn::IfThenElse(hn::Lt(cell, zero_i), hn::Add(cell, n), cell);
           cell = hn::IfThenElse(hn::Gt(cell, hn::Sub(n, hn::Set(di, 1))), hn::Sub(cell, n), cell);
           g = hn::Min(hn::Sub(t, fl), below_one);
@@ -935,9 +902,9 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
         }
         // The stencil at x_{n+1}.
         const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
-        kx = TruncInRange(d, tx);
-        ky = TruncInRange(d, ty);
-        kz = TruncInRange(d, tz);
+        kx = cv::TruncInRange(d, tx);
+        ky = cv::TruncInRange(d, ty);
+        kz = cv::TruncInRange(d, tz);
         gx = hn::Sub(tx, hn::ConvertTo(d, kx));
         gy = hn::Sub(ty, hn::ConvertTo(d, ky));
         gz = hn::Sub(tz, hn::ConvertTo(d, kz));
@@ -1088,8 +1055,8 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy));
+          const auto jx = cv::TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = cv::TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy));
           hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), d32, cell + l);
         }
         CopyCells(cells, cell, sub, ex_at, ey_at);
@@ -1097,7 +1064,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       const long long p = i + k;
       // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy);
-      const auto jx = TruncInRange(d, sx), jy = TruncInRange(d, sy);
+      const auto jx = cv::TruncInRange(d, sx), jy = cv::TruncInRange(d, sy);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
@@ -1149,7 +1116,7 @@ long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty);
+      const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
       StoreImageNodes2(d32, s, kx, ky, node + k, sums, missed);
       if constexpr (kQuanta) {
@@ -1255,9 +1222,9 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
-          const auto jx = TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy)),
-                     jz = TruncInRange(d, hn::Mul(LoadP(d, z + p), inv_dz));
+          const auto jx = cv::TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
+                     jy = cv::TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy)),
+                     jz = cv::TruncInRange(d, hn::Mul(LoadP(d, z + p), inv_dz));
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), d32,
                      first + l);
         }
@@ -1267,7 +1234,8 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       // The field at x_n.
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy),
               sz = hn::Mul(LoadP(d, z + p), inv_dz);
-      const auto jx = TruncInRange(d, sx), jy = TruncInRange(d, sy), jz = TruncInRange(d, sz);
+      const auto jx = cv::TruncInRange(d, sx), jy = cv::TruncInRange(d, sy),
+                 jz = cv::TruncInRange(d, sz);
       const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
               fz = hn::Sub(sz, hn::PromoteTo(d, jz));
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
@@ -1324,7 +1292,8 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
-      const auto kx = TruncInRange(d, tx), ky = TruncInRange(d, ty), kz = TruncInRange(d, tz);
+      const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty),
+                 kz = cv::TruncInRange(d, tz);
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky)),
               gz = hn::Sub(tz, hn::PromoteTo(d, kz));
       if constexpr (kQuanta) {  // the weights in kernels::for_each_node's order: (w_x w_y) w_z
