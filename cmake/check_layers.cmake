@@ -40,7 +40,8 @@ foreach(layer ${layers})
     set(roots ${folder}/include ${folder}/internal)
   endif()
   foreach(dir ${roots})
-    file(GLOB_RECURSE headers RELATIVE ${dir} ${dir}/cunumpy/*.hpp ${dir}/cunumpy/*.cuh ${dir}/cunumpy/*.hpp.in)
+    file(GLOB_RECURSE headers RELATIVE ${dir} ${dir}/cunumpy/*.hpp ${dir}/cunumpy/*.cuh ${dir}/cunumpy/*.h
+         ${dir}/cunumpy/*.hpp.in)
     foreach(h ${headers})
       string(REGEX REPLACE "\\.in$" "" h "${h}")
       set(_owner_${h} ${layer})
@@ -52,7 +53,8 @@ set(_violations "")
 set(_files_checked 0)
 foreach(layer ${layers})
   set(folder ${layer_folder_${layer}})
-  file(GLOB_RECURSE files ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cuh ${SOURCE_DIR}/${folder}/*.cpp
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cuh ${SOURCE_DIR}/${folder}/*.h
+       ${SOURCE_DIR}/${folder}/*.cpp
        ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.hpp.in)
   foreach(file ${files})
     file(RELATIVE_PATH rel ${SOURCE_DIR} ${file})

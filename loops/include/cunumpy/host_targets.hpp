@@ -8,8 +8,10 @@
 #pragma once
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// Compiled for x86-64-v4, x86-64-v3 and the baseline; the CPU's best runs.
 #define CUNUMPY_HOST_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
+// Compiled once, for the build's target.
 #define CUNUMPY_HOST_CLONES
 #endif
