@@ -4,6 +4,8 @@
 // as host_step.cpp's scalar loop, the same bits.  The float loops (float particles on real 2D
 // and 3D grids): their own arithmetic in float, one lane at a time on the baseline target the
 // same bits as their vectors.  Measured by scripts/compare_picksc.sh.
+#include <cunumpy/host_targets.hpp>  // first: the library's targets compiled
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "host_step_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -16,12 +18,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <string>
 #include <type_traits>
 #include <vector>
 
 #include <cunumpy/host_vectors-inl.h>
-#include <cunumpy/algorithms.hpp>
 
 #include "host_step_simd.hpp"
 #include "pic_kernels.hpp"
@@ -145,7 +145,7 @@ template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<1>) {
   return hn::PromoteTo(hn::Rebind<double, D>(), v);
 }
-#if HWY_TARGET != HWY_SCALAR  // (one lane there: no halves)
+#if CUNUMPY_WIDE_VECTORS  // (no halves of one lane)
 template <class D, size_t kLanes>
 HWY_INLINE hn::Vec<hn::Repartition<double, D>> Promoted(D, hn::Vec<D> v, hwy::SizeTag<kLanes>) {
   const hn::Repartition<double, D> dd;
@@ -172,7 +172,7 @@ HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& 
   y2 = hn::Set(d, at[6]);
   y3 = hn::Set(d, at[7]);
 }
-#if HWY_TARGET != HWY_SCALAR
+#if CUNUMPY_WIDE_VECTORS
 template <class D, size_t kLanes, class V = hn::Vec<D>>
 HWY_INLINE void LoadEntries(D d, const float* HWY_RESTRICT at, V& x0, V& x1, V& x2, V& x3, V& y0,
                             V& y1, V& y2, V& y3, hwy::SizeTag<kLanes>) {
@@ -257,7 +257,7 @@ HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* 
   w[2] = c.w10;
   w[3] = c.w11;
 }
-#if HWY_TARGET != HWY_SCALAR
+#if CUNUMPY_WIDE_VECTORS
 template <class D, size_t kLanes>
 HWY_INLINE void StoreWeights(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, double* HWY_RESTRICT w,
                              hwy::SizeTag<kLanes>) {
@@ -644,7 +644,7 @@ HWY_INLINE void StoreWeights3(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, hn::Vec
   float_cic3_weights(q, hn::GetLane(gx), hn::GetLane(gy), hn::GetLane(gz), c);
   for (int k = 0; k < 8; ++k) w[k][at] = c[k];
 }
-#if HWY_TARGET != HWY_SCALAR
+#if CUNUMPY_WIDE_VECTORS
 template <class D, size_t kLanes>
 HWY_INLINE void StoreWeights3(D, double q, hn::Vec<D> gx, hn::Vec<D> gy, hn::Vec<D> gz,
                               double (*w)[kChunk3], long long at, hwy::SizeTag<kLanes>) {
@@ -678,7 +678,7 @@ HWY_INLINE void LoadNodes(D d, const float* HWY_RESTRICT at, V& c0, V& c1, V& c2
   c1 = hn::Set(d, at[1]);
   c2 = hn::Set(d, at[2]);
 }
-#if HWY_TARGET != HWY_SCALAR
+#if CUNUMPY_WIDE_VECTORS
 template <class D, size_t kLanes, class V = hn::Vec<D>>
 HWY_INLINE void LoadNodes(D d, const float* HWY_RESTRICT at, V& c0, V& c1, V& c2,
                           hwy::SizeTag<kLanes>) {
@@ -941,7 +941,7 @@ long long CicFloats3(const Step<float>& s, long long begin, long long end, doubl
 }
 
 // The double loops below need more than one lane (the scalar target runs the scalar loop).
-#if HWY_TARGET != HWY_SCALAR
+#if CUNUMPY_WIDE_VECTORS
 // The particle arrays in their precision (double, or float promoted to double and demoted
 // when stored: the double loops' arithmetic is double either way, as in host_step.cpp).
 template <class D>
@@ -1361,7 +1361,7 @@ PIC_NO_VECTORS(Cic3VectorsIntF, float, std::int64_t)
 
 void Quanta(const double* HWY_RESTRICT w, long long n, std::int64_t* HWY_RESTRICT out) {
   long long i = 0;
-#if HWY_TARGET != HWY_SCALAR
+#if CUNUMPY_WIDE_VECTORS
   const hn::ScalableTag<double> d;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
   for (; i + lanes <= n; i += lanes) StoreQuanta(d, hn::LoadU(d, w + i), out + i);
@@ -1378,7 +1378,7 @@ void Quanta(const double* HWY_RESTRICT w, long long n, std::int64_t* HWY_RESTRIC
 template <typename T>
 void CellsOf(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
              long long begin, long long end, T* HWY_RESTRICT out) {
-#if HWY_TARGET == HWY_SCALAR
+#if !CUNUMPY_WIDE_VECTORS
   for (long long c = begin; c < end; ++c) {
     const long long at[4] = {c, c + 1, c + row, c + row + 1};
     for (int k = 0; k < 4; ++k) {
@@ -1447,35 +1447,14 @@ HWY_EXPORT(FloatCells);
 HWY_EXPORT(DoubleCells);
 HWY_EXPORT(Quanta);
 
-namespace {
-// The library's choice of host vector target (cunumpy::host_simd(), from CUNUMPY_HOST_SIMD):
-// portable runs the scalar loop alone; avx2, sve and neon keep this loop off the targets above
-// them too.
-struct Choice {
-  bool vectors = true;
-  Choice() {
-    const std::string chosen = cunumpy::host_simd();
-    const std::string target = chosen.substr(0, chosen.find(' '));
-    if (target == "portable") vectors = false;
-    if (target == "avx2") hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
-    if (target == "sve") hwy::DisableTargets(HWY_SVE2 | HWY_SVE2_128);
-    if (target == "neon") hwy::DisableTargets(HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128);
-  }
-};
-const Choice& choice() {
-  static const Choice c;
-  return c;
-}
-}  // namespace
-
 bool host_vectors() {
-  return choice().vectors;
+  return cunumpy::host_target() != cunumpy::HostTarget::portable;
 }
 
 #define PIC_VECTORS(name, kernel, R, G)                                                 \
   long long name(const Step<R>& s, long long begin, long long end, G* ne, Sums& sums) { \
-    if (!choice().vectors) return begin;                                                \
-    return HWY_DYNAMIC_DISPATCH(kernel)(s, begin, end, ne, sums);                       \
+    if (!host_vectors()) return begin;                                                  \
+    return CUNUMPY_HOST_DISPATCH(kernel)(s, begin, end, ne, sums);                      \
   }
 PIC_VECTORS(cic_vectors, CicVectors, double, double)
 PIC_VECTORS(cic_vectors, CicVectorsInt, double, std::int64_t)
@@ -1487,8 +1466,8 @@ PIC_VECTORS(cic3_vectors, Cic3VectorsIntF, float, std::int64_t)
 // One lane at a time (Step::one_lane, and every particle under the portable choice): on the
 // baseline target, whose bits the vector targets' lanes give.
 long long cic_floats(const Step<float>& s, long long begin, long long end, double* ne, Sums& sums) {
-  if (choice().vectors && !s.one_lane)
-    return HWY_DYNAMIC_DISPATCH(CicFloats)(s, begin, end, ne, sums);
+  if (host_vectors() && !s.one_lane)
+    return CUNUMPY_HOST_DISPATCH(CicFloats)(s, begin, end, ne, sums);
   Step<float> one = s;
   one.one_lane = true;
   return HWY_STATIC_DISPATCH(CicFloats)(one, begin, end, ne, sums);
@@ -1496,16 +1475,16 @@ long long cic_floats(const Step<float>& s, long long begin, long long end, doubl
 
 long long cic3_floats(const Step<float>& s, long long begin, long long end, double* ne,
                       Sums& sums) {
-  if (choice().vectors && !s.one_lane)
-    return HWY_DYNAMIC_DISPATCH(CicFloats3)(s, begin, end, ne, sums);
+  if (host_vectors() && !s.one_lane)
+    return CUNUMPY_HOST_DISPATCH(CicFloats3)(s, begin, end, ne, sums);
   Step<float> one = s;
   one.one_lane = true;
   return HWY_STATIC_DISPATCH(CicFloats3)(one, begin, end, ne, sums);
 }
 
 void quanta(const double* w, long long n, std::int64_t* out) {
-  if (choice().vectors)
-    HWY_DYNAMIC_DISPATCH(Quanta)(w, n, out);
+  if (host_vectors())
+    CUNUMPY_HOST_DISPATCH(Quanta)(w, n, out);
   else
     HWY_STATIC_DISPATCH(Quanta)(w, n, out);
 }
@@ -1535,15 +1514,15 @@ void fill_cells(long long nodes, long long row, const double* ex, const double* 
 // (The library's choice of target, as for the loops: the baseline's under `portable`.)
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<double>& cells) {
-  if (choice().vectors)
-    fill_cells(nodes, row, ex, ey, cells, HWY_DYNAMIC_DISPATCH(DoubleCells));
+  if (host_vectors())
+    fill_cells(nodes, row, ex, ey, cells, CUNUMPY_HOST_DISPATCH(DoubleCells));
   else
     fill_cells(nodes, row, ex, ey, cells, HWY_STATIC_DISPATCH(DoubleCells));
 }
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<float>& cells) {
-  if (choice().vectors)
-    fill_cells(nodes, row, ex, ey, cells, HWY_DYNAMIC_DISPATCH(FloatCells));
+  if (host_vectors())
+    fill_cells(nodes, row, ex, ey, cells, CUNUMPY_HOST_DISPATCH(FloatCells));
   else
     fill_cells(nodes, row, ex, ey, cells, HWY_STATIC_DISPATCH(FloatCells));
 }

@@ -4,6 +4,8 @@
 // (the position, or the stored cell plus its offset, times 1 / dx, truncated) and its bits spread
 // as cunumpy_morton_spread2/3 spread them; a lane whose scaled position lies outside [0, cells)
 // (which the wrap would move, or NaN) is redone by the scalar formula.
+#include <cunumpy/host_targets.hpp>  // first: the library's targets compiled
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "resort_keys.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -138,14 +140,14 @@ void keys_in_parts(const CellOf<R>& cell, int dim, long long n, std::uint64_t* k
 void morton_keys(const CellOf<float>& cell, int dim, long long n, std::uint64_t* keys,
                  bool baseline) {
   if (host_step::host_vectors() && !baseline)
-    keys_in_parts(cell, dim, n, keys, HWY_DYNAMIC_DISPATCH(FloatKeys));
+    keys_in_parts(cell, dim, n, keys, CUNUMPY_HOST_DISPATCH(FloatKeys));
   else
     keys_in_parts(cell, dim, n, keys, HWY_STATIC_DISPATCH(FloatKeys));
 }
 void morton_keys(const CellOf<double>& cell, int dim, long long n, std::uint64_t* keys,
                  bool baseline) {
   if (host_step::host_vectors() && !baseline)
-    keys_in_parts(cell, dim, n, keys, HWY_DYNAMIC_DISPATCH(DoubleKeys));
+    keys_in_parts(cell, dim, n, keys, CUNUMPY_HOST_DISPATCH(DoubleKeys));
   else
     keys_in_parts(cell, dim, n, keys, HWY_STATIC_DISPATCH(DoubleKeys));
 }

@@ -14,12 +14,6 @@
 #include "host_step_case.hpp"
 #include "resort_keys.hpp"
 
-// The library's cunumpy::host_simd() (loops/src/algorithms.cpp), which the mini-app's vector
-// loop follows; this check links the target choice alone.
-std::string cunumpy::host_simd() {
-  return detail::host_simd::choice().report;
-}
-
 int main() {
   int failures = 0;
   // double, float, and float in cells and offsets (mixed precision)

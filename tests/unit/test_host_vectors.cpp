@@ -2,6 +2,9 @@
 // target of the build the CPU runs: TruncInRange equals a scalar truncation for floats and
 // doubles in int32's range; TwoTablesLookupLanes takes lane idx of the first vector below the
 // lane count and of the second above it, as the AVX-512 permute and the portable form must.
+// CUNUMPY_HOST_DISPATCH (cunumpy/host_targets.hpp) runs the target CUNUMPY_HOST_SIMD chose.
+#include <cunumpy/host_targets.hpp>  // first: the library's targets compiled
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "unit/test_host_vectors.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -9,6 +12,8 @@
 #include <hwy/highway.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <cunumpy/host_vectors-inl.h>
@@ -68,6 +73,11 @@ int TwoTablesWrong() {
   return wrong;
 }
 
+// The target this copy of the code was compiled for.
+std::int64_t TargetHere() {
+  return HWY_TARGET;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace host_vectors_test
 HWY_AFTER_NAMESPACE();
@@ -76,9 +86,48 @@ HWY_AFTER_NAMESPACE();
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <cunumpy/algorithms.hpp>
+
 namespace host_vectors_test {
 HWY_EXPORT(TruncWrong);
 HWY_EXPORT(TwoTablesWrong);
+HWY_EXPORT(TargetHere);
+
+// (Run once per CUNUMPY_HOST_SIMD value by CTest: avx512, avx2, portable on x86-64.)
+TEST(HostTargets, DispatchRunsTheTargetTheLibraryChose) {
+  const std::string report = cunumpy::host_simd();
+  const cunumpy::HostTarget target = cunumpy::host_target();
+  // host_simd()'s report begins with the target's name.
+  EXPECT_EQ(report.rfind(std::string(cunumpy::to_string(target)), 0), 0u) << report;
+  const std::int64_t chosen = cunumpy::detail::host_highway_targets();
+  const std::int64_t compiled = chosen & HWY_TARGETS;
+  const std::int64_t expected = compiled != 0 ? (compiled & -compiled) : HWY_STATIC_TARGET;
+  EXPECT_EQ(CUNUMPY_HOST_DISPATCH(TargetHere)(), expected)
+      << "dispatched to " << hwy::TargetName(CUNUMPY_HOST_DISPATCH(TargetHere)()) << ", chose "
+      << report;
+  const char* asked = std::getenv("CUNUMPY_HOST_SIMD");
+  if (asked != nullptr && std::string(asked) == "portable") {
+    EXPECT_EQ(target, cunumpy::HostTarget::portable);
+    EXPECT_EQ(chosen, 0);
+  }
+  if (target == cunumpy::HostTarget::avx2) {  // asked for, or the best this CPU runs
+    EXPECT_EQ(CUNUMPY_HOST_DISPATCH(TargetHere)(), HWY_AVX2);
+  }
+  if (asked != nullptr && std::string(asked) == "avx2" &&
+      (hwy::SupportedTargets() & HWY_AVX2) != 0) {
+    EXPECT_EQ(target, cunumpy::HostTarget::avx2);  // not AVX-512 on a CPU that has both
+  }
+}
+
+TEST(HostTargets, NamesAreTheEnvironmentVariablesValues) {
+  using cunumpy::HostTarget;
+  EXPECT_EQ(cunumpy::to_string(HostTarget::portable), "portable");
+  EXPECT_EQ(cunumpy::to_string(HostTarget::avx2), "avx2");
+  EXPECT_EQ(cunumpy::to_string(HostTarget::avx512), "avx512");
+  EXPECT_EQ(cunumpy::to_string(HostTarget::neon), "neon");
+  EXPECT_EQ(cunumpy::to_string(HostTarget::sve), "sve");
+  EXPECT_EQ(cunumpy::to_string(HostTarget::sve2), "sve2");
+}
 
 TEST(HostVectors, EveryTargetTheCpuRunsGivesTheScalarResults) {
   int targets = 0;

@@ -42,11 +42,10 @@
 
 namespace cunumpy {
 
-// Which host loops of the sort, the Morton keys and the Philox fills run: "avx512" (the
-// hand-vectorised ones, on x86-64 CPUs with AVX-512 F, DQ, VL and BW), or "portable (why)".
-// CUNUMPY_HOST_SIMD=portable asks for the portable loops (same results: the sort's order and
-// the generators' bits do not depend on it); auto, the default, or avx512 take the vector ones
-// where the CPU has them.  Read once, at the first call of any of these functions.
+// Which vector target the host loops of the sort, the Morton keys and the Philox fills run with,
+// as text: "avx2 (Highway AVX2)", "portable (why)", ... (cunumpy/host_targets.hpp: the choice,
+// CUNUMPY_HOST_SIMD, as cunumpy::host_target()).  The results do not depend on it: the sort's
+// order and the generators' bits are the same on every target.  Read once, at the first call.
 std::string host_simd();
 
 // Bits per axis: 32 in 2D, 21 in 3D (a key is one uint64).

@@ -11,8 +11,9 @@
 //   const auto w = cv::TwoTablesLookupLanes(dd, a, b, idx);    // lanes of a (0..N-1), b (N..2N-1)
 //   #if CUNUMPY_TWO_TABLES_ONE_INSTRUCTION ...                 // where that is one instruction
 //   #if CUNUMPY_CHEAP_BLOCK_BROADCASTS ...                     // 128-bit broadcast loads, blends
+//   #if CUNUMPY_WIDE_VECTORS ...                                // more than one lane
 //
-// (The two are macros, set anew for each target, so that code using operations a target lacks
+// (The three are macros, set anew for each target, so that code using operations a target lacks
 // can be left out of it.)
 //
 // Every operation has a portable form with the same results on every target (NEON, SVE, the
@@ -32,6 +33,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+
+// 1 where a vector holds more than one lane, 0 on Highway's SCALAR target (the baseline of
+// GCC before 12.3, whose EMU128 Highway leaves out): one lane has no halves, no interleaving, no
+// shuffles; a loop over whole vectors leaves it to the plain loop.
+#undef CUNUMPY_WIDE_VECTORS
+#if HWY_TARGET == HWY_SCALAR
+#define CUNUMPY_WIDE_VECTORS 0
+#else
+#define CUNUMPY_WIDE_VECTORS 1
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace cunumpy {

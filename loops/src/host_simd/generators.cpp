@@ -1,9 +1,9 @@
 // The Philox fills and the Morton keys as one Highway source, compiled for every target of
-// config.hpp (foreach_target.h includes this file once per target).  The same formulas as
-// random.cuh and morton.cuh, lane by lane: the same bits on every target.
+// cunumpy/host_targets.hpp (foreach_target.h includes this file once per target).  The same
+// formulas as random.cuh and morton.cuh, lane by lane: the same bits on every target.
 // Measured by apps/bench_algorithms (philox_uniform, morton_keys_3d, against the scalar
 // Philox and the BMI2 pdep encoder built with -march=native).
-#include "config.hpp"  // first: the targets compiled
+#include <cunumpy/host_targets.hpp>  // first: the targets compiled
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "host_simd/generators.cpp"
@@ -247,7 +247,6 @@ long long Morton2(std::uint64_t*, const double*, const double*, const double*, i
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "host_simd/dispatch.hpp"
 
 namespace cunumpy::detail::host_simd {
 
@@ -258,19 +257,19 @@ HWY_EXPORT(Morton2);
 
 long long uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
                       std::uint64_t counter, long long begin, long long end) {
-  return CUNUMPY_SIMD_DISPATCH(UniformIds)(out0, out1, seed, stream, counter, begin, end);
+  return CUNUMPY_HOST_DISPATCH(UniformIds)(out0, out1, seed, stream, counter, begin, end);
 }
 long long uniform_pairs(double* out, std::uint64_t seed, std::uint64_t stream, std::uint64_t base,
                         double a, double b, long long begin, long long end) {
-  return CUNUMPY_SIMD_DISPATCH(UniformPairs)(out, seed, stream, base, a, b, begin, end);
+  return CUNUMPY_HOST_DISPATCH(UniformPairs)(out, seed, stream, base, a, b, begin, end);
 }
 long long morton3(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
                   int levels, long long begin, long long end, bool* non_finite) {
-  return CUNUMPY_SIMD_DISPATCH(Morton3)(keys, x, lower, scale, levels, begin, end, non_finite);
+  return CUNUMPY_HOST_DISPATCH(Morton3)(keys, x, lower, scale, levels, begin, end, non_finite);
 }
 long long morton2(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
                   int levels, long long begin, long long end, bool* non_finite) {
-  return CUNUMPY_SIMD_DISPATCH(Morton2)(keys, x, lower, scale, levels, begin, end, non_finite);
+  return CUNUMPY_HOST_DISPATCH(Morton2)(keys, x, lower, scale, levels, begin, end, non_finite);
 }
 
 }  // namespace cunumpy::detail::host_simd

@@ -1,4 +1,4 @@
-#include "config.hpp"  // first: the targets compiled
+#include <cunumpy/host_targets.hpp>  // first: the targets compiled
 
 #include "targets.hpp"
 
@@ -16,11 +16,22 @@ struct Named {
   std::int64_t target;
 };
 
-// Our names for Highway's targets (those config.hpp may compile), best first per family.
+// Our names for Highway's targets (those host_targets.hpp may compile), best first per family.
 constexpr Named kNames[] = {
     {"avx512", HWY_AVX3}, {"avx2", HWY_AVX2}, {"sve2", HWY_SVE2},
     {"sve", HWY_SVE},     {"neon", HWY_NEON}, {"emu128", HWY_EMU128},
 };
+
+// The family of a vector target (Highway's SVE_256 and SVE2_128 are SVE and SVE2 for fixed
+// vector lengths).
+HostTarget family_of(std::int64_t target) {
+  if ((target & HWY_AVX3) != 0) return HostTarget::avx512;
+  if ((target & HWY_AVX2) != 0) return HostTarget::avx2;
+  if ((target & (HWY_SVE2 | HWY_SVE2_128)) != 0) return HostTarget::sve2;
+  if ((target & (HWY_SVE | HWY_SVE_256)) != 0) return HostTarget::sve;
+  if ((target & HWY_NEON) != 0) return HostTarget::neon;
+  return HostTarget::portable;
+}
 
 std::string name_of(std::int64_t target) {
   for (const Named& n : kNames)
@@ -76,6 +87,7 @@ Choice make_choice() {
     return c;
   }
   c.vector = true;
+  c.target = family_of(best(targets));
   c.report = name_of(best(targets)) + " (Highway " + hwy::TargetName(best(targets)) + ")" + note;
   return c;
 }
@@ -88,3 +100,33 @@ const Choice& choice() {
 }
 
 }  // namespace cunumpy::detail::host_simd
+
+namespace cunumpy {
+
+HostTarget host_target() {
+  return detail::host_simd::choice().target;
+}
+
+std::string_view to_string(HostTarget target) {
+  switch (target) {
+    case HostTarget::portable:
+      return "portable";
+    case HostTarget::avx2:
+      return "avx2";
+    case HostTarget::avx512:
+      return "avx512";
+    case HostTarget::neon:
+      return "neon";
+    case HostTarget::sve:
+      return "sve";
+    case HostTarget::sve2:
+      return "sve2";
+  }
+  return "unknown";
+}
+
+std::int64_t detail::host_highway_targets() {
+  return host_simd::choice().targets;
+}
+
+}  // namespace cunumpy

@@ -2,7 +2,7 @@
 // the Morton keys, the Philox fills) run with, chosen once at run time.
 //
 // The loops are written once against Google Highway and compiled for each target of
-// config.hpp; CUNUMPY_HOST_SIMD picks one:
+// cunumpy/host_targets.hpp; CUNUMPY_HOST_SIMD picks one:
 //   auto (default)  the best target this CPU supports
 //   avx512, avx2    that x86-64 target, when the CPU supports it (else auto, with a note)
 //   neon, sve, sve2 the same on ARM
@@ -14,10 +14,13 @@
 #include <cstdint>
 #include <string>
 
+#include <cunumpy/host_targets.hpp>
+
 namespace cunumpy::detail::host_simd {
 
 struct Choice {
-  bool vector = false;       // false: CUNUMPY_HOST_SIMD=portable
+  bool vector = false;  // false: CUNUMPY_HOST_SIMD=portable
+  HostTarget target = HostTarget::portable;
   std::int64_t targets = 0;  // Highway's bits: the chosen target and those below it
   std::string report;        // cunumpy::host_simd()
 };

@@ -4,7 +4,7 @@
 // The vector pieces (scan, settle, gathers) are in sort_simd.cpp; the plain ones here run under
 // CUNUMPY_HOST_SIMD=portable.  Measured by apps/bench_algorithms sort_by_key and
 // sort_by_key_cells.
-#include "host_simd/config.hpp"  // first: the targets compiled
+#include <cunumpy/host_targets.hpp>  // first: the targets compiled
 
 #include "sort/bucket_sort.hpp"
 

@@ -10,7 +10,7 @@
 // with its sorted pairs: no scratch the size of the input but, when an array other than the
 // first with 8-byte rows travels, the rows' bucketed positions (4 bytes a key).
 // Measured by apps/bench_algorithms sort_by_key and sort_by_key_cells.
-#include "host_simd/config.hpp"  // first: the targets compiled
+#include <cunumpy/host_targets.hpp>  // first: the targets compiled
 
 #include "sort/host_sort.hpp"
 

@@ -1,5 +1,5 @@
 // The top digit's scatter for pairs larger than the caches (sort_simd.hpp: line_scatter), as
-// one Highway source compiled for every target of host_simd/config.hpp: the targets differ only
+// one Highway source compiled for every target of cunumpy/host_targets.hpp: the targets differ only
 // in how a full line goes to memory (non-temporal vector stores where the target has them).
 //
 // Each bucket gathers one 64-byte line of keys, one of original indices (and one of riding
@@ -8,7 +8,7 @@
 // then sorts in place.  Lines are not read before they are written, and far fewer pages are
 // touched at a time than with one store per pair: about twice as fast as plain stores for
 // arrays larger than the caches (apps/bench_algorithms sort_by_key/16777216).
-#include "host_simd/config.hpp"  // first: the targets compiled
+#include <cunumpy/host_targets.hpp>  // first: the targets compiled
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sort/line_scatter.cpp"
@@ -110,14 +110,13 @@ void LineScatter(const LineScatterJob& job) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "host_simd/dispatch.hpp"
 
 namespace cunumpy::detail::sort_simd {
 
 HWY_EXPORT(LineScatter);
 
 void line_scatter(const LineScatterJob& job) {
-  CUNUMPY_SIMD_DISPATCH(LineScatter)(job);
+  CUNUMPY_HOST_DISPATCH(LineScatter)(job);
 }
 
 }  // namespace cunumpy::detail::sort_simd

@@ -1,7 +1,7 @@
 // The vector pieces of a bucket's sort (sort_simd.hpp) as one Highway source, compiled for
-// every target of host_simd/config.hpp.  Vectors of any length (2 lanes of 64 bits on NEON and
+// every target of cunumpy/host_targets.hpp.  Vectors of any length (2 lanes of 64 bits on NEON and
 // EMU128, 4 on AVX2, 8 on AVX-512, more on wide SVE).
-#include "host_simd/config.hpp"  // first: the targets compiled
+#include <cunumpy/host_targets.hpp>  // first: the targets compiled
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sort/sort_simd.cpp"
@@ -263,7 +263,6 @@ void Gather64By32(std::uint64_t* o, const std::uint64_t* f, const std::uint32_t*
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "host_simd/dispatch.hpp"
 
 namespace cunumpy::detail::sort_simd {
 
@@ -277,32 +276,32 @@ HWY_EXPORT(Gather64By16);
 HWY_EXPORT(Gather64By32);
 
 std::uint32_t scan_counts(std::uint32_t* count, int digits) {
-  return CUNUMPY_SIMD_DISPATCH(ScanCounts32)(count, digits);
+  return CUNUMPY_HOST_DISPATCH(ScanCounts32)(count, digits);
 }
 std::uint32_t scan_counts(std::uint16_t* count, int digits) {
-  return CUNUMPY_SIMD_DISPATCH(ScanCounts16)(count, digits);
+  return CUNUMPY_HOST_DISPATCH(ScanCounts16)(count, digits);
 }
 void settle(std::uint64_t* keys, std::uint16_t* tags, long long n) {
-  CUNUMPY_SIMD_DISPATCH(Settle16)(keys, tags, n);
+  CUNUMPY_HOST_DISPATCH(Settle16)(keys, tags, n);
 }
 void settle(std::uint64_t* keys, std::uint32_t* tags, long long n) {
-  CUNUMPY_SIMD_DISPATCH(Settle32)(keys, tags, n);
+  CUNUMPY_HOST_DISPATCH(Settle32)(keys, tags, n);
 }
 void gather_by_tag(std::uint64_t* out, const std::uint32_t* from, const std::uint16_t* tags,
                    long long n) {
-  CUNUMPY_SIMD_DISPATCH(Gather32By16)(out, from, tags, n);
+  CUNUMPY_HOST_DISPATCH(Gather32By16)(out, from, tags, n);
 }
 void gather_by_tag(std::uint64_t* out, const std::uint32_t* from, const std::uint32_t* tags,
                    long long n) {
-  CUNUMPY_SIMD_DISPATCH(Gather32By32)(out, from, tags, n);
+  CUNUMPY_HOST_DISPATCH(Gather32By32)(out, from, tags, n);
 }
 void gather_by_tag(std::uint64_t* out, const std::uint64_t* from, const std::uint16_t* tags,
                    long long n) {
-  CUNUMPY_SIMD_DISPATCH(Gather64By16)(out, from, tags, n);
+  CUNUMPY_HOST_DISPATCH(Gather64By16)(out, from, tags, n);
 }
 void gather_by_tag(std::uint64_t* out, const std::uint64_t* from, const std::uint32_t* tags,
                    long long n) {
-  CUNUMPY_SIMD_DISPATCH(Gather64By32)(out, from, tags, n);
+  CUNUMPY_HOST_DISPATCH(Gather64By32)(out, from, tags, n);
 }
 void stream_fence() {
   hwy::FlushStream();

@@ -1,5 +1,5 @@
 // loops/src/sort/sort_simd.hpp: the vector pieces of a bucket's sort (sort_simd.cpp: one
-// Highway source, every target of host_simd/config.hpp).  Each has a plain version in
+// Highway source, every target of cunumpy/host_targets.hpp).  Each has a plain version in
 // bucket_sort.cpp, which runs under CUNUMPY_HOST_SIMD=portable.  Measured by
 // apps/bench_algorithms sort_by_key (against std::stable_sort).
 #pragma once
