@@ -57,7 +57,7 @@ struct Config {
   // on every rank with an allreduce of the whole density.
   bool decompose = false;
   // The field solver (solver.hpp): fft (spectral, DistributedFft) or petsc (finite differences,
-  // PETSc's conjugate gradients with algebraic multigrid; host backend).
+  // PETSc's conjugate gradients with multigrid; host backend).
   std::string solver = "fft";
   std::string backend;    // host | cuda | emulated; empty: CUNUMPY_BACKEND (the Runtime's)
   bool keep_ids = false;  // Results::ids gets this rank's particle ids at the end

@@ -202,7 +202,7 @@ std::vector<Option> make_rows() {
   }
   rows.push_back(text("solver", &Config::solver, {"fft", "petsc"}, R::keep,
                       "field solver: fft (spectral, distributed FFT) | petsc (finite "
-                      "differences: PETSc's conjugate gradients with algebraic multigrid, "
+                      "differences: PETSc's conjugate gradients with multigrid, "
                       "neighbour messages only; host backend)"));
   rows.push_back(text("output", &Config::output_folder, {}, R::apply,
                       "folder for energy.csv and summary.json (checked before the first step)"));

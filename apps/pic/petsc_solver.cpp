@@ -1,7 +1,8 @@
 // The finite-difference field solver on PETSc (solver.hpp): -lap phi = rho on the 5-point
 // stencil (3-point in 1D) of a periodic DMDA whose ownership is the layout's blocks, solved by
-// conjugate gradients with algebraic multigrid (the constants, the periodic operator's null
-// space, removed), then E = -grad phi by centred differences from phi's ghosts.
+// conjugate gradients with multigrid, geometric where the blocks halve, else algebraic (the
+// constants, the periodic operator's null space, removed), then E = -grad phi by centred
+// differences from phi's ghosts.
 #include <cmath>
 #include <string>
 #include <string_view>

@@ -6,10 +6,10 @@
 //     all-to-all transposes stop scaling at some thousand ranks.
 //   petsc (petsc_solver.cpp): second-order finite differences, -lap phi = rho on the 5-point
 //     (3-point in 1D) stencil, solved by PETSc (a DMDA whose ownership is the layout's blocks,
-//     conjugate gradients preconditioned by algebraic multigrid, the constants removed as the
-//     periodic operator's null space), then E = -grad phi by centred differences: neighbour
-//     messages only, so it scales where the FFT does not.  Host arrays.  PETSC_OPTIONS (-ksp_type,
-//     -pc_type, -ksp_rtol, ...) overrides the choices.
+//     conjugate gradients preconditioned by multigrid (geometric or algebraic), the constants
+//     removed as the periodic operator's null space), then E = -grad phi by centred differences:
+//     neighbour messages only, so it scales where the FFT does not.  Host arrays.  PETSC_OPTIONS
+//     (-ksp_type, -pc_type, -ksp_rtol, ...) overrides the choices.
 //
 // Both read rho on the owned nodes and write E on the owned nodes (the layout fills E's
 // guards afterwards), and give the field energy of the perturbed mode (k, 0) for the fits.

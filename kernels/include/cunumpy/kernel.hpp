@@ -17,8 +17,8 @@
 // opts in with a for_each_array(f) member; as_kernel_array / kernel_output -> the functions
 // of the same names (kernel_output is a scope object).  `fuse` has no C++ form: a
 // parallel_for body already is one fused kernel,
-//   cn::parallel_for("axpy_then_scale", n, CUNUMPY_LAMBDA(long long i) { y(i) = 2 * (a * x(i) +
-//   y(i)); });
+//   cn::parallel_for("axpy_then_scale", n,
+//                    CUNUMPY_LAMBDA(long long i) { y(i) = 2 * (a * x(i) + y(i)); });
 //
 // Conversion events (count_transfers): one kernel_conversion event per converted call, naming
 // the kernel and the number of arrays; a Kernel's fallback adds one fallback event.  The

@@ -9,11 +9,13 @@
 //   catalog.check_signatures();              // in a unit test of the port
 //
 //   cn::HostImplementations<void (*)(Particles&, double)> push_impls(
-//       "push", {{"openmp", [] { return &push_openmp; }}, {"reference", [] { return &push_ref;
-//       }}});
+//       "push", {{"openmp", [] { return &push_openmp; }},
+//                {"reference", [] { return &push_ref; }}});
 //   cn::set_kernel_implementation("reference");          // every kernel, or
-//   CUNUMPY_KERNEL_IMPLEMENTATION { auto scope = cn::use_kernel_implementation("openmp");
-//   push_impls(particles, dt); }
+//   {
+//     auto scope = cn::use_kernel_implementation("openmp");   // this scope's calls
+//     push_impls(particles, dt);
+//   }
 //
 // Python -> C++: KernelCatalog.from_package (a package of modules) -> a catalog built by
 // registration of the host kernels (functions of the application) plus a folder of CUDA
