@@ -15,7 +15,7 @@ if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_backend_switches.cmake: pass -DSOURCE_DIR=<the source tree>")
 endif()
 
-set(_layers device_headers core memory loops kernels mpi io runtime include)
+set(_layers device_headers core memory loops kernels mpi io particles runtime include)
 set(_defined_in core/include/cunumpy/backend.hpp core/src/backend.cpp)
 set(_set_backend_allowed runtime/src/runtime.cpp)
 

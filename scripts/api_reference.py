@@ -29,6 +29,7 @@ LAYERS = [  # (page, title, header folder), lowest layer first
     ("kernels", "Kernels: CUDA kernels compiled at run time, the emulator, kernel pairs", "kernels/include/cunumpy"),
     ("mpi", "MPI: communication, decomposition, halo exchange, migration", "mpi/include/cunumpy"),
     ("io", "I/O: HDF5 and openPMD", "io/include/cunumpy"),
+    ("particles", "Particles: the particle container", "particles/include/cunumpy"),
     ("runtime", "Runtime: start-up", "runtime/include/cunumpy"),
     ("umbrella", "Umbrella and version headers", "include/cunumpy"),
     ("testing", "Testing helpers (GoogleTest)", "testing/include/cunumpy"),

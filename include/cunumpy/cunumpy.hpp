@@ -26,6 +26,7 @@
 #include <cunumpy/morton.cuh>
 #include <cunumpy/mpi_buffer.hpp>
 #include <cunumpy/parallel.hpp>
+#include <cunumpy/particles.hpp>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/random.cuh>
 #include <cunumpy/rng.hpp>
