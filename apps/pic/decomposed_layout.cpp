@@ -33,27 +33,10 @@ class DecomposedLayout final : public FieldLayout {
 
   template <typename Real>
   void migrate_as(Particles<Real>& p) {
-    cn::ParticleColumns columns;
-    // The first `dim` arrays of an axis triple, as positions or as plain columns.
-    const auto axes = [&](auto& a, auto& b, auto& c, bool positions) {
-      for (auto* column : {&a, &b, &c})
-        if (column == &a || (column == &b && p.dim >= 2) || (column == &c && p.dim == 3)) {
-          if (positions)
-            columns.position(*column);
-          else
-            columns.column(*column);
-        }
-    };
-    if (p.cells) {  // mixed precision: owned by the cells, the offsets travel beside them
-      axes(p.cx, p.cy, p.cz, true);
-      axes(p.x, p.y, p.z, false);
-    } else {
-      axes(p.x, p.y, p.z, true);
-    }
-    axes(p.vx, p.vy, p.vz, false);
-    columns.column(p.id);
-    p.n = p.leavers_known ? migration_.migrate(columns, p.n, p.leavers)
-                          : migration_.migrate(columns, p.n);
+    if (p.leavers_known)
+      cn::migrate(migration_, p, p.leavers);
+    else
+      cn::migrate(migration_, p);
     p.leavers_known = false;
     p.follow();
   }

@@ -23,20 +23,19 @@ struct LocalGrid;
 // (cell + offset) * cell size keeps a float's 24 bits within the cell however far from the
 // origin, where a float coordinate keeps 24 bits of the whole box.
 template <typename Real>
-struct Particles {
-  using real_type = Real;
-  int dim = 1;
-  bool cells = false;  // mixed precision: x, y, z are offsets in the cells cx, cy, cz
-  // Positions (or offsets) and velocities (y, vy empty in 1D; z, vz but in 3D).
-  cunumpy::Array<Real> x, y, z, vx, vy, vz;
-  cunumpy::Array<std::int32_t> cx, cy, cz;  // with `cells`: the cells (empty past the dimension)
-  cunumpy::Array<std::int64_t> id;          // global ids: the particles are functions of them
+struct Particles : cunumpy::ParticleSet<Real> {
+  using cunumpy::ParticleSet<Real>::dim, cunumpy::ParticleSet<Real>::cells,
+      cunumpy::ParticleSet<Real>::x, cunumpy::ParticleSet<Real>::y, cunumpy::ParticleSet<Real>::z,
+      cunumpy::ParticleSet<Real>::cx, cunumpy::ParticleSet<Real>::cy,
+      cunumpy::ParticleSet<Real>::cz, cunumpy::ParticleSet<Real>::capacity;
+  // The library's container holds the particle columns (positions or offsets, velocities, the
+  // cells with `cells`, the global ids: the particles are functions of them) and n.
+
   // Per-particle work of the separate steps (the field at the particles, energies), as many
   // rows as the particle arrays when in use: each step allocates what it uses
   // (use_work_arrays; the fused host step none, or the energies when deterministic: 32 bytes a
   // particle less in 3D), and follow() keeps them so after the arrays grew.
   cunumpy::Array<double> ex, ey, ez, work;
-  long long n = 0;            // rows [0, n) are the particles
   double mass = 0;            // a macro-particle's mass and weight: the box volume over N
   double charge_density = 0;  // its density in a cell: cells over N
   long long global = 0;       // over all ranks
@@ -45,7 +44,6 @@ struct Particles {
   std::vector<std::int64_t> leavers;
   bool leavers_known = false;
 
-  long long capacity() const { return x.ndim() == 0 ? 0 : x.shape(0); }
   // The work arrays in use at the particle arrays' row count (after a migration grew them).
   void follow();
   // The field at the particles (ex[, ey[, ez]]) and the energies (work): allocated at the row
@@ -53,7 +51,7 @@ struct Particles {
   void use_work_arrays(bool fields, bool energies);
   // Bytes a particle takes in the particle arrays (positions, velocities, id; the cells).
   static long long bytes_per_particle(int dim, bool cells) {
-    return 2 * dim * static_cast<long long>(sizeof(Real)) + 8 + (cells ? 4 * dim : 0);
+    return cunumpy::ParticleSet<Real>::bytes_per_particle({dim, cells, true});
   }
   // The loops' view of the positions (axes past the dimension point at axis 0, unread).
   kernels::Positions<Real> positions() const {

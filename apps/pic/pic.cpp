@@ -5,10 +5,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -57,61 +55,6 @@ class Phases {
 }  // namespace
 
 namespace {
-// Rows [0, n) of K columns of one type in the order `order` gives (row i takes row order[i]),
-// gathered in one pass (the order read once) into new columns of the same capacities that
-// then replace them (the spare rows hold nothing).
-template <typename T>
-struct GatheredColumns {  // (at namespace scope: captured by the device loop)
-  T* out[4];
-  const T* in[4];
-};
-template <std::size_t K, typename T>
-void permute(cn::Array<T>* const* columns, const cn::Array<std::int64_t>& order, long long n) {
-  GatheredColumns<T> m{};
-  std::array<cn::Array<T>, K> moved;
-  for (std::size_t k = 0; k < K; ++k) {
-    moved[k] = cn::empty<T>(columns[k]->shape(), columns[k]->backend());
-    m.out[k] = moved[k].data();
-    m.in[k] = columns[k]->data();
-  }
-  const std::int64_t* o = order.data();
-  CUNUMPY_FOR_ON(cn::on(order), "permute", n, i, const std::int64_t from = o[i];
-                 for (std::size_t k = 0; k < K; ++k) m.out[k][i] = m.in[k][from];);
-  for (std::size_t k = 0; k < K; ++k) *columns[k] = std::move(moved[k]);
-}
-
-// The columns of one type gathered in groups, each group in one pass: two 8-byte columns a
-// pass, whose new blocks are the ones the sort's keys freed (the host cache reuses a block for
-// a request of at least half its size), so the peak stays the sort's (keys, sorted keys,
-// order: 24 bytes a row); 4-byte columns one a pass, each into the block the previous one
-// freed: the keys' blocks are too large for them, and a group of four would add 16 bytes a row
-// to the peak (measured: 40.7 bytes a row above the particles' own, 28.2 one at a time).
-template <typename T>
-void permute_all(std::initializer_list<cn::Array<T>*> columns, const cn::Array<std::int64_t>& order,
-                 long long n) {
-  constexpr std::size_t kGroup = sizeof(T) >= 8 ? 16 / sizeof(T) : 1;
-  std::vector<cn::Array<T>*> todo;
-  for (cn::Array<T>* c : columns)
-    if (c->size() > 0) todo.push_back(c);
-  for (std::size_t at = 0; at < todo.size(); at += kGroup) {
-    cn::Array<T>* const* group = todo.data() + at;
-    switch (std::min(kGroup, todo.size() - at)) {
-      case 1:
-        permute<1>(group, order, n);
-        break;
-      case 2:
-        permute<2>(group, order, n);
-        break;
-      case 3:
-        permute<3>(group, order, n);
-        break;
-      default:
-        permute<4>(group, order, n);
-        break;
-    }
-  }
-}
-
 // The stable order of the keys (given up by the caller, released with the sorted keys before
 // the first column moves): the peak is the sort's (keys, sorted keys, order).
 cn::Array<std::int64_t> order_of(cn::Array<std::uint64_t> keys) {
@@ -144,11 +87,8 @@ void resort(Particles<Real>& p, const LocalGrid& grid) {
     CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(2, i););
   else
     CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(1, i););
-  // Every column, its rows reordered (the axes past the dimension are empty: skipped).
-  const cn::Array<std::int64_t> order = order_of(std::move(keys));
-  permute_all<Real>({&p.x, &p.y, &p.z, &p.vx, &p.vy, &p.vz}, order, n);
-  if (p.cells) permute_all<std::int32_t>({&p.cx, &p.cy, &p.cz}, order, n);
-  permute_all<std::int64_t>({&p.id}, order, n);
+  // Every column of the particles, its rows reordered.
+  p.permute(order_of(std::move(keys)));
 }
 template void resort<double>(Particles<double>&, const LocalGrid&);
 template void resort<float>(Particles<float>&, const LocalGrid&);
