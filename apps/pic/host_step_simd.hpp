@@ -50,7 +50,7 @@ long long cic3_vectors(const Step<float>& s, long long begin, long long end, std
                        Sums& sums);
 
 // Whether the host's vector targets run (not under the portable choice, CUNUMPY_HOST_SIMD):
-// the loops above and the re-sort's keys (resort_keys.cpp) take the baseline's otherwise.
+// the loops above take the baseline's otherwise.
 bool host_vectors();
 
 // kernels::quanta of w[0, n) into out, whole vectors as the loops with integer grids compute

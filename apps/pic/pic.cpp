@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -22,7 +23,6 @@
 #include "output.hpp"
 #include "particles.hpp"
 #include "pic_kernels.hpp"
-#include "resort_keys.hpp"
 #include "step.hpp"
 
 namespace pic {
@@ -68,25 +68,19 @@ cn::Array<std::int64_t> order_of(cn::Array<std::uint64_t> keys) {
 // steps stay local).  Only rows [0, n) move; the spare rows' values are not kept.
 template <typename Real>
 void resort(Particles<Real>& p, const LocalGrid& grid) {
-  const int dim = p.dim;
-  const long long nx = grid.nx, ny = grid.ny, nz = grid.nz, n = p.n;
-  const double inv_dx = 1.0 / grid.dx, inv_dy = 1.0 / grid.dy, inv_dz = 1.0 / grid.dz;
-  // The cell along an axis: floor(x / dx) wrapped, or the stored cell (mixed precision).
-  const CellOf<Real> cell{p.positions(),
-                          {p.cells ? 1.0 : inv_dx, p.cells ? 1.0 : inv_dy, p.cells ? 1.0 : inv_dz},
-                          {nx, ny, nz}};
-  auto keys = cn::empty<std::uint64_t>({n}, p.x.backend());
-  std::uint64_t* k = keys.data();
-  // On the host by whole vectors (resort_keys.cpp); on a device one loop per dimension (a small
-  // body the compiler keeps inline).
-  if (keys.backend() == cn::Backend::host)
-    morton_keys(cell, dim, n, k);
-  else if (dim == 3)
-    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(3, i););
-  else if (dim == 2)
-    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(2, i););
-  else
-    CUNUMPY_FOR_ON(cn::on(p.x), "morton keys", n, i, k[i] = cell.key(1, i););
+  // The cell along an axis: x / dx truncated and wrapped, or the stored cell (mixed precision).
+  const cn::PeriodicCells cells{p.dim,
+                                {grid.nx, grid.ny, grid.nz},
+                                {p.cells ? 1.0 : 1.0 / grid.dx, p.cells ? 1.0 : 1.0 / grid.dy,
+                                 p.cells ? 1.0 : 1.0 / grid.dz}};
+  cn::Array<std::uint64_t> keys;
+  {  // (the columns' extra handles gone before the permutation frees their blocks)
+    const std::array<cn::Array<Real>, 3> x = {p.x, p.y, p.z};
+    const std::array<cn::Array<std::int32_t>, 3> c = {p.cx, p.cy, p.cz};
+    keys = cn::periodic_cell_keys(cells, std::span(x.data(), static_cast<std::size_t>(p.dim)), p.n,
+                                  p.cells ? std::span(c.data(), static_cast<std::size_t>(p.dim))
+                                          : std::span<const cn::Array<std::int32_t>>());
+  }
   // Every column of the particles, its rows reordered.
   p.permute(order_of(std::move(keys)));
 }

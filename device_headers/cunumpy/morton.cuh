@@ -70,6 +70,20 @@ CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_encode3(unsigned long long i
          (cunumpy_morton_spread3(iz) << 2);
 }
 
+// The cell of a particle on a periodic axis of n cells, from s, its position in cell units (x /
+// dx, or a stored cell plus its offset): s truncated toward zero (0 for NaN and |s| >= 4e18),
+// then wrapped into [0, n).  cunumpy::periodic_cell_keys encodes these.
+CUNUMPY_HD_INLINE unsigned long long cunumpy_periodic_cell(double s, long long n) {
+  long long j = (s > -4.0e18 && s < 4.0e18) ? static_cast<long long>(s) : 0;
+  if (j < 0 && j >= -n)
+    j += n;  // one box below
+  else if (j >= n && j < 2 * n)
+    j -= n;  // one box above
+  else if (j < 0 || j >= n)
+    j = (j % n + n) % n;
+  return static_cast<unsigned long long>(j);
+}
+
 // The cell of x along one axis: floor((x - lower) * scale) clipped to [0, 2^levels - 1].
 CUNUMPY_HD_INLINE unsigned long long cunumpy_morton_cell(double x, double lower, double scale,
                                                          int levels) {

@@ -167,6 +167,70 @@ Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim) {
   return cells;
 }
 
+namespace {
+template <typename R>
+Array<std::uint64_t> periodic_cell_keys_of(const PeriodicCells& grid, std::span<const Array<R>> x,
+                                           long long n,
+                                           std::span<const Array<std::int32_t>> cells) {
+  const int nd = grid.ndim;
+  if (nd < 1 || nd > 3)
+    throw ValueError("periodic_cell_keys: ndim must be 1, 2 or 3, got " + std::to_string(nd));
+  if (static_cast<int>(x.size()) != nd || (!cells.empty() && static_cast<int>(cells.size()) != nd))
+    throw ValueError("periodic_cell_keys: one position column a axis (" + std::to_string(nd) +
+                     ") and as many cell columns or none are required, got " +
+                     std::to_string(x.size()) + " and " + std::to_string(cells.size()));
+  const int most = nd == 3 ? 21 : 32;
+  for (int a = 0; a < nd; ++a)
+    if (grid.cells[a] < 1 || grid.cells[a] > (1LL << most))
+      throw ValueError("periodic_cell_keys: axis " + std::to_string(a) + " has " +
+                       std::to_string(grid.cells[a]) + " cells; a key holds 1 to 2^" +
+                       std::to_string(most) + " cells an axis in " + std::to_string(nd) + "D");
+  if (n < 0) throw ValueError("periodic_cell_keys: n must be at least 0, got " + std::to_string(n));
+  const Backend b = x[0].backend();
+  detail::host_simd::CellKeyColumns<R> c{};
+  const auto check = [&](const auto& column, const char* what, int a) {
+    if (column.ndim() != 1 || column.shape(0) < n)
+      throw ValueError(std::string("periodic_cell_keys: ") + what + " column " + std::to_string(a) +
+                       " has shape " + column.shape().str() + ", not (>= " + std::to_string(n) +
+                       ",)");
+    if (column.backend() != b)
+      throw ValueError(std::string("periodic_cell_keys: ") + what + " column " + std::to_string(a) +
+                       " is on the " + std::string(to_string(column.backend())) +
+                       " backend, column 0 on the " + std::string(to_string(b)));
+  };
+  for (int a = 0; a < 3; ++a) {
+    const int from = a < nd ? a : 0;  // axes past ndim: unread
+    check(x[from], "position", from);
+    c.x[a] = x[from].data();
+    c.cell[a] = nullptr;
+    if (!cells.empty()) {
+      check(cells[from], "cell", from);
+      c.cell[a] = cells[from].data();
+    }
+    c.inverse[a] = grid.inverse_cell_size[from];
+    c.cells[a] = grid.cells[from];
+  }
+  Array<std::uint64_t> keys(Shape{n}, b);
+  std::uint64_t* k = keys.data();
+  if (b != Backend::cuda) {  // host memory: vectors over the OpenMP threads
+    detail::emulated_order(on(b));
+    detail::host_fast::cell_keys(c, nd, n, k);
+    return keys;
+  }
+  CUNUMPY_FOR_ON(on(b), "periodic_cell_keys", n, i, k[i] = detail::host_simd::cell_key(c, nd, i););
+  return keys;
+}
+}  // namespace
+
+Array<std::uint64_t> periodic_cell_keys(const PeriodicCells& grid, std::span<const Array<double>> x,
+                                        long long n, std::span<const Array<std::int32_t>> cells) {
+  return periodic_cell_keys_of(grid, x, n, cells);
+}
+Array<std::uint64_t> periodic_cell_keys(const PeriodicCells& grid, std::span<const Array<float>> x,
+                                        long long n, std::span<const Array<std::int32_t>> cells) {
+  return periodic_cell_keys_of(grid, x, n, cells);
+}
+
 namespace detail {
 
 void check_rows(std::string_view what, long long n, const Shape& shape, Backend keys_backend,

@@ -103,6 +103,28 @@ bool morton_keys(std::uint64_t* keys, const double* positions, long long n, int 
   return non_finite;
 }
 
+namespace {
+template <typename R>
+void cell_keys_of(const host_simd::CellKeyColumns<R>& c, int dim, long long n,
+                  std::uint64_t* keys) {
+#pragma omp parallel
+  {
+    auto [begin, end] = omp_thread_range(n);
+    if (host_simd::vector_loops()) begin = host_simd::cell_keys(c, dim, begin, end, keys);
+    for (long long i = begin; i < end; ++i) keys[i] = host_simd::cell_key(c, dim, i);
+  }
+}
+}  // namespace
+
+void cell_keys(const host_simd::CellKeyColumns<float>& c, int dim, long long n,
+               std::uint64_t* keys) {
+  cell_keys_of(c, dim, n, keys);
+}
+void cell_keys(const host_simd::CellKeyColumns<double>& c, int dim, long long n,
+               std::uint64_t* keys) {
+  cell_keys_of(c, dim, n, keys);
+}
+
 void philox_uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
                         std::uint64_t counter, long long n) {
 #pragma omp parallel

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "host_simd/cell_keys.hpp"
+
 namespace cunumpy::detail::host_fast {
 
 // out0[i] (and out1[i] when not null) = cunumpy_uniform2(seed, stream[i], counter).
@@ -22,5 +24,11 @@ void generator_fill(double* out, long long n, std::uint64_t seed, std::uint64_t 
 // coordinate is NaN or infinite (found in the same pass).
 bool morton_keys(std::uint64_t* keys, const double* positions, long long n, int ndim,
                  const double* lower, const double* scale, int levels);
+
+// keys[i] = host_simd::cell_key(c, dim, i) for i in [0, n) (cunumpy::periodic_cell_keys).
+void cell_keys(const host_simd::CellKeyColumns<float>& c, int dim, long long n,
+               std::uint64_t* keys);
+void cell_keys(const host_simd::CellKeyColumns<double>& c, int dim, long long n,
+               std::uint64_t* keys);
 
 }  // namespace cunumpy::detail::host_fast

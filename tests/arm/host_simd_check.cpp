@@ -1,6 +1,6 @@
 // The host vector loops (Highway) on a target chosen by CUNUMPY_HOST_SIMD, each result against
 // the device formulas (random.cuh, morton.cuh) or a plain reference: Philox fills, Morton keys,
-// the sort's scans, settle and gathers.  Built and run by scripts/arm_check.sh under qemu-user for
+// the sort's scans, settle and gathers, the periodic cell keys (cell_keys.cpp).  Built and run by scripts/arm_check.sh under qemu-user for
 // NEON, SVE and SVE2 at several vector lengths; any host compiler builds it too.
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <vector>
+#include "host_simd/cell_keys.hpp"
 #include "host_simd/generators.hpp"
 #include "host_simd/targets.hpp"
 #include "sort/sort_simd.hpp"
@@ -132,6 +133,46 @@ int main() {
   for (int i = 0; i < 3000; ++i) CHECK(out[i] == f32[tg16[i]], "g32/16 %d\n", i);
   sort_simd::gather_by_tag(out.data(), f64.data(), tg32.data(), 3000);
   for (int i = 0; i < 3000; ++i) CHECK(out[i] == f64[tg32[i]], "g64/32 %d\n", i);
+  // The periodic cell keys (a PIC re-sort's): float and double positions and cells with
+  // offsets, some outside the box, against cell_key.
+  {
+    const long long n = 1003;
+    std::vector<float> pf[3], off[3];
+    std::vector<double> pd[3];
+    std::vector<std::int32_t> c[3];
+    unsigned state = 7;
+    for (int a = 0; a < 3; ++a)
+      for (long long i = 0; i < n; ++i) {
+        state = state * 1664525u + 1013904223u;
+        const double x = (static_cast<double>(state >> 8) / 16777216.0 * 1.2 - 0.1) * 40;
+        pf[a].push_back(static_cast<float>(x));
+        pd[a].push_back(x);
+        c[a].push_back(static_cast<std::int32_t>(std::floor(x)));
+        off[a].push_back(std::min(static_cast<float>(x - std::floor(x)), 0.99999994f));
+      }
+    const auto same = [&](const auto& columns, const char* what) {
+      for (int dim = 1; dim <= 3; ++dim) {
+        std::vector<std::uint64_t> keys(n);
+        long long i = host_simd::cell_keys(columns, dim, 0, n, keys.data());
+        CHECK(i > n / 2, "cell keys %s %dD: the vector loop stopped at %lld\n", what, dim, i);
+        for (; i < n; ++i) keys[i] = host_simd::cell_key(columns, dim, i);
+        for (long long k = 0; k < n; ++k)
+          CHECK(keys[k] == host_simd::cell_key(columns, dim, k), "cell keys %s %dD row %lld\n",
+                what, dim, k);
+      }
+    };
+    const host_simd::CellKeyColumns<float> f{
+        {pf[0].data(), pf[1].data(), pf[2].data()}, {}, {1.0, 1.0, 1.0}, {48, 40, 36}};
+    const host_simd::CellKeyColumns<double> d{
+        {pd[0].data(), pd[1].data(), pd[2].data()}, {}, {1.0, 1.0, 1.0}, {48, 40, 36}};
+    const host_simd::CellKeyColumns<float> m{{off[0].data(), off[1].data(), off[2].data()},
+                                             {c[0].data(), c[1].data(), c[2].data()},
+                                             {1.0, 1.0, 1.0},
+                                             {48, 40, 36}};
+    same(f, "float");
+    same(d, "double");
+    same(m, "cells");
+  }
   std::printf("%s\n", failures == 0 ? "all equal" : "FAILURES");
   return failures != 0;
 }

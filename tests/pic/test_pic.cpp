@@ -14,7 +14,6 @@
 #include <functional>
 #include <limits>
 #include <random>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -28,7 +27,6 @@
 #include "layout.hpp"
 #include "pic.hpp"
 #include "pic_kernels.hpp"
-#include "resort_keys.hpp"
 #include "test_environment.hpp"
 
 namespace cn = cunumpy;
@@ -222,94 +220,6 @@ TEST(Pic, ReducedPrecisionParticlesKeepThePhysicsOfDouble) {
   pic::Config bad = landau();
   bad.precision = "half";
   EXPECT_THROW(pic::validate(bad, 1), cn::ValueError);
-}
-
-// The re-sort's keys on the host (whole vectors, resort_keys.cpp) are the scalar formula's
-// (CellOf::key: the cell floor(x / dx) wrapped, or the stored cell, Morton-encoded) for float
-// and double positions and for cells and offsets, in 1D, 2D and 3D, on every lane: positions
-// inside the box, on its edges, past them on both sides (which the wrap moves), far away, and
-// NaN; on the baseline target too (the portable choice's).
-TEST(Pic, ReSortKeysAreTheScalarFormulas) {
-  const long long n = 1003, cells[3] = {48, 40, 36};
-  const double dx[3] = {0.7853981633974483, 1.0, 1.37};
-  std::mt19937_64 gen(11);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const auto check = [&](auto zero, bool in_cells, bool baseline) {
-    using R = decltype(zero);
-    std::vector<R> p[3];
-    std::vector<int> c[3];
-    for (int a = 0; a < 3; ++a) {
-      const double length = static_cast<double>(cells[a]) * dx[a];
-      for (long long i = 0; i < n; ++i) {
-        double x = u(gen) * length;
-        switch (i % 23) {  // the edges, and beyond
-          case 1:
-            x = -1.5 * dx[a];
-            break;
-          case 3:
-            x = 0.0;
-            break;
-          case 5:
-            x = std::nextafter(length, 0.0);
-            break;
-          case 7:
-            x = length;
-            break;
-          case 11:
-            x = -0.25 * dx[a];
-            break;
-          case 13:
-            x = length + 1.5 * dx[a];
-            break;
-          case 17:
-            x = -3.5 * length;
-            break;
-          case 19:
-            x = std::numeric_limits<double>::quiet_NaN();
-            break;
-          case 21:
-            x = 1e30;
-            break;
-        }
-        if (in_cells) {  // a cell (some outside the grid) and an offset in [0, 1)
-          const double t = std::isfinite(x) && std::abs(x) < 1e9 ? x / dx[a] : 0.0;
-          c[a].push_back(static_cast<int>(std::floor(t)));
-          p[a].push_back(static_cast<R>(std::min(t - std::floor(t), 0.99999994)));
-        } else {
-          p[a].push_back(static_cast<R>(x));
-        }
-      }
-    }
-    pic::kernels::Positions<R> pos{};
-    for (int a = 0; a < 3; ++a) {
-      pos.p[a] = p[a].data();
-      pos.cell[a] = in_cells ? c[a].data() : nullptr;
-    }
-    const pic::CellOf<R> cell{
-        pos,
-        {in_cells ? 1.0 : 1.0 / dx[0], in_cells ? 1.0 : 1.0 / dx[1], in_cells ? 1.0 : 1.0 / dx[2]},
-        {cells[0], cells[1], cells[2]}};
-    for (int dim = 1; dim <= 3; ++dim) {
-      std::vector<std::uint64_t> keys(n), expected(n);
-      pic::morton_keys(cell, dim, n, keys.data(), baseline);
-      std::set<std::uint64_t> distinct;
-      for (long long i = 0; i < n; ++i) {
-        expected[i] = cell.key(dim, i);
-        distinct.insert(expected[i]);
-      }
-      EXPECT_EQ(keys, expected) << dim << "D, "
-                                << (in_cells         ? "cells"
-                                    : sizeof(R) == 4 ? "float"
-                                                     : "double")
-                                << (baseline ? ", baseline target" : "");
-      EXPECT_GT(distinct.size(), dim == 1 ? 40u : 100u) << "the keys tell the cells apart";
-    }
-  };
-  for (bool baseline : {false, true}) {
-    check(0.0f, false, baseline);
-    check(0.0, false, baseline);
-    check(0.0f, true, baseline);
-  }
 }
 
 // The Morton re-sort of float particles (single and mixed precision) gathers their 4-byte

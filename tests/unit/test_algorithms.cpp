@@ -7,8 +7,10 @@
 #include <complex>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -197,6 +199,94 @@ TEST_P(Algorithms, MortonKeys2dOfManyPointsMatchTheHeader) {
 // A NaN or infinite coordinate is an error naming the first such point and how many there
 // are, found in the pass that computes the keys, wherever the point lies (the vector loop's
 // part or its last few rows), in 2D and 3D.  Finite points outside the box go to edge cells.
+// periodic_cell_keys (a PIC code's re-sort) gives the scalar formula's keys (each axis's
+// position in cell units truncated and wrapped into the grid, Morton-encoded) for float and
+// double positions and for cells with offsets, in 1D, 2D and 3D, on every lane: positions
+// inside the box, on its edges, past them on both sides (which the wrap moves), far away, and
+// NaN; on every host vector target (this program runs once per CUNUMPY_HOST_SIMD value) and
+// on the device's loop.
+namespace {
+unsigned long long periodic_cell(double s, long long cells) {
+  long long j = (s > -4.0e18 && s < 4.0e18) ? static_cast<long long>(s) : 0;  // toward zero
+  j %= cells;
+  return static_cast<unsigned long long>(j < 0 ? j + cells : j);
+}
+}  // namespace
+
+TEST_P(Algorithms, PeriodicCellKeysAreTheScalarFormula) {
+  const long long n = 1003, cells[3] = {48, 40, 36};
+  const double dx[3] = {0.7853981633974483, 1.0, 1.37};
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const auto check = [&](auto zero, bool in_cells) {
+    using R = decltype(zero);
+    std::vector<R> p[3];
+    std::vector<std::int32_t> c[3];
+    for (int a = 0; a < 3; ++a) {
+      const double length = static_cast<double>(cells[a]) * dx[a];
+      for (long long i = 0; i < n; ++i) {
+        const double special[] = {-1.5 * dx[a],
+                                  0.0,
+                                  std::nextafter(length, 0.0),
+                                  length,
+                                  -0.25 * dx[a],
+                                  length + 1.5 * dx[a],
+                                  -3.5 * length,
+                                  std::numeric_limits<double>::quiet_NaN(),
+                                  1e30};
+        const double x = i % 23 < 9 && i % 2 == 1 ? special[(i % 23) / 2] : u(gen) * length;
+        if (in_cells) {  // a cell (some outside the grid) and an offset in [0, 1)
+          const double t = std::isfinite(x) && std::abs(x) < 1e9 ? x / dx[a] : 0.0;
+          c[a].push_back(static_cast<std::int32_t>(std::floor(t)));
+          p[a].push_back(static_cast<R>(std::min(t - std::floor(t), 0.99999994)));
+        } else {
+          p[a].push_back(static_cast<R>(x));
+        }
+      }
+    }
+    for (int dim = 1; dim <= 3; ++dim) {
+      cn::PeriodicCells grid{dim, {cells[0], cells[1], cells[2]}, {1.0, 1.0, 1.0}};
+      std::vector<cn::Array<R>> x;
+      std::vector<cn::Array<std::int32_t>> cx;
+      for (int a = 0; a < dim; ++a) {
+        if (!in_cells) grid.inverse_cell_size[a] = 1.0 / dx[a];
+        x.push_back(cn::from_host<R>(std::span<const R>(p[a]), {n}));
+        if (in_cells)
+          cx.push_back(cn::from_host<std::int32_t>(std::span<const std::int32_t>(c[a]), {n}));
+      }
+      const auto keys = cn::to_host(cn::periodic_cell_keys(grid, x, n, cx));
+      std::set<std::uint64_t> distinct;
+      for (long long i = 0; i < n; ++i) {
+        unsigned long long j[3] = {0, 0, 0};
+        for (int a = 0; a < dim; ++a) {
+          const double s = in_cells ? static_cast<double>(c[a][i]) + static_cast<double>(p[a][i])
+                                    : static_cast<double>(p[a][i]) * grid.inverse_cell_size[a];
+          j[a] = periodic_cell(s, cells[a]);
+        }
+        const std::uint64_t expected = dim == 3 ? cunumpy_morton_encode3(j[0], j[1], j[2])
+                                                : cunumpy_morton_encode2(j[0], j[1]);
+        distinct.insert(expected);
+        ASSERT_EQ(keys(i), expected) << dim << "D, row " << i << ", "
+                                     << (in_cells         ? "cells"
+                                         : sizeof(R) == 4 ? "float"
+                                                          : "double");
+      }
+      EXPECT_GT(distinct.size(), dim == 1 ? 40u : 100u) << "the keys tell the cells apart";
+    }
+  };
+  check(0.0f, false);
+  check(0.0, false);
+  check(0.0f, true);
+  check(0.0, true);
+  // Bad columns: a clear error.
+  const auto x = cn::zeros<double>({5});
+  const std::vector<cn::Array<double>> one{x}, two{x, x};
+  EXPECT_THROW(cn::periodic_cell_keys({2, {4, 4, 1}}, one, 5), cn::ValueError);  // 1 column, 2D
+  EXPECT_THROW(cn::periodic_cell_keys({2, {4, 4, 1}}, two, 6), cn::ValueError);  // n > rows
+  EXPECT_THROW(cn::periodic_cell_keys({2, {4, 0, 1}}, two, 5), cn::ValueError);  // no cells
+  EXPECT_EQ(cn::periodic_cell_keys({2, {4, 4, 1}}, two, 5).shape(0), 5);
+}
+
 TEST_P(Algorithms, MortonKeysOfNonFinitePositionsAreAnErrorNamingTheFirst) {
   for (int nd : {2, 3}) {
     const long long n = 1003;

@@ -69,6 +69,29 @@ Array<std::uint64_t> morton_encode(const Array<std::uint64_t>& cells);
 // Integer cells of keys: (n,) -> (n, ndim).
 Array<std::uint64_t> morton_decode(const Array<std::uint64_t>& keys, int ndim);
 
+// A periodic grid for periodic_cell_keys: `ndim` axes of cells[a] cells of 1 / inverse_cell_size[a].
+struct PeriodicCells {
+  int ndim = 3;
+  std::array<long long, 3> cells{1, 1, 1};
+  std::array<double, 3> inverse_cell_size{1.0, 1.0, 1.0};
+};
+
+// The Morton keys of particles' cells on a periodic grid (a particle-in-cell code's re-sort),
+// rows [0, n) of SoA position columns (one a used axis, float or double): along axis a the cell
+// of s = x_a * inverse_cell_size[a], truncated toward zero and wrapped into [0, cells[a])
+// (cunumpy_periodic_cell: a particle just outside the box goes to the cell it will wrap to;
+// NaN to cell 0); with `cells` columns (int32, particles stored as a cell and an offset in cell
+// units), s = (cell_a + x_a) * inverse_cell_size[a] (give inverse_cell_size 1).  Encoded by
+// cunumpy_morton_encode2/3 (1D: the x cell and 0), so the cells must fit 32 (2D) or 21 (3D)
+// bits.  The same keys on every backend and host vector target.  ValueError for columns that
+// are not one per axis, shorter than n or on another backend.
+Array<std::uint64_t> periodic_cell_keys(const PeriodicCells& grid, std::span<const Array<double>> x,
+                                        long long n,
+                                        std::span<const Array<std::int32_t>> cells = {});
+Array<std::uint64_t> periodic_cell_keys(const PeriodicCells& grid, std::span<const Array<float>> x,
+                                        long long n,
+                                        std::span<const Array<std::int32_t>> cells = {});
+
 // The key types sort_by_key takes.
 template <typename K>
 concept SortKey = std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> ||

@@ -14,13 +14,16 @@
 #include <cstdint>
 #include <string>
 
-#include <cunumpy/host_targets.hpp>
+namespace cunumpy {
+enum class
+    HostTarget;  // cunumpy/host_targets.hpp (not included: Highway stays out of nvcc's sources)
+}
 
 namespace cunumpy::detail::host_simd {
 
 struct Choice {
-  bool vector = false;  // false: CUNUMPY_HOST_SIMD=portable
-  HostTarget target = HostTarget::portable;
+  bool vector = false;       // false: CUNUMPY_HOST_SIMD=portable
+  HostTarget target{};       // portable
   std::int64_t targets = 0;  // Highway's bits: the chosen target and those below it
   std::string report;        // cunumpy::host_simd()
 };
