@@ -229,14 +229,9 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
 }
 
 // Particles [begin, end) in chunks of kChunk: the gather, push and move of a chunk in one plain
-// loop, then its deposit in a second one, while the chunk's positions are in L1.  Measured on
-// the 512 x 512, 36 particles-per-cell problem (scripts/compare_picksc.sh; the interleaved
-// minima of a test harness): the deposit inside the first loop, 1.2x slower (its stores and
-// reloads of one node, particle after particle, hold up the rest of the loop); blocks with
-// vectorised gathers and stencils kept in small arrays, 1.5x slower on AVX-512 and AVX2 (the
-// gathers emulated by scalar loads); a run of particles sharing a node summed in registers
-// before one store, 1.7x slower (its branch mispredicts); two density grids alternating by
-// particle, 2% faster (not kept here; the float step keeps two sums a node: deposit_float_cic2).
+// loop, then its deposit in a second one, while the chunk's positions are in L1 (a deposit
+// inside the first loop would hold it up with the stores and reloads of one node, particle
+// after particle).  Measured by scripts/compare_picksc.sh.
 constexpr long long kChunk = 2048;
 template <int Dim, int Order, bool Cells, typename R, typename G>
 PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G* __restrict ne) {

@@ -1372,9 +1372,8 @@ void Quanta(const double* HWY_RESTRICT w, long long n, std::int64_t* HWY_RESTRIC
 // Cells [begin, end) of the cells (fill_cell_fields), every corner inside the grid: each
 // component's two pairs of adjacent corners (rounded to float for T = float) written as one
 // entry, streamed to memory.  Streamed: the table (8 MB in float, 16 in double, on a 512^2
-// grid, rewritten every step) is not read before it is written; its writes without the reads
-// of ordinary stores took 0.4 of the float fill's time, and the push after them 2% less.
-// Fenced before the threads meet.
+// grid, rewritten every step) is not read before it is written, so its writes skip the reads
+// of ordinary stores.  Fenced before the threads meet.  Measured by scripts/compare_picksc.sh.
 template <typename T>
 void CellsOf(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
              long long begin, long long end, T* HWY_RESTRICT out) {

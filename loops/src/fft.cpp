@@ -29,8 +29,7 @@ std::mutex& planner_lock() {
 
 // Host plans of at least this many points along two or three axes run on the OpenMP threads
 // (FFTW's threads, when cunumpy is linked with libfftw3_omp): below it, or along one axis, the
-// threads cost more than they save (measured: 64 x 8 took 3x as long on two threads, 512 x 512
-// half as long).
+// threads cost more than they save.
 constexpr long long kThreadedPoints = 1LL << 15;
 
 // The FFTW threads of a host plan of `shape` made now: omp_get_max_threads() for a large

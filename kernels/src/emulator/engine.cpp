@@ -230,9 +230,8 @@ struct BlockRun {
   std::exception_ptr failure;
   std::optional<uint3> failed_thread;  // the thread that failed, where known
   fc::fcontext_t scheduler = nullptr;  // the scheduler's context while a round runs
-  // Kept as the threads arrive, so a round's end needs no pass over the block's threads (a
-  // barrier of 256 threads: 10% of its time went to three such passes): the barrier of
-  // `round` opens by counting on to the next round.
+  // Kept as the threads arrive, so a round's end needs no pass over the block's threads: the
+  // barrier of `round` opens by counting on to the next round.
   unsigned round = 1;
   std::size_t n_waiting = 0, n_done = 0, n_warp = 0;
   Lane* resumer = nullptr;           // who switched last (nullptr: the scheduler)
