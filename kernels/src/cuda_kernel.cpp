@@ -47,6 +47,28 @@ CudaDebugScope::~CudaDebugScope() {
 // ---- argument checks and packing -----------------------------------------------------------
 
 namespace detail {
+void rethrow_compile_failures(std::vector<std::pair<std::string, std::exception_ptr>>& failures) {
+  if (failures.empty()) return;
+  if (failures.size() == 1) std::rethrow_exception(failures.front().second);
+  std::sort(failures.begin(), failures.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string message = std::to_string(failures.size()) + " kernels did not compile:";
+  for (const auto& [name, failure] : failures) message += " " + name + ",";
+  message.back() = ';';
+  for (const auto& [name, failure] : failures) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      message += "\n\n" + name + ": " + e.what();
+    } catch (...) {
+      message += "\n\n" + name + ": (an exception that is not a std::exception)";
+    }
+  }
+  throw CompileError(message);
+}
+}  // namespace detail
+
+namespace detail {
 
 void throw_slice(const Shape& shape, int axis, const Slice& s) {
   throw ValueError("strided: axis " + std::to_string(axis) + " of shape " + shape.str() +

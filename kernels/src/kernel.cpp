@@ -16,6 +16,15 @@ void record_conversion(const std::string& kernel, int arrays, const std::source_
       where);
 }
 
+void throw_output_index(const std::string& kernel, int index, int arguments) {
+  throw IndexError("HostKernel '" + kernel + "': outputs index " + std::to_string(index) +
+                   " is out of range for a call with " + std::to_string(arguments) +
+                   " argument(s) (0.." + std::to_string(arguments - 1) + ", or -" +
+                   std::to_string(arguments) +
+                   "..-1 from the end); give the positions of the "
+                   "arguments the function writes");
+}
+
 void record_fallback(const std::string& kernel, const std::source_location& where) {
   record_transfer(
       TransferKind::fallback,
@@ -69,6 +78,31 @@ std::string list(const std::vector<CudaParameter>& cuda) {
   return s + ")";
 }
 
+bool is_signed(DType d) {
+  return d == DType::int8 || d == DType::int16 || d == DType::int32 || d == DType::int64;
+}
+
+// Scalars of one kind of number: what the launch would refuse (a value wider than a float or
+// complex<float> parameter), and integers that would fail it for some values (a wider host type:
+// values past the parameter's range; another signedness: negative or top-half values).
+std::string scalar_mismatch(const HostParameter& h, const CudaParameter& c, DType host,
+                            DType cuda) {
+  const std::string both = "a " + h.text + " on the host, a " + c.ctype + " on CUDA";
+  const Category k = category(host);
+  if ((k == Category::real || k == Category::complex) && dtype_size(host) > dtype_size(cuda))
+    return both + ": the launch refuses it (expected a value of at most single precision for '" +
+           c.ctype + "'); make the host parameter " + c.ctype + " or the CUDA one " + h.text;
+  if (k != Category::integer) return {};
+  if (is_signed(host) != is_signed(cuda))
+    return both + " (another signedness: " + (is_signed(host) ? "negative" : "large") +
+           " values do not fit the parameter type '" + c.ctype +
+           "' at the launch); give both the same type";
+  if (dtype_size(host) > dtype_size(cuda))
+    return both + " (a wider integer: values past the range of '" + c.ctype +
+           "' do not fit the parameter type at the launch); give both the same type";
+  return {};
+}
+
 // Why host parameter h cannot take the place of CUDA parameter c (empty: it can).
 std::string mismatch(const HostParameter& h, const CudaParameter& c) {
   const bool c_array = c.pointer || c.view_ndim > 0;
@@ -82,9 +116,10 @@ std::string mismatch(const HostParameter& h, const CudaParameter& c) {
       return {};
     case HostParameter::Kind::scalar:
       if (c_array || c_struct || !c.dtype) return "a scalar on the host, not on CUDA";
-      if (h.dtype && category(*h.dtype) != category(*c.dtype))
+      if (!h.dtype) return {};
+      if (category(*h.dtype) != category(*c.dtype))
         return "a " + h.text + " on the host, a " + c.ctype + " on CUDA (another kind of number)";
-      return {};
+      return scalar_mismatch(h, c, *h.dtype, *c.dtype);
     case HostParameter::Kind::object:
       if (!c_struct) return "a struct on the host, not on CUDA";
       if (c.struct_name != h.struct_name)

@@ -84,8 +84,10 @@ std::vector<std::string> KernelCatalog::compile_all(int jobs) {
     for (int t = 0; t < jobs; ++t) threads.emplace_back(work);
     for (auto& t : threads) t.join();
   }
-  for (const auto& f : failures)
-    if (f) std::rethrow_exception(f);
+  std::vector<std::pair<std::string, std::exception_ptr>> failed;
+  for (std::size_t i = 0; i < todo.size(); ++i)
+    if (failures[i]) failed.emplace_back(todo[i]->name(), failures[i]);
+  detail::rethrow_compile_failures(failed);
   std::vector<std::string> out;
   for (KernelBase* k : todo) out.push_back(k->name());
   return out;

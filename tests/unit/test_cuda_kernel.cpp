@@ -658,6 +658,36 @@ TEST(Variants, OneKernelPerKeyCompiledInThreads) {
     EXPECT_TRUE(std::apply([&](auto... k) { return variants.get(k...); }, key).is_compiled());
 }
 
+// compile_all compiles every variant even when some fail, then names each failure.
+TEST(Variants, CompileAllCompilesEveryVariantThenNamesEveryFailure) {
+  static const char* kEven = R"(
+template <int N>
+__global__ void even(double* x, int n) {
+  static_assert(N % 2 == 0, "an odd N does not compile");
+  if ((int)threadIdx.x < n) x[threadIdx.x] = N;
+}
+)";
+  cn::CudaKernelVariants<int> variants(
+      [](const int& n) { return cn::CudaKernel(kEven, "even", {.template_args = {n}}); });
+  try {
+    cn::CudaKernel probe("extern \"C\" __global__ void probe() {}", "probe");
+    probe.compile();
+  } catch (const cn::BackendError& e) {
+    GTEST_SKIP() << "NVRTC is not available: " << e.what();
+  }
+  ScopedCache cache;
+  const std::tuple<int> keys[] = {{3}, {2}, {5}};
+  try {
+    variants.compile_all(keys, 2);
+    FAIL() << "two variants that do not compile must raise";
+  } catch (const cn::CompileError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("2 kernels did not compile: even<3>, even<5>;"), std::string::npos) << m;
+    EXPECT_NE(m.find("an odd N"), m.rfind("an odd N")) << "each with its log: " << m;
+  }
+  EXPECT_TRUE(variants.get(2).is_compiled()) << "the good variant is compiled all the same";
+}
+
 TEST(Files, FromFileAndAllFromFile) {
   TempDir t;
   t.write("small_kernels.cu", R"(

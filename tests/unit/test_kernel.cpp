@@ -4,7 +4,9 @@
 // and kernel_output.  The CUDA kernels run on the emulator.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -158,6 +160,57 @@ TEST_F(KernelTest, FallbackRunsTheHostKernelOnHostCopiesAndCountsIt) {
   EXPECT_EQ(r(2), 0.25 * 1 + 0.5 * 4 + 0.25 * 9);
   EXPECT_EQ(r(5), 25.0);
   std::printf("%s\n", counter.report().c_str());
+}
+
+// outputs past the call's arguments raise IndexError naming the kernel, on every backend (a
+// host run catches what a device run would have silently skipped).
+TEST_F(KernelTest, OutputsOutOfRangeRaiseIndexError) {
+  for (const int bad : {2, -3}) {
+    cn::HostKernel k("two_args", [](const cn::Array<double>&, const cn::Array<double>&) {},
+                     {.outputs = std::vector{0, bad}});
+    auto a = cn::zeros<double>({2});
+    for (const cn::Backend b : {cn::Backend::host, cn::Backend::emulated}) {
+      const auto on = cn::use_backend(b);
+      try {
+        k(a, a);
+        FAIL() << "outputs index " << bad << " with 2 arguments must raise";
+      } catch (const cn::IndexError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("HostKernel 'two_args': outputs index " + std::to_string(bad) +
+                         " is out of range for a call with 2 argument(s)"),
+                  std::string::npos)
+            << m;
+      }
+    }
+  }
+}
+
+// std::array and std::map holding device arrays are converted like std::vector: the function
+// sees host arrays, the declared outputs come back, the caller's containers keep device arrays.
+TEST_F(KernelTest, StdArrayAndMapOfDeviceArraysAreConverted) {
+  cn::HostKernel k("containers", [](std::array<cn::Array<double>, 2>& pair,
+                                    std::map<std::string, cn::Array<double>>& named) {
+    for (auto& a : pair) {
+      EXPECT_TRUE(a.is_host());
+      a(0) += 1.0;
+    }
+    for (auto& [name, a] : named) {
+      EXPECT_TRUE(a.is_host()) << name;
+      a(1) = 7.0;
+    }
+  });
+  std::array<cn::Array<double>, 2> pair{cn::zeros<double>({2}), cn::ones<double>({2})};
+  std::map<std::string, cn::Array<double>> named{{"rho", cn::zeros<double>({2})}};
+  ASSERT_TRUE(pair[0].is_device());
+  auto counter = cn::count_transfers();
+  k(pair, named);
+  EXPECT_EQ(counter.kernel_conversion_calls().at(0).description,
+            "HostKernel 'containers': 3 array(s) converted");
+  EXPECT_TRUE(pair[1].is_device());
+  EXPECT_TRUE(named.at("rho").is_device());
+  EXPECT_EQ(cn::to_host(pair[0])(0), 1.0);
+  EXPECT_EQ(cn::to_host(pair[1])(0), 2.0);
+  EXPECT_EQ(cn::to_host(named.at("rho"))(1), 7.0);
 }
 
 TEST_F(KernelTest, HostKernelOutputsAliasingContainersAndReturns) {

@@ -116,11 +116,46 @@ TEST(KernelCatalog, CompileAllCompilesEveryKernelThenRaisesTheFirstFailure) {
     EXPECT_NE(std::string(e.what()).find("undefined_name"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(scale.cuda()->is_compiled()) << "the others are compiled all the same";
+  // Two failures: one CompileError naming both.
+  TempDir two;
+  two.write("broken/broken_cuda.cu", kBrokenSource);
+  two.write(
+      "broken2/broken2_cuda.cu",
+      std::string(kBrokenSource).replace(std::string(kBrokenSource).find("broken"), 6, "broken2"));
+  cn::KernelCatalog both({.cuda_folder = two.path});
+  both.add("broken", [](const cn::Array<double>&, long long) {});
+  both.add("broken2", [](const cn::Array<double>&, long long) {});
+  try {
+    both.compile_all(2);
+    FAIL() << "two kernels that do not compile must raise";
+  } catch (const cn::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 kernels did not compile: broken, broken2;"),
+              std::string::npos)
+        << e.what();
+  }
   TempDir good;
   good.write("scale/scale_cuda.cu", kScaleSource);
   cn::KernelCatalog ok({.cuda_folder = good.path});
   ok.add("scale", scale_host);
   EXPECT_EQ(ok.compile_all(0), std::vector<std::string>{"scale"});
+}
+
+// A catalog kernel's conversion and fallback events name the line that added it (not a line
+// of the standard library inside make_shared).
+TEST(KernelCatalog, EventsOfACatalogKernelNameTheLineThatAddedIt) {
+  cn::KernelCatalog catalog({.missing_cuda = cn::MissingCuda::fallback});
+  const int line = __LINE__ + 1;
+  auto& scale = catalog.add("scale", scale_host);
+  const auto on = cn::use_backend(cn::Backend::emulated);
+  auto x = cn::ones<double>({4});
+  auto counter = cn::count_transfers();
+  scale(cn::threads(4), x, 2.0, 4LL);
+  const auto events = counter.kernel_conversion_calls();
+  ASSERT_EQ(events.size(), 1u) << counter.report();
+  const std::string where = "test_kernel_catalog.cpp:" + std::to_string(line);
+  EXPECT_NE(events[0].where.find(where), std::string::npos)
+      << events[0].where << " should name " << where;
+  EXPECT_EQ(cn::to_host(x)(3), 2.0);
 }
 
 TEST(KernelCatalog, CheckSignaturesListsEveryKernelThatDiffers) {
@@ -145,6 +180,42 @@ TEST(KernelCatalog, CheckSignaturesListsEveryKernelThatDiffers) {
     EXPECT_NE(m.find("Kernel 'wrong'"), std::string::npos) << m;
     EXPECT_NE(m.find("Kernel 'shift'"), std::string::npos) << m;
     EXPECT_EQ(m.find("Kernel 'scale'"), std::string::npos) << m;
+  }
+}
+
+// Scalars the launch would refuse, or fail for some values, are refused by the check: a host
+// double for a CUDA float (the launch's words), a wider integer, another signedness.  A float
+// for a double and an int for a long long (widening) pass.
+namespace {
+void scale_f_host(const cn::Array<float>&, double, long long) {}
+void widen_host(const cn::Array<float>&, float, int) {}
+void sign_host(const cn::Array<float>&, float, unsigned) {}
+}  // namespace
+
+TEST(KernelCatalog, CheckSignaturesRefusesWhatTheLaunchWouldRefuse) {
+  TempDir dir;
+  dir.write("scale_f/scale_f_cuda.cu",
+            R"(extern "C" __global__ void scale_f(float* x, float a, int n) {})");
+  dir.write("widen/widen_cuda.cu",
+            R"(extern "C" __global__ void widen(float* x, double a, long long n) {})");
+  dir.write("sign/sign_cuda.cu", R"(extern "C" __global__ void sign(float* x, float a, int n) {})");
+  cn::KernelCatalog catalog({.cuda_folder = dir.path});
+  catalog.add("scale_f", scale_f_host);
+  catalog.add("widen", widen_host);
+  catalog.add("sign", sign_host);
+  try {
+    catalog.check_signatures();
+    FAIL() << "double for float, long long for int and unsigned for int must be refused";
+  } catch (const cn::ValueError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("KernelCatalog: 2 kernel(s) whose host and CUDA parameters differ"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("expected a value of at most single precision for 'float'"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("a wider integer"), std::string::npos) << m;
+    EXPECT_NE(m.find("another signedness"), std::string::npos) << m;
+    EXPECT_EQ(m.find("Kernel 'widen'"), std::string::npos) << "widening passes: " << m;
   }
 }
 

@@ -34,6 +34,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -47,6 +48,7 @@
 #include <thread>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cunumpy/array.hpp>
@@ -237,6 +239,10 @@ concept CudaArguments = requires(const T& t) {
 };
 
 namespace detail {
+// After compiling several kernels: nothing when none failed, the one failure as it was thrown,
+// or one CompileError naming every failed kernel with its message.
+void rethrow_compile_failures(std::vector<std::pair<std::string, std::exception_ptr>>& failures);
+
 template <typename A>
 void append_kernel_args(std::vector<KernelArg>& out, const A& a) {
   if constexpr (CudaArguments<A>) {
@@ -658,8 +664,9 @@ class CudaKernelVariants {
     return kernels_.size();
   }
   // Creates the given variants and readies every variant for the active backend (compile_for:
-  // NVRTC, or the emulator's library on emulated), `jobs` at a time in threads; the first
-  // compile error is rethrown after all threads finished.
+  // NVRTC, or the emulator's library on emulated), `jobs` at a time in threads, all of them
+  // even if some fail; then one failure is rethrown as it is, several as one CompileError
+  // naming each kernel with its message.
   void compile_all(std::span<const KeyTuple> keys = {}, int jobs = 1) {
     for (const KeyTuple& k : keys) std::apply([&](const Key&... key) { (void)get(key...); }, k);
     std::vector<CudaKernel*> all;
@@ -676,20 +683,20 @@ class CudaKernelVariants {
     const Backend backend = get_backend();
     std::mutex m;
     std::size_t next = 0;
-    std::exception_ptr failure;
+    std::vector<std::pair<std::string, std::exception_ptr>> failures;
     auto work = [&] {
       for (;;) {
         CudaKernel* k = nullptr;
         {
           std::lock_guard lock(m);
-          if (next == kernels.size() || failure) return;
+          if (next == kernels.size()) return;
           k = kernels[next++];
         }
         try {
           k->compile_for(backend);
         } catch (...) {
           std::lock_guard lock(m);
-          if (!failure) failure = std::current_exception();
+          failures.emplace_back(k->expression(), std::current_exception());
         }
       }
     };
@@ -697,7 +704,7 @@ class CudaKernelVariants {
     for (int j = 1; j < std::max(1, jobs); ++j) threads.emplace_back(work);
     work();
     for (auto& t : threads) t.join();
-    if (failure) std::rethrow_exception(failure);
+    detail::rethrow_compile_failures(failures);
   }
 
   std::function<CudaKernel(const Key&...)> factory_;

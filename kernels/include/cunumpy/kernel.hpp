@@ -38,6 +38,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -89,8 +90,16 @@ template <typename... T>
 struct is_tuple_like<std::tuple<T...>> : std::true_type {};
 template <typename A, typename B>
 struct is_tuple_like<std::pair<A, B>> : std::true_type {};
-template <typename T, std::size_t N>
+template <typename T>
 struct is_std_array : std::false_type {};
+template <typename T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+template <typename T>
+struct is_map_type : std::false_type {};
+template <typename K, typename V, typename C, typename A>
+struct is_map_type<std::map<K, V, C, A>> : std::true_type {};
+template <typename K, typename V, typename H, typename E, typename A>
+struct is_map_type<std::unordered_map<K, V, H, E, A>> : std::true_type {};
 
 template <typename V>
 decltype(auto) host_form(V&& v) {
@@ -101,15 +110,17 @@ decltype(auto) host_form(V&& v) {
   }
 }
 
-// Calls f(array) for every Array in `v`: itself, the elements of vectors, tuples, pairs and
-// std::arrays (recursively), the arrays of an ArrayHolder.
+// Calls f(array) for every Array in `v`: itself, the elements of vectors, std::arrays, tuples
+// and pairs, the values of maps (recursively), the arrays of an ArrayHolder.
 template <typename V, typename F>
 void visit_arrays(V& v, F& f) {
   using T = std::remove_cvref_t<V>;
   if constexpr (is_array_type<T>::value) {
     f(v);
-  } else if constexpr (is_vector_type<T>::value) {
+  } else if constexpr (is_vector_type<T>::value || is_std_array<T>::value) {
     for (auto& e : v) visit_arrays(e, f);
+  } else if constexpr (is_map_type<T>::value) {
+    for (auto& entry : v) visit_arrays(entry.second, f);
   } else if constexpr (is_tuple_like<T>::value) {
     std::apply([&](auto&... e) { (visit_arrays(e, f), ...); }, v);
   } else if constexpr (ArrayHolder<T>) {
@@ -211,7 +222,8 @@ decltype(auto) convert_argument(V& v, Conversion& c, int position) {
   using T = std::remove_cvref_t<V>;
   if constexpr (is_array_type<T>::value) {
     return c.to_host_copy(v, position);
-  } else if constexpr (is_vector_type<T>::value || is_tuple_like<T>::value || ArrayHolder<T>) {
+  } else if constexpr (is_vector_type<T>::value || is_std_array<T>::value ||
+                       is_map_type<T>::value || is_tuple_like<T>::value || ArrayHolder<T>) {
     T copy = v;  // the caller's object keeps its device arrays
     auto f = [&](auto& a) { a = c.to_host_copy(a, position); };
     visit_arrays(copy, f);
@@ -237,6 +249,7 @@ R result_to_device(R r, Backend device) {
 }
 
 void record_conversion(const std::string& kernel, int arrays, const std::source_location& where);
+[[noreturn]] void throw_output_index(const std::string& kernel, int index, int arguments);
 void record_fallback(const std::string& kernel, const std::source_location& where);
 // Prints the fallback warning the first time `flag` is seen unset.
 void warn_fallback_once(std::atomic<bool>& flag, const std::string& kernel,
@@ -298,6 +311,10 @@ class HostKernel {
  private:
   template <typename... A>
   decltype(auto) call_resolved(std::optional<bool> convert, A&&... args) const {
+    if (options_.outputs)
+      for (const int o : *options_.outputs)
+        if (o >= static_cast<int>(sizeof...(A)) || o < -static_cast<int>(sizeof...(A)))
+          detail::throw_output_index(name_, o, static_cast<int>(sizeof...(A)));
     const bool needed =
         convert.value_or(get_backend() != Backend::host || (detail::has_device_array(args) || ...));
     if (!needed) return std::invoke(function_, std::forward<A>(args)...);

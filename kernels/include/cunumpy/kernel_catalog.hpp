@@ -63,8 +63,10 @@ class KernelCatalog {
 
   // Registers a host kernel under `name`, with the CUDA kernel of the catalog's folder when
   // its source exists (__global__ function `name`).  ValueError for a name registered twice.
+  // The kernel's conversion and fallback events name `where`: the line that calls add.
   template <typename H>
-  Kernel<H>& add(std::string name, H host, std::optional<KernelOptions> options = std::nullopt) {
+  Kernel<H>& add(std::string name, H host, std::optional<KernelOptions> options = std::nullopt,
+                 std::source_location where = std::source_location::current()) {
     KernelOptions o = options.value_or(
         KernelOptions{options_.dispatch, options_.missing_cuda, {}, options_.host, {}, true});
     const std::filesystem::path path = cuda_path(name);
@@ -73,7 +75,7 @@ class KernelCatalog {
     if (!path.empty() && std::filesystem::exists(path))
       cuda = CudaKernel::from_file(path, name, options_.cuda, options_.cuda_suffix);
     return insert(
-        std::make_shared<Kernel<H>>(name, std::move(host), std::move(cuda), std::move(o)));
+        std::make_shared<Kernel<H>>(name, std::move(host), std::move(cuda), std::move(o), where));
   }
   // Registers a kernel built by hand (its CUDA side given, or nvcc-compiled).
   template <typename H, typename D>
@@ -101,7 +103,8 @@ class KernelCatalog {
   // "CUDA kernels: 3 of 60 (missing: a, b, c)"; at most max_missing names, then "...".
   std::string summary(std::size_t max_missing = 10) const;
   // Compiles every CUDA kernel, in `jobs` threads (0: one per CPU), all of them even if some
-  // fail; returns their names, or throws the first failure afterwards.
+  // fail; returns their names, or afterwards throws the one failure, or one CompileError
+  // naming every kernel that failed with its message.
   std::vector<std::string> compile_all(int jobs = 1);
   // ValueError listing every kernel whose host and CUDA parameters differ.
   void check_signatures() const;
