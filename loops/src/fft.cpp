@@ -35,7 +35,7 @@ constexpr long long kThreadedPoints = 1LL << 15;
 // The FFTW threads of a host plan of `shape` made now: omp_get_max_threads() for a large
 // multi-axis shape outside a parallel region, else 1.  FFTW's threaded plans split the loops
 // over independent one-axis transforms, so each output keeps the bits of the one-thread plan
-// (tests/unit/test_fft.cpp checks 1, 2 and 4 threads).  Called under the planner lock.
+// (tests/loops/test_fft.cpp checks 1, 2 and 4 threads).  Called under the planner lock.
 int plan_threads(const Shape& shape) {
 #if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
   if (shape.rank() < 2 || shape.size() < kThreadedPoints || omp_in_parallel()) return 1;

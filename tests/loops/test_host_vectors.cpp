@@ -6,7 +6,7 @@
 #include <cunumpy/host_targets.hpp>  // first: the library's targets compiled
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "unit/test_host_vectors.cpp"
+#define HWY_TARGET_INCLUDE "loops/test_host_vectors.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/highway.h>
