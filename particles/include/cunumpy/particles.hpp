@@ -113,8 +113,8 @@ class ParticleSet {
   template <typename F>
   void for_each_column(F&& f) {
     for (auto& [name, column] : built_in()) f(name, column);
-    for (auto& [name, column] : named_)
-      std::visit([&](auto& a) { f(name, AnyParticleColumn(&a)); }, column);
+    for (auto& entry : named_)  // (no structured binding: lambdas capture the name)
+      std::visit([&](auto& a) { f(entry.first, AnyParticleColumn(&a)); }, entry.second);
   }
 
   // Every column grown to at least `rows` rows, rows [0, n) kept (no-op when large enough).
