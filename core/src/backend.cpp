@@ -211,14 +211,15 @@ namespace detail {
 void synchronize_backend(Backend backend, SyncKind kind, const char* what,
                          const std::source_location& where) {
   if (backend == Backend::host) return;
+  const bool whole_device = kind == SyncKind::device || kind == SyncKind::timer;
   if (backend == Backend::cuda) {
-    if (kind == SyncKind::device)
+    if (whole_device)
       cuda_api::device_synchronize();
     else
       cuda_api::stream_synchronize(current_stream(Backend::cuda).native_handle());
   }
   if (backend == Backend::emulated) {
-    if (kind == SyncKind::device)
+    if (whole_device)
       emulated::drain_all();
     else
       emulated_drain(current_stream(Backend::emulated));

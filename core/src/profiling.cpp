@@ -100,6 +100,8 @@ std::string_view to_string(SyncKind kind) noexcept {
       return "mpi";
     case SyncKind::reduction:
       return "reduction";
+    case SyncKind::timer:
+      return "timer";
   }
   return "unknown";
 }
@@ -266,7 +268,7 @@ std::size_t detail::nvtx_registered_names() noexcept {
 namespace {
 bool sync_device_for_timing(const std::source_location& where) {
   if (!device_backend()) return false;
-  synchronize(where);
+  detail::synchronize_backend(get_backend(), SyncKind::timer, "timed region", where);
   return true;
 }
 }  // namespace

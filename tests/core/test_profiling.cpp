@@ -71,6 +71,21 @@ TEST(TimedRegion, DeviceBackendsSynchroniseOnEntryAndExit) {
   EXPECT_EQ(counter.synchronizations(), 3) << "only the entry synchronisation";
 }
 
+// A timed loop's synchronisations are counted as their own kind, listed after the code's own:
+// a report of a timed host-only loop shows no device synchronisation among the real ones.
+TEST(TimedRegion, TimerSynchronisationsAreTheirOwnKindListedLast) {
+  auto emulated = cn::use_backend(cn::Backend::emulated);
+  auto counter = cn::count_transfers();
+  for (int step = 0; step < 3; ++step) (void)cn::timed("host loop", [] {});
+  cn::synchronize();  // the code's own
+  EXPECT_EQ(counter.synchronizations(cn::SyncKind::timer), 6);
+  EXPECT_EQ(counter.synchronizations(cn::SyncKind::device), 1);
+  const std::string r = counter.report();
+  EXPECT_NE(r.find("(1 device, 0 stream, 0 mpi, 0 reduction, 6 timer)"), std::string::npos) << r;
+  EXPECT_LT(r.find("  device (1):"), r.find("  timer (6):")) << r;
+  EXPECT_NE(r.find("timed region"), std::string::npos) << r;
+}
+
 TEST(TimedRegion, ElapsedIsSetWhenTheBlockThrows) {
   cn::Timing out;
   try {

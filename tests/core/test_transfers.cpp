@@ -142,7 +142,8 @@ TEST_F(Transfers, ReportListsSynchronisationsAfterTransfers) {
   EXPECT_EQ(counter.report(),
             "0 transfer(s) through cunumpy (0 to_host, 0 to_device, 0 kernel_conversion, 0 "
             "fallback, 0 mpi_staging)\n"
-            "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction)\n"
+            "1 synchronisation(s) through cunumpy (1 device, 0 stream, 0 mpi, 0 reduction, 0 "
+            "timer)\n"
             "  device (1):\n"
             "    " +
                 here(l) + ": synchronize()");

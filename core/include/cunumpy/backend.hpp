@@ -110,7 +110,7 @@ std::string_view version() noexcept;
 void require_version(std::string_view minimum);
 
 namespace detail {
-// Waits for the device work of `backend` (the whole device for SyncKind::device, the
+// Waits for the device work of `backend` (the whole device for SyncKind::device and timer, the
 // current stream otherwise) and records the synchronisation as `kind`; nothing on host.
 void synchronize_backend(Backend backend, SyncKind kind, const char* what,
                          const std::source_location& where);

@@ -28,9 +28,11 @@ struct TransferEvent {
   std::string where;        // the caller's "file:line"
 };
 
-// Waits for the whole device, for one stream, before an MPI call, or for a reduction result.
-enum class SyncKind { device, stream, mpi, reduction };
-inline constexpr int sync_kind_count = 4;
+// Waits for the whole device, for one stream, before an MPI call, for a reduction result, or
+// at the edges of a timed region (timed, TimedRegion: counted apart, listed last in a report,
+// so that the synchronisations a code makes itself stand out).
+enum class SyncKind { device, stream, mpi, reduction, timer };
+inline constexpr int sync_kind_count = 5;
 std::string_view to_string(SyncKind kind) noexcept;
 
 // One synchronisation as the ledger records it.
