@@ -58,7 +58,7 @@ CONFIG
 flags=(-O2 -std=c++20 -ffp-contract=off -I"$l" -I"$k" -I"$src/device_headers" -I"$src/loops/include"
        -I"$src/kernels/include" -I"$src/core/include" -I"$src/core/internal" -I"$src/apps/pic" -I"$src/tests/pic" -I"$out/generated")
 aarch64-linux-gnu-g++ "${flags[@]}" "$src/tests/arm/host_simd_check.cpp" "$l/host_simd/targets.cpp" \
-  "$l/host_simd/generators.cpp" "$l/host_simd/cell_keys.cpp" "$l/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
+  "$l/host_simd/generators.cpp" "$l/sort/sort_simd.cpp" /usr/lib/aarch64-linux-gnu/libhwy.so.1 \
   -o "$out/host_simd_check"
 aarch64-linux-gnu-g++ "${flags[@]}" "$l/sort/line_scatter.cpp" -c -o "$out/line_scatter.o"
 # The kernel emulator's engine, with the kernel layer's pieces it calls (the include

@@ -102,18 +102,14 @@ ParticleSet<Real>::ParticleSet(ParticleLayout layout, long long capacity, Backen
 template <typename Real>
 std::vector<std::pair<std::string, AnyParticleColumn>> ParticleSet<Real>::built_in() {
   std::vector<std::pair<std::string, AnyParticleColumn>> out;
-  const auto axes = [&](const char* names, auto& a, auto& b, auto& c) {
-    const std::string n(names);
-    const std::array<std::string, 3> name = {
-        n.substr(0, n.find(',')), n.substr(n.find(',') + 1, n.rfind(',') - n.find(',') - 1),
-        n.substr(n.rfind(',') + 1)};
+  const auto axes = [&](const char* const(&name)[3], auto& a, auto& b, auto& c) {
     out.emplace_back(name[0], &a);
     if (dim >= 2) out.emplace_back(name[1], &b);
     if (dim == 3) out.emplace_back(name[2], &c);
   };
-  axes("x,y,z", x, y, z);
-  if (cells) axes("cx,cy,cz", cx, cy, cz);
-  axes("vx,vy,vz", vx, vy, vz);
+  axes({"x", "y", "z"}, x, y, z);
+  if (cells) axes({"cx", "cy", "cz"}, cx, cy, cz);
+  axes({"vx", "vy", "vz"}, vx, vy, vz);
   if (id.ndim() != 0) out.emplace_back("id", &id);
   return out;
 }

@@ -1,7 +1,8 @@
 // The host vector loops (Highway) on a target chosen by CUNUMPY_HOST_SIMD, each result against
 // the device formulas (random.cuh, morton.cuh) or a plain reference: Philox fills, Morton keys,
-// the sort's scans, settle and gathers, the periodic cell keys (cell_keys.cpp).  Built and run by scripts/arm_check.sh under qemu-user for
-// NEON, SVE and SVE2 at several vector lengths; any host compiler builds it too.
+// periodic cell keys, the sort's scans, settle and gathers.  Built and run by
+// scripts/arm_check.sh under qemu-user for NEON, SVE and SVE2 at several vector lengths; any
+// host compiler builds it too.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // loops/src/host_simd/cell_keys.hpp: the Morton keys of particles' cells on a periodic grid
 // (cunumpy::periodic_cell_keys): the scalar formula (the device's) and the vector loop
-// (cell_keys.cpp, one Highway source), which handles whole vectors from `begin` on and returns
+// (generators.cpp, one Highway source), which handles whole vectors from `begin` on and returns
 // where it stopped.
 #pragma once
 

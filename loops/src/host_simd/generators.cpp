@@ -1,4 +1,4 @@
-// The Philox fills and the Morton keys as one Highway source, compiled for every target of
+// The Philox fills, the Morton keys and the periodic cell keys as one Highway source, compiled for every target of
 // cunumpy/host_targets.hpp (foreach_target.h includes this file once per target).  The same
 // formulas as random.cuh and morton.cuh, lane by lane: the same bits on every target.
 // Measured by apps/bench_algorithms (philox_uniform, morton_keys_3d, against the scalar
@@ -11,6 +11,7 @@
 
 #include <hwy/highway.h>
 
+#include "host_simd/cell_keys.hpp"
 #include "host_simd/generators.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -221,6 +222,75 @@ long long Morton2(std::uint64_t* HWY_RESTRICT keys, const double* HWY_RESTRICT x
                       : morton2<false>(keys, x, lower, scale, levels, begin, end, non_finite);
 }
 
+// The periodic cell keys (cunumpy::periodic_cell_keys, cell_keys.hpp) of whole vectors: each
+// lane computes cunumpy_periodic_cell's s in double (the position, or the stored cell plus its
+// offset, times the inverse cell size), truncates it and spreads its bits; a lane whose s lies
+// outside [0, cells) (which the wrap would move, or NaN) is redone by the scalar formula.
+// Positions as doubles: float lanes promoted, double lanes as they are.
+template <class DD, class DR>
+HWY_INLINE hn::Vec<DD> AsDouble(DD dd, DR dr, const float* HWY_RESTRICT p) {
+  return hn::PromoteTo(dd, hn::LoadU(dr, p));
+}
+template <class DD, class DR>
+HWY_INLINE hn::Vec<DD> AsDouble(DD, DR dr, const double* HWY_RESTRICT p) {
+  return hn::LoadU(dr, p);
+}
+
+template <int Dim, typename R, bool Cells>
+long long KeysOf(const CellKeyColumns<R>& c, long long begin, long long end,
+                 std::uint64_t* HWY_RESTRICT keys) {
+  long long i = begin;
+  const hn::ScalableTag<double> dd;
+  const hn::RebindToSigned<decltype(dd)> di;
+  const hn::RebindToUnsigned<decltype(dd)> du;
+  const hn::Rebind<R, decltype(dd)> dr;
+  const hn::Rebind<std::int32_t, decltype(dd)> d32;
+  const auto lanes = static_cast<long long>(hn::Lanes(dd));
+  for (; end - i >= lanes; i += lanes) {
+    auto key = hn::Zero(du);
+    auto inside = hn::FirstN(di, static_cast<size_t>(lanes));
+    for (int a = 0; a < Dim; ++a) {
+      auto t = AsDouble(dd, dr, c.x[a] + i);
+      if constexpr (Cells)  // the cell plus its offset
+        t = hn::Add(hn::ConvertTo(dd, hn::PromoteTo(di, hn::LoadU(d32, c.cell[a] + i))), t);
+      // The truncation of an s in [0, cells); a lane outside them (or NaN) converts a zero
+      // instead (no conversion out of range) and is redone.
+      const auto scaled = hn::Mul(t, hn::Set(dd, c.inverse[a]));
+      const auto in_range = hn::And(hn::Ge(scaled, hn::Zero(dd)),
+                                    hn::Lt(scaled, hn::Set(dd, static_cast<double>(c.cells[a]))));
+      inside = hn::And(inside, hn::RebindMask(di, in_range));
+      const auto j = hn::ConvertTo(di, hn::IfThenElseZero(in_range, scaled));
+      const auto bits = Dim == 3 ? spread3(hn::BitCast(du, j)) : spread2(hn::BitCast(du, j));
+      key = hn::Or(key, a == 0 ? bits : a == 1 ? hn::ShiftLeft<1>(bits) : hn::ShiftLeft<2>(bits));
+    }
+    hn::StoreU(key, du, keys + i);
+    if (!hn::AllTrue(di, inside)) [[unlikely]]
+      for (long long l = i; l < i + lanes; ++l) keys[l] = cell_key(c, Dim, l);
+  }
+  return i;
+}
+
+template <typename R>
+long long Keys(const CellKeyColumns<R>& c, int dim, long long begin, long long end,
+               std::uint64_t* keys) {
+  if (c.cell[0] != nullptr) {
+    if (dim == 3) return KeysOf<3, R, true>(c, begin, end, keys);
+    if (dim == 2) return KeysOf<2, R, true>(c, begin, end, keys);
+    return KeysOf<1, R, true>(c, begin, end, keys);
+  }
+  if (dim == 3) return KeysOf<3, R, false>(c, begin, end, keys);
+  if (dim == 2) return KeysOf<2, R, false>(c, begin, end, keys);
+  return KeysOf<1, R, false>(c, begin, end, keys);
+}
+long long FloatKeys(const CellKeyColumns<float>& c, int dim, long long begin, long long end,
+                    std::uint64_t* keys) {
+  return Keys(c, dim, begin, end, keys);
+}
+long long DoubleKeys(const CellKeyColumns<double>& c, int dim, long long begin, long long end,
+                     std::uint64_t* keys) {
+  return Keys(c, dim, begin, end, keys);
+}
+
 #else
 // Highway's one-lane fallback (HWY_SCALAR, GCC before 12.3): never chosen (targets.cpp); the
 // plain loops do the work.
@@ -240,6 +310,13 @@ long long Morton2(std::uint64_t*, const double*, const double*, const double*, i
                   long long, bool*) {
   return begin;
 }
+long long FloatKeys(const CellKeyColumns<float>&, int, long long begin, long long, std::uint64_t*) {
+  return begin;
+}
+long long DoubleKeys(const CellKeyColumns<double>&, int, long long begin, long long,
+                     std::uint64_t*) {
+  return begin;
+}
 #endif  // HWY_TARGET != HWY_SCALAR
 
 }  // namespace HWY_NAMESPACE
@@ -254,6 +331,8 @@ HWY_EXPORT(UniformIds);
 HWY_EXPORT(UniformPairs);
 HWY_EXPORT(Morton3);
 HWY_EXPORT(Morton2);
+HWY_EXPORT(FloatKeys);
+HWY_EXPORT(DoubleKeys);
 
 long long uniform_ids(double* out0, double* out1, std::uint64_t seed, const std::uint64_t* stream,
                       std::uint64_t counter, long long begin, long long end) {
@@ -270,6 +349,14 @@ long long morton3(std::uint64_t* keys, const double* x, const double* lower, con
 long long morton2(std::uint64_t* keys, const double* x, const double* lower, const double* scale,
                   int levels, long long begin, long long end, bool* non_finite) {
   return CUNUMPY_HOST_DISPATCH(Morton2)(keys, x, lower, scale, levels, begin, end, non_finite);
+}
+long long cell_keys(const CellKeyColumns<float>& c, int dim, long long begin, long long end,
+                    std::uint64_t* keys) {
+  return CUNUMPY_HOST_DISPATCH(FloatKeys)(c, dim, begin, end, keys);
+}
+long long cell_keys(const CellKeyColumns<double>& c, int dim, long long begin, long long end,
+                    std::uint64_t* keys) {
+  return CUNUMPY_HOST_DISPATCH(DoubleKeys)(c, dim, begin, end, keys);
 }
 
 }  // namespace cunumpy::detail::host_simd
