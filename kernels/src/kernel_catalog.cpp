@@ -28,6 +28,27 @@ const std::shared_ptr<KernelBase>& KernelCatalog::find(std::string_view name) co
   return it->second;
 }
 
+KernelOptions KernelCatalog::kernel_options(const CatalogKernelOptions& o) const {
+  KernelOptions k;
+  k.dispatch = o.dispatch.value_or(options_.dispatch);
+  k.missing_cuda = o.missing_cuda.value_or(options_.missing_cuda);
+  k.host = options_.host;
+  if (o.outputs) k.host.outputs = o.outputs;
+  if (o.convert) k.host.convert = o.convert;
+  k.host_parameters = o.host_parameters;
+  k.check_signature = o.check_signature.value_or(options_.cuda.check_signature);
+  return k;
+}
+
+CudaKernelOptions KernelCatalog::cuda_options(const CatalogKernelOptions& o) const {
+  CudaKernelOptions c = options_.cuda;
+  if (o.block_size) c.block_size = *o.block_size;
+  c.options.insert(c.options.end(), o.cuda_options.begin(), o.cuda_options.end());
+  c.include_dirs.insert(c.include_dirs.end(), o.include_dirs.begin(), o.include_dirs.end());
+  if (o.check_signature) c.check_signature = *o.check_signature;
+  return c;
+}
+
 std::vector<std::string> KernelCatalog::names() const {
   std::vector<std::string> out;
   for (const auto& [n, k] : kernels_) out.push_back(n);

@@ -219,6 +219,135 @@ TEST(KernelCatalog, CheckSignaturesRefusesWhatTheLaunchWouldRefuse) {
   }
 }
 
+// ---- a legacy routine of raw pointers ------------------------------------------------------
+
+namespace {
+// A C routine as a legacy code has it: linear-weighting charge deposit on a periodic 1D grid.
+extern "C" void deposit_c(const float* x, float* q, float qm, int nop, int nx) {
+  for (int j = 0; j < nop; ++j) {
+    const int n = static_cast<int>(x[j]);
+    const float dx = x[j] - static_cast<float>(n);
+    q[n] += qm * (1.0f - dx);
+    q[(n + 1) % nx] += qm * dx;
+  }
+}
+const char* kDepositSource = R"(
+extern "C" __global__ void deposit(const float* x, float* q, float qm, int nop, int nx) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= nop) return;
+  int n = (int)x[j];
+  float dx = x[j] - (float)n;
+  atomicAdd(&q[n], qm * (1.0f - dx));
+  atomicAdd(&q[(n + 1) % nx], qm * dx);
+})";
+
+std::vector<float> deposit_expected(const std::vector<float>& x, float qm, int nx) {
+  std::vector<float> q(static_cast<std::size_t>(nx), 0.0f);
+  deposit_c(x.data(), q.data(), qm, static_cast<int>(x.size()), nx);
+  return q;
+}
+}  // namespace
+
+// A C function of float* and int is a host kernel as it is: the call passes Arrays, the host
+// side receives their host data (a copy on a device backend, the outputs copied back).
+TEST(KernelCatalog, ALegacyRoutineOfRawPointersIsAHostKernel) {
+  const std::vector<float> xs = {0.25f, 1.5f, 3.75f, 7.5f, 2.0f};
+  const int nx = 8;
+  const auto expected = deposit_expected(xs, 0.5f, nx);
+  auto check = [&](const cn::Array<float>& q) {
+    const auto h = cn::to_host(q);
+    for (int i = 0; i < nx; ++i) EXPECT_FLOAT_EQ(h(i), expected[static_cast<std::size_t>(i)]) << i;
+  };
+  cn::KernelCatalog catalog({.missing_cuda = cn::MissingCuda::fallback});
+  auto& deposit = catalog.add("deposit", &deposit_c, {.outputs = std::vector{1}});
+  const auto params = deposit.host_parameters();
+  ASSERT_TRUE(params.has_value());
+  EXPECT_EQ(*params, (std::vector<std::string>{"const float*", "float*", "float", "int", "int"}));
+  {  // host: called directly on the arrays' data
+    auto x = cn::from_host<float>(xs, cn::Shape{5}, cn::Backend::host);
+    auto q = cn::zeros<float>({nx}, cn::Backend::host);
+    deposit(cn::threads(5), x, q, 0.5f, 5, nx);
+    check(q);
+  }
+  {  // emulated, no CUDA twin: host copies; only q (output 1) is copied back
+    const auto on = cn::use_backend(cn::Backend::emulated);
+    EXPECT_EQ(catalog.at("deposit").get_kernel(), "host (fallback)");
+    auto x = cn::from_host<float>(xs);
+    auto q = cn::zeros<float>({nx});
+    auto counter = cn::count_transfers();
+    deposit(cn::threads(5), x, q, 0.5f, 5, nx);
+    check(q);
+    const auto events = counter.kernel_conversion_calls();
+    ASSERT_EQ(events.size(), 1u) << counter.report();
+    EXPECT_NE(events[0].description.find("2 array(s)"), std::string::npos) << counter.report();
+  }
+  // Through HostKernel alone, with a const pointer given a device array on the host backend.
+  {
+    cn::HostKernel k("deposit", &deposit_c, {.outputs = std::vector{-4}});
+    auto x = cn::from_host<float>(xs, cn::Shape{5}, cn::Backend::emulated);
+    auto q = cn::zeros<float>({nx}, cn::Backend::emulated);
+    k(x, q, 0.5f, 5, nx);
+    check(q);
+  }
+}
+
+// With its CUDA twin in the catalog's folder: the check sees float* as an array of float32, the
+// emulated backend runs the twin, and both agree.
+TEST(KernelCatalog, ALegacyRoutineBesideItsCudaTwin) {
+  TempDir dir;
+  dir.write("deposit/deposit_cuda.cu", kDepositSource);
+  cn::KernelCatalog catalog({.cuda_folder = dir.path});
+  auto& deposit = catalog.add("deposit", &deposit_c);
+  EXPECT_NO_THROW(catalog.check_signatures());
+  const std::vector<float> xs = {0.25f, 1.5f, 3.75f, 7.5f, 2.0f, 6.125f};
+  const auto expected = deposit_expected(xs, 0.5f, 8);
+  if (!have_host_compiler()) GTEST_SKIP() << "no host compiler for the emulator";
+  const auto on = cn::use_backend(cn::Backend::emulated);
+  EXPECT_EQ(catalog.at("deposit").get_kernel(), "cuda");
+  auto x = cn::from_host<float>(xs);
+  auto q = cn::zeros<float>({8});
+  auto counter = cn::count_transfers();
+  deposit(cn::threads(6), x, q, 0.5f, 6, 8);
+  EXPECT_TRUE(counter.kernel_conversion_calls().empty()) << counter.report();
+  const auto h = cn::to_host(q);
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(h(i), expected[static_cast<std::size_t>(i)], 1e-6f) << i;
+  // A twin whose pointer has another element type is refused by the check.
+  TempDir other;
+  other.write("deposit/deposit_cuda.cu",
+              R"(extern "C" __global__ void deposit(const double* x, float* q, float qm, int nop,
+                                                     int nx) {})");
+  cn::KernelCatalog wrong({.cuda_folder = other.path});
+  wrong.add("deposit", &deposit_c);
+  try {
+    wrong.check_signatures();
+    FAIL() << "const float* on the host, const double* on CUDA must be refused";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("elements of float32 on the host, float64 on CUDA"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Options given to add are merged with the catalog's; typed access by the function's type;
+// get_kernel on every entry.
+TEST(KernelCatalog, KernelOptionsAddToTheCatalogsAndEveryEntryTellsItsKernel) {
+  cn::KernelCatalog catalog(
+      {.dispatch = cn::Dispatch::arrays, .missing_cuda = cn::MissingCuda::fallback});
+  auto& scale = catalog.add("scale", scale_host, {.outputs = std::vector<int>{}});
+  catalog.add("shift", shift_host, {.missing_cuda = cn::MissingCuda::raise});
+  EXPECT_EQ(scale.dispatch(), cn::Dispatch::arrays);                   // the catalog's
+  EXPECT_EQ(scale.missing_cuda(), cn::MissingCuda::fallback);          // the catalog's
+  EXPECT_EQ(scale.options().host.outputs, std::vector<int>{});         // its own
+  EXPECT_EQ(catalog["shift"].dispatch(), cn::Dispatch::arrays);        // the catalog's
+  EXPECT_EQ(catalog["shift"].missing_cuda(), cn::MissingCuda::raise);  // its own
+  EXPECT_EQ(&catalog.get<decltype(scale_host)>("scale"), &scale);
+  EXPECT_EQ(&catalog.get<decltype(&scale_host)>("scale"), &scale);
+  EXPECT_EQ(catalog["scale"].get_kernel(), "host");
+  const auto on = cn::use_backend(cn::Backend::emulated);
+  EXPECT_EQ(catalog["scale"].get_kernel(), "host (fallback)");
+  EXPECT_THROW((void)catalog["shift"].get_kernel(), cn::BackendError);
+}
+
 // ---- host implementations ------------------------------------------------------------------
 
 namespace {

@@ -265,6 +265,88 @@ auto resolve_host_args(A&&... args) {
       detail::host_form(std::forward<A>(args))...);
 }
 
+// The type of a Kernel's parameters as a C++ host function declares them, for the signature
+// check: nothing for a generic lambda.
+namespace detail {
+template <typename F, typename = void>
+struct host_signature {
+  static constexpr bool known = false;
+  using args = std::tuple<>;
+};
+template <typename R, typename... A>
+struct host_signature<R (*)(A...)> {
+  static constexpr bool known = true;
+  using args = std::tuple<A...>;
+};
+template <typename R, typename... A>
+struct host_signature<R(A...)> : host_signature<R (*)(A...)> {};
+template <typename C, typename R, typename... A>
+struct host_signature<R (C::*)(A...) const> : host_signature<R (*)(A...)> {};
+template <typename C, typename R, typename... A>
+struct host_signature<R (C::*)(A...)> : host_signature<R (*)(A...)> {};
+template <typename F>
+struct host_signature<F, std::void_t<decltype(&F::operator())>>
+    : host_signature<decltype(&F::operator())> {};
+
+// A host data pointer where the host function takes a pointer to an Array's elements: a legacy
+// routine of raw pointers and scalars is a host kernel as it is.
+template <typename P, typename V>
+inline constexpr bool pointer_parameter_v = [] {
+  using T = std::remove_cvref_t<V>;
+  if constexpr (std::is_pointer_v<P> && is_array_type<T>::value)
+    return std::is_same_v<std::remove_cv_t<std::remove_pointer_t<P>>, typename T::value_type>;
+  else
+    return false;
+}();
+
+template <typename P, typename V>
+decltype(auto) as_host_parameter(V&& v) {
+  if constexpr (pointer_parameter_v<P, V>)
+    return static_cast<P>(v.data());
+  else
+    return std::forward<V>(v);
+}
+
+// Whether F can be called with A..., adapted as above.
+template <typename F, typename... A>
+constexpr bool host_callable() {
+  using S = host_signature<std::remove_cvref_t<F>>;
+  if constexpr (std::is_invocable_v<const F&, A...>) {
+    return true;
+  } else if constexpr (S::known) {
+    if constexpr (std::tuple_size_v<typename S::args> != sizeof...(A)) {
+      return false;
+    } else {
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::is_invocable_v<
+            const F&, decltype(as_host_parameter<std::tuple_element_t<I, typename S::args>>(
+                          std::declval<A>()))...>;
+      }
+      (std::index_sequence_for<A...>{});
+    }
+  } else {
+    return false;
+  }
+}
+
+template <typename F, typename... A>
+decltype(auto) invoke_host(const F& f, A&&... args) {
+  using S = host_signature<std::remove_cvref_t<F>>;
+  if constexpr (std::is_invocable_v<const F&, A...>) {
+    return std::invoke(f, std::forward<A>(args)...);
+  } else if constexpr (S::known && std::tuple_size_v<typename S::args> == sizeof...(A)) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
+      return std::invoke(f, as_host_parameter<std::tuple_element_t<I, typename S::args>>(
+                                std::forward<A>(args))...);
+    }
+    (std::index_sequence_for<A...>{});
+  }
+}
+
+template <typename...>
+inline constexpr bool always_false_v = false;
+}  // namespace detail
+
 // Which arguments a HostKernel may write, and how it converts device arrays.
 struct HostKernelOptions {
   // The arguments the function may write, by position (negative: from the end); the others
@@ -282,6 +364,8 @@ struct HostKernelOptions {
 // tuples and ArrayHolder objects, which are copied so the caller's keep their device arrays)
 // to the host, calls, copies back the declared outputs, and moves returned arrays to the
 // device.  One device array passed twice is one host copy.
+// A parameter T* or const T* given an Array<T> receives the array's host data: a legacy routine
+// of raw pointers and scalars is a host kernel without a wrapper.
 template <typename F>
 class HostKernel {
  public:
@@ -315,10 +399,17 @@ class HostKernel {
       for (const int o : *options_.outputs)
         if (o >= static_cast<int>(sizeof...(A)) || o < -static_cast<int>(sizeof...(A)))
           detail::throw_output_index(name_, o, static_cast<int>(sizeof...(A)));
-    const bool needed =
-        convert.value_or(get_backend() != Backend::host || (detail::has_device_array(args) || ...));
-    if (!needed) return std::invoke(function_, std::forward<A>(args)...);
-    return converted(std::forward<A>(args)...);
+    if constexpr (!detail::host_callable<F, A...>()) {
+      static_assert(detail::always_false_v<A...>,
+                    "cunumpy::HostKernel: the host function cannot take these arguments. Each "
+                    "Array<T> argument needs a parameter const Array<T>&, Array<T>, T* or const T* "
+                    "(the same T); scalars convert as in a C++ call; the count must match");
+    } else {
+      const bool needed = convert.value_or(get_backend() != Backend::host ||
+                                           (detail::has_device_array(args) || ...));
+      if (!needed) return detail::invoke_host(function_, std::forward<A>(args)...);
+      return converted(std::forward<A>(args)...);
+    }
   }
 
   template <typename... A>
@@ -332,13 +423,16 @@ class HostKernel {
     }
     (std::index_sequence_for<A...>{});
     const Backend device = c.device() == Backend::host ? get_backend() : c.device();
-    using R = decltype(std::apply(function_, host_args));
+    auto run = [&](auto&&... a) -> decltype(auto) {
+      return detail::invoke_host(function_, std::forward<decltype(a)>(a)...);
+    };
+    using R = decltype(std::apply(run, host_args));
     if constexpr (std::is_void_v<R>) {
-      std::apply(function_, host_args);
+      std::apply(run, host_args);
       c.copy_back(options_.outputs);
       detail::record_conversion(name_, c.arrays(), where_);
     } else {
-      R r = std::apply(function_, host_args);
+      R r = std::apply(run, host_args);
       c.copy_back(options_.outputs);
       detail::record_conversion(name_, c.arrays(), where_);
       if constexpr (std::is_reference_v<R>) {
@@ -356,29 +450,7 @@ class HostKernel {
   std::source_location where_;
 };
 
-// The type of a Kernel's parameters as a C++ host function declares them, for the signature
-// check: nothing for a generic lambda.
 namespace detail {
-template <typename F, typename = void>
-struct host_signature {
-  static constexpr bool known = false;
-  using args = std::tuple<>;
-};
-template <typename R, typename... A>
-struct host_signature<R (*)(A...)> {
-  static constexpr bool known = true;
-  using args = std::tuple<A...>;
-};
-template <typename R, typename... A>
-struct host_signature<R(A...)> : host_signature<R (*)(A...)> {};
-template <typename C, typename R, typename... A>
-struct host_signature<R (C::*)(A...) const> : host_signature<R (*)(A...)> {};
-template <typename C, typename R, typename... A>
-struct host_signature<R (C::*)(A...)> : host_signature<R (*)(A...)> {};
-template <typename F>
-struct host_signature<F, std::void_t<decltype(&F::operator())>>
-    : host_signature<decltype(&F::operator())> {};
-
 // One host parameter as the CUDA side sees it.
 struct HostParameter {
   enum class Kind { array, scalar, object, unknown } kind = Kind::unknown;
@@ -406,6 +478,14 @@ void host_parameters_of(std::vector<HostParameter>& out) {
     p.kind = HostParameter::Kind::array;
     p.dtype = dtype_of<E>();
     p.text = "Array<" + std::string(dtype_name<E>()) + ">";
+    out.push_back(std::move(p));
+  } else if constexpr (std::is_pointer_v<T> &&
+                       Element<std::remove_cv_t<std::remove_pointer_t<T>>>) {
+    using E = std::remove_cv_t<std::remove_pointer_t<T>>;
+    p.kind = HostParameter::Kind::array;  // a legacy routine's pointer, given an Array's data
+    p.dtype = dtype_of<E>();
+    p.text = std::string(std::is_const_v<std::remove_pointer_t<T>> ? "const " : "") +
+             std::string(ctype_of<E>()) + "*";
     out.push_back(std::move(p));
   } else if constexpr (std::is_arithmetic_v<T> || is_complex<T>::value) {
     p.kind = HostParameter::Kind::scalar;
@@ -489,6 +569,10 @@ class KernelBase {
   virtual std::string signature_difference() const = 0;
   // The host parameters as the check sees them ("Array<float64>", "double", ...), or nothing.
   virtual std::optional<std::vector<std::string>> host_parameters() const = 0;
+  // The kernel a call on the calling thread's active backend runs: "host", "cuda" or
+  // "host (fallback)"; BackendError when it needs a missing CUDA kernel and missing_cuda is
+  // raise (call it once at setup to fail early).
+  virtual std::string get_kernel() const = 0;
 
  protected:
   KernelBase(std::string name, KernelOptions options)
@@ -541,9 +625,7 @@ class Kernel : public KernelBase {
     return run_device(active_target(), launch, std::forward<A>(args)...);
   }
 
-  // The kernel a call on the active backend runs: "host" or "cuda" (BackendError when it is
-  // missing and missing_cuda is raise: call once at setup to fail early).
-  std::string get_kernel() const {
+  std::string get_kernel() const override {
     if (get_backend() == Backend::host) return "host";
     if (!cuda_ && options_.missing_cuda == MissingCuda::raise) throw missing(get_backend());
     return cuda_ ? "cuda" : "host (fallback)";

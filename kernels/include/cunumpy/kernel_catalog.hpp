@@ -54,6 +54,20 @@ struct CatalogOptions {
   HostKernelOptions host;  // the host kernels' conversion (fallback path)
 };
 
+// The options of one catalog kernel, over the catalog's: what is set here replaces the
+// catalog's value, the lists add to the catalog's.
+struct CatalogKernelOptions {
+  std::optional<Dispatch> dispatch;
+  std::optional<MissingCuda> missing_cuda;
+  std::optional<std::vector<int>> outputs;  // the host kernel's outputs (HostKernelOptions)
+  std::optional<bool> convert;
+  std::vector<std::string> host_parameters;  // the host parameters' names, for the check
+  std::optional<bool> check_signature;
+  std::optional<Dim3> block_size;                   // the CUDA kernel's
+  std::vector<std::string> cuda_options;            // NVRTC options, after the catalog's
+  std::vector<std::filesystem::path> include_dirs;  // after the catalog's
+};
+
 // The kernels of a code being ported: host kernels by name, with their CUDA twins when their
 // sources exist (see the top of this header).
 class KernelCatalog {
@@ -62,20 +76,21 @@ class KernelCatalog {
   explicit KernelCatalog(CatalogOptions options) : options_(std::move(options)) {}
 
   // Registers a host kernel under `name`, with the CUDA kernel of the catalog's folder when
-  // its source exists (__global__ function `name`).  ValueError for a name registered twice.
-  // The kernel's conversion and fallback events name `where`: the line that calls add.
+  // its source exists (__global__ function `name`); returns it with its types, to call.
+  // `options` add to the catalog's.  ValueError for a name registered twice.  The kernel's
+  // conversion and fallback events name `where`: the line that calls add.  A host function of
+  // raw pointers and scalars (a legacy routine) is taken as it is: see HostKernel.
   template <typename H>
-  Kernel<H>& add(std::string name, H host, std::optional<KernelOptions> options = std::nullopt,
-                 std::source_location where = std::source_location::current()) {
-    KernelOptions o = options.value_or(
-        KernelOptions{options_.dispatch, options_.missing_cuda, {}, options_.host, {}, true});
+  Kernel<std::decay_t<H>>& add(std::string name, H host, CatalogKernelOptions options = {},
+                               std::source_location where = std::source_location::current()) {
+    using K = Kernel<std::decay_t<H>>;
+    KernelOptions o = kernel_options(options);
     const std::filesystem::path path = cuda_path(name);
-    if (o.cuda_path.empty() && !path.empty()) o.cuda_path = path.string();
+    if (!path.empty()) o.cuda_path = path.string();
     std::optional<CudaKernel> cuda;
     if (!path.empty() && std::filesystem::exists(path))
-      cuda = CudaKernel::from_file(path, name, options_.cuda, options_.cuda_suffix);
-    return insert(
-        std::make_shared<Kernel<H>>(name, std::move(host), std::move(cuda), std::move(o), where));
+      cuda = CudaKernel::from_file(path, name, cuda_options(options), options_.cuda_suffix);
+    return insert(std::make_shared<K>(name, std::move(host), std::move(cuda), std::move(o), where));
   }
   // Registers a kernel built by hand (its CUDA side given, or nvcc-compiled).
   template <typename H, typename D>
@@ -86,10 +101,12 @@ class KernelCatalog {
   // The kernel `name` (LookupError naming the known ones).
   const KernelBase& operator[](std::string_view name) const { return *find(name); }
   KernelBase& at(std::string_view name) { return *find(name); }
-  // The kernel with its types, to call it (TypeError when it was registered with others).
+  // The kernel with its types, to call it: H is the host function's type as add took it
+  // (decltype(&f) or decltype(f) for a function f).  TypeError when it was registered with
+  // other types, LookupError for an unknown name.
   template <typename H, typename D = CudaKernel>
-  Kernel<H, D>& get(std::string_view name) {
-    auto* k = dynamic_cast<Kernel<H, D>*>(find(name).get());
+  Kernel<std::decay_t<H>, D>& get(std::string_view name) {
+    auto* k = dynamic_cast<Kernel<std::decay_t<H>, D>*>(find(name).get());
     if (k == nullptr)
       throw TypeError("KernelCatalog: kernel '" + std::string(name) +
                       "' was registered with other host or CUDA types than those asked for");
@@ -125,6 +142,8 @@ class KernelCatalog {
     return ref;
   }
   const std::shared_ptr<KernelBase>& find(std::string_view name) const;
+  KernelOptions kernel_options(const CatalogKernelOptions& o) const;
+  CudaKernelOptions cuda_options(const CatalogKernelOptions& o) const;
 
   CatalogOptions options_;
   std::map<std::string, std::shared_ptr<KernelBase>, std::less<>> kernels_;
@@ -188,6 +207,7 @@ class HostImplementations {
   }
 
   template <typename... A>
+  requires std::is_invocable_v<const F&, A...>
   decltype(auto) operator()(A&&... args) const {
     return std::invoke(get(selected()), std::forward<A>(args)...);
   }
