@@ -29,6 +29,7 @@
 #include <cunumpy/particles.hpp>
 #include <cunumpy/profiling.hpp>
 #include <cunumpy/random.cuh>
+#include <cunumpy/reductions.hpp>
 #include <cunumpy/rng.hpp>
 #include <cunumpy/runtime.hpp>
 #include <cunumpy/stream.hpp>
