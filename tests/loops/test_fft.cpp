@@ -1,5 +1,5 @@
-// FftPlan against a direct DFT (1D, 2D, 3D, even and odd sizes) on host and emulated arrays,
-// the round trip, and the errors.
+// FftPlan against a direct DFT (1D, 2D, 3D, even and odd sizes), in double and float, on every
+// backend (cuda with a GPU), the round trip, and the errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +7,8 @@
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
+
+#include "on_backend.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -51,7 +53,7 @@ cn::Shape shape_of(const std::vector<long long>& n) {
 }
 }  // namespace
 
-class Fft : public ::testing::TestWithParam<cn::Backend> {};
+class Fft : public cn::testing::OnBackend {};
 
 TEST_P(Fft, MatchesTheDirectTransformAndRoundTrips) {
   const cn::Backend b = GetParam();
@@ -92,8 +94,63 @@ TEST_P(Fft, UnalignedArraysGetTheirOwnPlan) {
   EXPECT_NEAR(std::abs(s(0)), 0.0, 1e-12);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Fft, ::testing::Values(cn::Backend::host, cn::Backend::emulated),
-                         [](const auto& info) { return std::string(cn::to_string(info.param)); });
+// Single precision: fftwf_* on host memory, cuFFT's R2C / C2R on cuda; the same transforms to
+// float rounding (a relative 1e-5 of the spectrum's scale).
+TEST_P(Fft, SinglePrecisionMatchesAndRoundTrips) {
+  const cn::Backend b = GetParam();
+  using cf = std::complex<float>;
+  for (const std::vector<long long>& n :
+       std::vector<std::vector<long long>>{{16}, {15}, {8, 6}, {5, 7}, {4, 6, 5}, {32, 32}}) {
+    const cn::Shape shape = shape_of(n);
+    std::vector<double> f(static_cast<std::size_t>(shape.size()));
+    std::vector<float> ff(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      ff[i] = static_cast<float>(std::sin(0.7 * i) + 0.1 * (i % 3));
+      f[i] = ff[i];  // the reference transforms the float values exactly
+    }
+    cn::FftPlan plan(shape, b, cn::DType::float32);
+    EXPECT_EQ(plan.dtype(), cn::DType::float32);
+    auto real = cn::from_host<float>(std::span<const float>(ff), shape, b);
+    auto spectrum = cn::empty<cf>(plan.spectrum_shape(), b);
+    plan.forward(real, spectrum);
+    const auto want = direct_rfft(f, n);
+    const auto got = cn::to_host(spectrum);
+    ASSERT_EQ(static_cast<std::size_t>(got.size()), want.size());
+    const double scale = static_cast<double>(shape.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const cd g(got.host_span()[i].real(), got.host_span()[i].imag());
+      EXPECT_NEAR(std::abs(g - want[i]), 0.0, 1e-5 * scale) << shape.str() << " " << i;
+    }
+    auto back = cn::empty<float>(shape, b);
+    plan.inverse(spectrum, back);
+    const auto h = cn::to_host(back);
+    for (std::size_t i = 0; i < f.size(); ++i)
+      EXPECT_NEAR(h.host_span()[i], f[i] * scale, 1e-5 * scale) << shape.str() << " " << i;
+  }
+}
+
+TEST_P(Fft, APlanRefusesTheOtherPrecision) {
+  const cn::Backend b = GetParam();
+  cn::FftPlan single({8, 4}, b, cn::DType::float32);
+  cn::FftPlan twice({8, 4}, b);
+  EXPECT_EQ(twice.dtype(), cn::DType::float64);
+  auto real = cn::zeros<double>({8, 4}, b);
+  auto spectrum = cn::zeros<cd>({8, 3}, b);
+  try {
+    single.forward(real, spectrum);
+    ADD_FAILURE() << "a float plan must refuse double arrays";
+  } catch (const cn::TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("the plan is for float32 data, the call passes float64"),
+              std::string::npos)
+        << e.what();
+  }
+  auto real_f = cn::zeros<float>({8, 4}, b);
+  auto spectrum_f = cn::zeros<std::complex<float>>({8, 3}, b);
+  EXPECT_THROW(twice.inverse(spectrum_f, real_f), cn::TypeError);
+  EXPECT_THROW(cn::FftPlan({8}, b, cn::DType::int32), cn::TypeError);
+}
+
+CUNUMPY_INSTANTIATE_ON_BACKENDS(Fft);
 
 // Large multi-axis host plans run on the OpenMP threads (FFTW's, in builds with libfftw3_omp)
 // and give the one-thread plan's bits: forward and inverse at 1, 2 and 4 threads, 2D and 3D,
@@ -126,6 +183,25 @@ TEST(FftThreads, LargePlansUseTheThreadsWithTheSameBits) {
           << shape.str() << ", " << (t == 1 ? 2 : 4) << " threads";
       EXPECT_TRUE(backs[t] == backs[0]) << shape.str() << ", " << (t == 1 ? 2 : 4) << " threads";
     }
+  }
+  omp_set_num_threads(4);
+  // Float plans too (FFTW's fftwf_ threads): the one-thread plan's bits.
+  {
+    const cn::Shape shape{256, 256};
+    std::vector<float> f(static_cast<std::size_t>(shape.size()));
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(std::sin(1e-3 * i));
+    std::vector<std::vector<std::complex<float>>> spectra;
+    for (int threads : {1, 4}) {
+      omp_set_num_threads(threads);
+      cn::FftPlan plan(shape, cn::Backend::host, cn::DType::float32);
+      EXPECT_EQ(plan.threads(), CUNUMPY_TEST_FFTW_THREADS ? threads : 1);
+      auto real = cn::from_host<float>(std::span<const float>(f), shape, cn::Backend::host);
+      auto spectrum = cn::empty<std::complex<float>>(plan.spectrum_shape(), cn::Backend::host);
+      plan.forward(real, spectrum);
+      const auto sp = spectrum.host_span();
+      spectra.emplace_back(sp.begin(), sp.end());
+    }
+    EXPECT_TRUE(spectra[1] == spectra[0]) << "float, 4 threads";
   }
   omp_set_num_threads(4);
   EXPECT_EQ(cn::FftPlan(cn::Shape{64, 8}, cn::Backend::host).threads(), 1);
