@@ -2,7 +2,10 @@
 #include <cunumpy/distributed_fft.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cunumpy/errors.hpp>
@@ -31,9 +34,76 @@ long long length(IndexRange r) {
 }
 }  // namespace
 
-class DistributedFftImpl {
+#if CUNUMPY_HAS_FFTW_MPI
+// FFTW's MPI functions of one precision: fftw_mpi_* for double, fftwf_mpi_* for float.
+template <typename R>
+struct FftwMpi;
+template <>
+struct FftwMpi<double> {
+  using plan = fftw_plan;
+  using complex = fftw_complex;
+  static void init() { fftw_mpi_init(); }
+  static ptrdiff_t local_size_1d(ptrdiff_t n, MPI_Comm c, int sign, unsigned flags, ptrdiff_t* ni,
+                                 ptrdiff_t* is, ptrdiff_t* no, ptrdiff_t* os) {
+    return fftw_mpi_local_size_1d(n, c, sign, flags, ni, is, no, os);
+  }
+  static ptrdiff_t local_size(int rank, const ptrdiff_t* n, MPI_Comm c, ptrdiff_t* n0,
+                              ptrdiff_t* start0) {
+    return fftw_mpi_local_size(rank, n, c, n0, start0);
+  }
+  static plan plan_1d(ptrdiff_t n, complex* in, complex* out, MPI_Comm c, int sign,
+                      unsigned flags) {
+    return fftw_mpi_plan_dft_1d(n, in, out, c, sign, flags);
+  }
+  static plan plan_r2c(int rank, const ptrdiff_t* n, double* in, complex* out, MPI_Comm c,
+                       unsigned flags) {
+    return fftw_mpi_plan_dft_r2c(rank, n, in, out, c, flags);
+  }
+  static plan plan_c2r(int rank, const ptrdiff_t* n, complex* in, double* out, MPI_Comm c,
+                       unsigned flags) {
+    return fftw_mpi_plan_dft_c2r(rank, n, in, out, c, flags);
+  }
+  static void execute(plan p) { fftw_execute(p); }
+  static void destroy(plan p) { fftw_destroy_plan(p); }
+};
+template <>
+struct FftwMpi<float> {
+  using plan = fftwf_plan;
+  using complex = fftwf_complex;
+  static void init() { fftwf_mpi_init(); }
+  static ptrdiff_t local_size_1d(ptrdiff_t n, MPI_Comm c, int sign, unsigned flags, ptrdiff_t* ni,
+                                 ptrdiff_t* is, ptrdiff_t* no, ptrdiff_t* os) {
+    return fftwf_mpi_local_size_1d(n, c, sign, flags, ni, is, no, os);
+  }
+  static ptrdiff_t local_size(int rank, const ptrdiff_t* n, MPI_Comm c, ptrdiff_t* n0,
+                              ptrdiff_t* start0) {
+    return fftwf_mpi_local_size(rank, n, c, n0, start0);
+  }
+  static plan plan_1d(ptrdiff_t n, complex* in, complex* out, MPI_Comm c, int sign,
+                      unsigned flags) {
+    return fftwf_mpi_plan_dft_1d(n, in, out, c, sign, flags);
+  }
+  static plan plan_r2c(int rank, const ptrdiff_t* n, float* in, complex* out, MPI_Comm c,
+                       unsigned flags) {
+    return fftwf_mpi_plan_dft_r2c(rank, n, in, out, c, flags);
+  }
+  static plan plan_c2r(int rank, const ptrdiff_t* n, complex* in, float* out, MPI_Comm c,
+                       unsigned flags) {
+    return fftwf_mpi_plan_dft_c2r(rank, n, in, out, c, flags);
+  }
+  static void execute(plan p) { fftwf_execute(p); }
+  static void destroy(plan p) { fftwf_destroy_plan(p); }
+};
+#endif
+
+template <typename R>
+class DistributedFftCore {
+#if CUNUMPY_HAS_FFTW_MPI
+  using M = FftwMpi<R>;
+#endif
+
  public:
-  DistributedFftImpl(const Comm& comm, const CartesianDecomposition& d, DistributedFftOptions o,
+  DistributedFftCore(const Comm& comm, const CartesianDecomposition& d, DistributedFftOptions o,
                      Backend b)
       : comm_(comm), d_(d), g_(o.guard), b_(b), nd_(d.ndim()) {
     d.check_communicator(comm, "DistributedFft");
@@ -47,9 +117,9 @@ class DistributedFftImpl {
     for (int a = 0; a < 3; ++a) n_[a] = a < nd_ ? d.cells()[a] : 1;
     const Shape global = shape_of(std::vector<long long>(n_.begin(), n_.begin() + nd_));
     if (comm.size() == 1) {
-      local_ = std::make_unique<FftPlan>(global, b);
-      spectrum_ = Array<std::complex<double>>(local_->spectrum_shape(), b);
-      if (g_ > 0) contiguous_ = Array<double>(global, b);
+      local_ = std::make_unique<FftPlan>(global, b, dtype_of<R>());
+      spectrum_ = Array<std::complex<R>>(local_->spectrum_shape(), b);
+      if (g_ > 0) contiguous_ = Array<R>(global, b);
       return;
     }
 #if CUNUMPY_HAS_FFTW_MPI
@@ -63,10 +133,10 @@ class DistributedFftImpl {
 #endif
   }
 
-  ~DistributedFftImpl() {
+  ~DistributedFftCore() {
 #if CUNUMPY_HAS_FFTW_MPI
-    if (forward_) fftw_destroy_plan(forward_);
-    if (backward_) fftw_destroy_plan(backward_);
+    if (forward_) M::destroy(forward_);
+    if (backward_) M::destroy(backward_);
 #endif
   }
 
@@ -84,7 +154,7 @@ class DistributedFftImpl {
     return index <= n / 2 ? index : index - n;
   }
 
-  void forward(const Array<double>& field, const std::source_location& where) {
+  void forward(const Array<R>& field, const std::source_location& where) {
     check_field(field, "forward");
     ++stats_.transforms;
     if (local_) {
@@ -112,8 +182,8 @@ class DistributedFftImpl {
     // Into FFTW's input slab (real rows padded in 2D/3D; complex numbers in 1D).
     const long long rows = length(in_[d_.rank()]);
     if (nd_ == 1) {
-      std::complex<double>* slab = slab_.data();
-      std::fill(slab, slab + rows, std::complex<double>(0.0, 0.0));
+      std::complex<R>* slab = slab_.data();
+      std::fill(slab, slab + rows, std::complex<R>(0.0, 0.0));
       for (int r = 0; r < P; ++r) {
         const IndexRange part = intersect(block(r, 0), in_[d_.rank()]);
         for (long long i = 0; i < length(part); ++i)
@@ -124,7 +194,7 @@ class DistributedFftImpl {
         if (got.counts[r] > 0)
           unpack_box(Backend::host, slab_.data(), got.boxes[r], recv_host_.data() + rd[r]);
     }
-    fftw_execute(forward_);
+    M::execute(forward_);
     if (b_ != Backend::host) {
       copy(spectrum_, spectrum_host_, where);
       ++stats_.staged_copies;
@@ -134,7 +204,7 @@ class DistributedFftImpl {
 #endif
   }
 
-  void inverse(const Array<double>& field, const std::source_location& where) {
+  void inverse(const Array<R>& field, const std::source_location& where) {
     check_field(field, "inverse");
     ++stats_.transforms;
     if (local_) {
@@ -151,7 +221,7 @@ class DistributedFftImpl {
       copy(spectrum_host_, spectrum_, where);
       ++stats_.staged_copies;
     }
-    fftw_execute(backward_);
+    M::execute(backward_);
     // The output slab (the forward input's distribution) back to the ranks' blocks.
     const int P = comm_.size();
     const IndexRange mine = in_[d_.rank()];
@@ -161,7 +231,7 @@ class DistributedFftImpl {
     ensure(send_host_, sent.total, Backend::host);
     ensure(recv_dev_, got.total, b_);
     if (nd_ == 1) {
-      const std::complex<double>* slab = slab_.data();
+      const std::complex<R>* slab = slab_.data();
       for (int r = 0; r < P; ++r) {
         const IndexRange part = intersect(block(r, 0), mine);
         for (long long i = 0; i < length(part); ++i)
@@ -189,8 +259,8 @@ class DistributedFftImpl {
   int nd_;
   std::array<long long, 3> n_{1, 1, 1};
   std::unique_ptr<FftPlan> local_;
-  Array<double> contiguous_;
-  Array<std::complex<double>> spectrum_;
+  Array<R> contiguous_;
+  Array<std::complex<R>> spectrum_;
   long long spectrum_begin_ = 0;
   bool half_last_ = true;
   DistributedFftStats stats_;
@@ -200,7 +270,7 @@ class DistributedFftImpl {
     return Shape(std::span<const long long>(d));
   }
 
-  void check_field(const Array<double>& field, const char* what) const {
+  void check_field(const Array<R>& field, const char* what) const {
     if (!(field.shape() == field_shape()))
       throw ValueError(std::string("DistributedFft::") + what + ": the field on rank " +
                        std::to_string(d_.rank()) + " must have shape " + field_shape().str() +
@@ -229,7 +299,7 @@ class DistributedFftImpl {
   // The owned cells of a field array (with guards), as a box of doubles.
   Box field_box_base() const {
     Box b;
-    b.unit = sizeof(double);
+    b.unit = sizeof(R);
     for (int a = 0; a < nd_; ++a) b.dims[4 - nd_ + a] = d_.local_cells(a) + 2LL * g_;
     return b;
   }
@@ -258,7 +328,7 @@ class DistributedFftImpl {
   // rows of the FFTW layout).
   Box slab_box(int r, IndexRange rows, IndexRange slab) const {
     Box b;
-    b.unit = sizeof(double);
+    b.unit = sizeof(R);
     b.dims[4 - nd_] = length(slab);
     for (int a = 1; a < nd_; ++a) b.dims[4 - nd_ + a] = n_[a];
     if (nd_ > 1) b.dims[3] = 2 * (n_[nd_ - 1] / 2 + 1);
@@ -273,33 +343,32 @@ class DistributedFftImpl {
     return b;
   }
 
-  static void ensure(Array<double>& a, long long n, Backend b) {
+  static void ensure(Array<R>& a, long long n, Backend b) {
     n = std::max<long long>(n, 1);
     if (a.data() == nullptr || a.size() != n || a.backend() != b)
-      a = location_of(b) == Location::host ? pinned_empty<double>(Shape{n})
-                                           : Array<double>(Shape{n}, b);
+      a = location_of(b) == Location::host ? pinned_empty<R>(Shape{n}) : Array<R>(Shape{n}, b);
   }
 
   void count_sent(const std::vector<long long>& sc) {
     for (int r = 0; r < comm_.size(); ++r)
-      if (r != comm_.rank()) stats_.bytes_sent += sc[r] * static_cast<long long>(sizeof(double));
+      if (r != comm_.rank()) stats_.bytes_sent += sc[r] * static_cast<long long>(sizeof(R));
   }
 
-  void exchange_to_host(const Array<double>& send, const std::vector<long long>& sc,
-                        const std::vector<long long>& sd, const Array<double>& recv,
+  void exchange_to_host(const Array<R>& send, const std::vector<long long>& sc,
+                        const std::vector<long long>& sd, const Array<R>& recv,
                         const std::vector<long long>& rc, const std::vector<long long>& rd,
                         const std::source_location& where) {
-    MpiBuffer<double> s(send, true, false, std::nullopt, where);
+    MpiBuffer<R> s(send, true, false, std::nullopt, where);
     if (s.staged()) ++stats_.staged_copies;
-    comm_.alltoallv<double>(s.span(), sc, sd, recv.host_span(), rc, rd);
+    comm_.alltoallv<R>(s.span(), sc, sd, recv.host_span(), rc, rd);
     count_sent(sc);
   }
-  void exchange_from_host(const Array<double>& send, const std::vector<long long>& sc,
-                          const std::vector<long long>& sd, const Array<double>& recv,
+  void exchange_from_host(const Array<R>& send, const std::vector<long long>& sc,
+                          const std::vector<long long>& sd, const Array<R>& recv,
                           const std::vector<long long>& rc, const std::vector<long long>& rd,
                           const std::source_location& where) {
-    MpiBuffer<double> r(recv, false, true, std::nullopt, where);
-    comm_.alltoallv<double>(send.host_span(), sc, sd, r.span(), rc, rd);
+    MpiBuffer<R> r(recv, false, true, std::nullopt, where);
+    comm_.alltoallv<R>(send.host_span(), sc, sd, r.span(), rc, rd);
     if (r.staged()) ++stats_.staged_copies;
     r.finish();
     count_sent(sc);
@@ -308,14 +377,14 @@ class DistributedFftImpl {
 #if CUNUMPY_HAS_FFTW_MPI
   void make_distributed() {
     static std::once_flag once;
-    std::call_once(once, [] { fftw_mpi_init(); });
+    std::call_once(once, [] { M::init(); });
     MPI_Comm c = comm_.native();
     ptrdiff_t local_n0 = 0, start0 = 0, alloc = 0;
     long long spectrum_rows = 0;
     std::vector<long long> spectrum_dims;
     if (nd_ == 1) {
       ptrdiff_t ni, is, no, os;
-      alloc = fftw_mpi_local_size_1d(n_[0], c, FFTW_FORWARD, FFTW_ESTIMATE, &ni, &is, &no, &os);
+      alloc = M::local_size_1d(n_[0], c, FFTW_FORWARD, FFTW_ESTIMATE, &ni, &is, &no, &os);
       local_n0 = ni;
       start0 = is;
       spectrum_begin_ = os;
@@ -325,7 +394,7 @@ class DistributedFftImpl {
     } else {
       std::vector<ptrdiff_t> cdims(n_.begin(), n_.begin() + nd_);
       cdims[nd_ - 1] = n_[nd_ - 1] / 2 + 1;
-      alloc = fftw_mpi_local_size(nd_, cdims.data(), c, &local_n0, &start0);
+      alloc = M::local_size(nd_, cdims.data(), c, &local_n0, &start0);
       spectrum_begin_ = start0;
       spectrum_rows = local_n0;
       spectrum_dims = {static_cast<long long>(local_n0)};
@@ -346,36 +415,35 @@ class DistributedFftImpl {
     }
     // The slab: host memory (pinned when the field is on a device).
     const long long n_alloc = std::max<long long>(alloc, 1);
-    slab_ = b_ == Backend::host ? Array<std::complex<double>>(Shape{n_alloc}, Backend::host)
-                                : pinned_empty<std::complex<double>>(Shape{n_alloc});
-    std::fill(slab_.data(), slab_.data() + n_alloc, std::complex<double>(0.0, 0.0));
+    slab_ = b_ == Backend::host ? Array<std::complex<R>>(Shape{n_alloc}, Backend::host)
+                                : pinned_empty<std::complex<R>>(Shape{n_alloc});
+    std::fill(slab_.data(), slab_.data() + n_alloc, std::complex<R>(0.0, 0.0));
     long long spectrum_size = 1;
     for (long long v : spectrum_dims) spectrum_size *= v;
     // The spectrum is the first part of the slab (a view, never freed by itself).
-    spectrum_host_ = Array<std::complex<double>>::adopt(
+    spectrum_host_ = Array<std::complex<R>>::adopt(
         borrow_block(slab_.data(),
                      static_cast<std::size_t>(std::max<long long>(spectrum_size, 1)) *
-                         sizeof(std::complex<double>),
+                         sizeof(std::complex<R>),
                      slab_.is_pinned() ? MemoryKind::pinned : MemoryKind::host),
         shape_of(spectrum_dims));
-    spectrum_ = b_ == Backend::host ? spectrum_host_
-                                    : Array<std::complex<double>>(shape_of(spectrum_dims), b_);
+    spectrum_ =
+        b_ == Backend::host ? spectrum_host_ : Array<std::complex<R>>(shape_of(spectrum_dims), b_);
     (void)spectrum_rows;
-    auto* data = reinterpret_cast<fftw_complex*>(slab_.data());
+    auto* data = reinterpret_cast<typename M::complex*>(slab_.data());
     if (nd_ == 1) {
-      forward_ = fftw_mpi_plan_dft_1d(n_[0], data, data, c, FFTW_FORWARD, FFTW_ESTIMATE);
-      backward_ = fftw_mpi_plan_dft_1d(n_[0], data, data, c, FFTW_BACKWARD, FFTW_ESTIMATE);
+      forward_ = M::plan_1d(n_[0], data, data, c, FFTW_FORWARD, FFTW_ESTIMATE);
+      backward_ = M::plan_1d(n_[0], data, data, c, FFTW_BACKWARD, FFTW_ESTIMATE);
     } else {
       std::vector<ptrdiff_t> rdims(n_.begin(), n_.begin() + nd_);
-      forward_ = fftw_mpi_plan_dft_r2c(nd_, rdims.data(), reinterpret_cast<double*>(data), data, c,
-                                       FFTW_ESTIMATE);
-      backward_ = fftw_mpi_plan_dft_c2r(nd_, rdims.data(), data, reinterpret_cast<double*>(data), c,
-                                        FFTW_ESTIMATE);
+      forward_ = M::plan_r2c(nd_, rdims.data(), reinterpret_cast<R*>(data), data, c, FFTW_ESTIMATE);
+      backward_ =
+          M::plan_c2r(nd_, rdims.data(), data, reinterpret_cast<R*>(data), c, FFTW_ESTIMATE);
     }
     if (!forward_ || !backward_)
       throw Error("DistributedFft: FFTW could not plan a distributed transform of " + d_.str());
   }
-  fftw_plan forward_ = nullptr, backward_ = nullptr;
+  typename M::plan forward_ = nullptr, backward_ = nullptr;
 #endif
   // Boxes per rank, with their element counts and offsets in a message buffer.
   struct Parts {
@@ -391,8 +459,44 @@ class DistributedFftImpl {
   };
   std::vector<IndexRange> in_;
   Parts block_parts_, slab_parts_;
-  Array<std::complex<double>> slab_, spectrum_host_;
-  Array<double> send_dev_, recv_dev_, send_host_, recv_host_;
+  Array<std::complex<R>> slab_, spectrum_host_;
+  Array<R> send_dev_, recv_dev_, send_host_, recv_host_;
+};
+
+// The transforms of the precision the options ask for.
+class DistributedFftImpl {
+ public:
+  DistributedFftImpl(const Comm& comm, const CartesianDecomposition& d, DistributedFftOptions o,
+                     Backend b) {
+    if (o.real == DType::float64)
+      twice = std::make_unique<DistributedFftCore<double>>(comm, d, o, b);
+    else if (o.real == DType::float32)
+      single = std::make_unique<DistributedFftCore<float>>(comm, d, o, b);
+    else
+      throw TypeError("DistributedFft: the real type must be float64 or float32, got " +
+                      std::string(to_string(o.real)));
+  }
+  DType dtype() const noexcept { return twice ? DType::float64 : DType::float32; }
+  // The core of precision R (TypeError naming both when the plan is of the other).
+  template <typename R>
+  DistributedFftCore<R>& core(const char* what) const {
+    if constexpr (std::is_same_v<R, double>) {
+      if (twice) return *twice;
+    } else {
+      if (single) return *single;
+    }
+    throw TypeError(std::string("DistributedFft::") + what + ": the plan is for " +
+                    std::string(to_string(dtype())) + " data, the call asks for " +
+                    std::string(to_string(dtype_of<R>())) +
+                    "; make the plan with DistributedFftOptions{.real = DType::" +
+                    std::string(to_string(dtype_of<R>())) + "}");
+  }
+  template <typename F>
+  decltype(auto) either(F&& f) const {
+    return twice ? f(*twice) : f(*single);
+  }
+  std::unique_ptr<DistributedFftCore<double>> twice;
+  std::unique_ptr<DistributedFftCore<float>> single;
 };
 
 }  // namespace detail
@@ -404,31 +508,44 @@ DistributedFft::~DistributedFft() = default;
 DistributedFft::DistributedFft(DistributedFft&&) noexcept = default;
 DistributedFft& DistributedFft::operator=(DistributedFft&&) noexcept = default;
 Shape DistributedFft::field_shape() const {
-  return impl_->field_shape();
+  return impl_->either([](auto& c) { return c.field_shape(); });
 }
-const Array<std::complex<double>>& DistributedFft::spectrum() const noexcept {
-  return impl_->spectrum_;
+DType DistributedFft::dtype() const noexcept {
+  return impl_->dtype();
+}
+template <typename Real>
+const Array<std::complex<Real>>& DistributedFft::spectrum_of() const {
+  return impl_->core<Real>("spectrum").spectrum_;
 }
 long long DistributedFft::spectrum_begin() const noexcept {
-  return impl_->spectrum_begin_;
+  return impl_->either([](auto& c) { return c.spectrum_begin_; });
 }
 bool DistributedFft::half_last() const noexcept {
-  return impl_->half_last_;
+  return impl_->either([](auto& c) { return c.half_last_; });
 }
 long long DistributedFft::frequency(int axis, long long index) const {
-  return impl_->frequency(axis, index);
+  return impl_->either([&](auto& c) { return c.frequency(axis, index); });
 }
 bool DistributedFft::distributed() const noexcept {
-  return impl_->local_ == nullptr;
+  return impl_->either([](auto& c) { return c.local_ == nullptr; });
 }
-void DistributedFft::forward(const Array<double>& field, std::source_location where) {
-  impl_->forward(field, where);
+template <typename Real>
+void DistributedFft::forward_of(const Array<Real>& field, const std::source_location& where) {
+  impl_->core<Real>("forward").forward(field, where);
 }
-void DistributedFft::inverse(const Array<double>& field, std::source_location where) {
-  impl_->inverse(field, where);
+template <typename Real>
+void DistributedFft::inverse_of(const Array<Real>& field, const std::source_location& where) {
+  impl_->core<Real>("inverse").inverse(field, where);
 }
 const DistributedFftStats& DistributedFft::stats() const noexcept {
-  return impl_->stats_;
+  return impl_->either([](auto& c) -> const DistributedFftStats& { return c.stats_; });
 }
+#define CUNUMPY_DISTRIBUTED_FFT(R)                                                           \
+  template const Array<std::complex<R>>& DistributedFft::spectrum_of<R>() const;             \
+  template void DistributedFft::forward_of<R>(const Array<R>&, const std::source_location&); \
+  template void DistributedFft::inverse_of<R>(const Array<R>&, const std::source_location&);
+CUNUMPY_DISTRIBUTED_FFT(double)
+CUNUMPY_DISTRIBUTED_FFT(float)
+#undef CUNUMPY_DISTRIBUTED_FFT
 
 }  // namespace cunumpy

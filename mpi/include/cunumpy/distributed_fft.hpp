@@ -21,6 +21,11 @@
 // range of all n modes (FFTW's 1D distributed transform is complex-to-complex), so
 // half_last() is false there.  frequency(axis, index) maps an index to its signed frequency.
 // A rank may hold no modes (FFTW decides the slabs).  inverse() overwrites the spectrum.
+//
+// Single precision: DistributedFftOptions{.real = DType::float32} transforms Array<float>
+// fields (FFTW's fftwf_mpi_* on several ranks, a float FftPlan on one) into
+// spectrum<float>(), an Array<std::complex<float>>; the messages and staged copies are half the
+// size.  A call with the other type is a TypeError that says how to make the plan.
 #pragma once
 
 #include <complex>
@@ -36,6 +41,7 @@ namespace cunumpy {
 // The guard cells of the fields a DistributedFft is given.
 struct DistributedFftOptions {
   int guard = 0;  // guard cells on each side of the fields given (HaloExchange's layout)
+  DType real = DType::float64;  // the fields' type: float64 or float32
 };
 
 // What a DistributedFft has done: transforms, bytes sent, staged copies.
@@ -58,8 +64,14 @@ class DistributedFft {
 
   // The fields' shape on this rank: owned cells plus the guards.
   Shape field_shape() const;
-  // This rank's part of the spectrum (on the plan's backend) and where it starts along axis 0.
-  const Array<std::complex<double>>& spectrum() const noexcept;
+  // The fields' type (DistributedFftOptions::real).
+  DType dtype() const noexcept;
+  // This rank's part of the spectrum (on the plan's backend) and where it starts along axis 0;
+  // spectrum<float>() for a single-precision plan (TypeError for the other type).
+  template <typename Real = double>
+  const Array<std::complex<Real>>& spectrum() const {
+    return spectrum_of<Real>();
+  }
   long long spectrum_begin() const noexcept;
   bool half_last() const noexcept;
   // The signed frequency of global mode `index` along `axis` (index, or index - n past n/2).
@@ -68,13 +80,31 @@ class DistributedFft {
   bool distributed() const noexcept;
 
   void forward(const Array<double>& field,
-               std::source_location where = std::source_location::current());
+               std::source_location where = std::source_location::current()) {
+    forward_of(field, where);
+  }
   void inverse(const Array<double>& field,
-               std::source_location where = std::source_location::current());
+               std::source_location where = std::source_location::current()) {
+    inverse_of(field, where);
+  }
+  void forward(const Array<float>& field,
+               std::source_location where = std::source_location::current()) {
+    forward_of(field, where);
+  }
+  void inverse(const Array<float>& field,
+               std::source_location where = std::source_location::current()) {
+    inverse_of(field, where);
+  }
 
   const DistributedFftStats& stats() const noexcept;
 
  private:
+  template <typename Real>
+  const Array<std::complex<Real>>& spectrum_of() const;
+  template <typename Real>
+  void forward_of(const Array<Real>& field, const std::source_location& where);
+  template <typename Real>
+  void inverse_of(const Array<Real>& field, const std::source_location& where);
   std::unique_ptr<detail::DistributedFftImpl> impl_;
 };
 
