@@ -13,7 +13,9 @@ testing helpers), takes each header's opening block and every declaration at nam
 (classes, structs, enums, aliases, functions, variables, function templates, and the CUNUMPY_
 macros) outside `detail` and `internal` namespaces, with the comment that documents it, and
 writes one Markdown page per layer plus an index.  A public entity without a comment is a
-failure under --check (CI), so the reference cannot silently fall behind the headers.
+failure under --check (CI), so the reference cannot silently fall behind the headers.  The public
+members of a documented class that have a comment (or share the comment of the member above)
+are listed under it; for the classes of MEMBERS_REQUIRED every public member must have one.
 """
 import argparse
 import pathlib
@@ -35,6 +37,9 @@ LAYERS = [  # (page, title, header folder), lowest layer first
     ("testing", "Testing helpers (GoogleTest)", "testing/include/cunumpy"),
 ]
 SKIP_NAMESPACES = {"detail", "internal", "cunumpy_emulator"}
+# Classes whose every public member must be documented (a port calls them first).
+MEMBERS_REQUIRED = {"Array"}
+MEMBER_START = re.compile(r"^(~?[A-Za-z_]\w*\s*\(|explicit\s|operator\s)")
 
 DECL_START = re.compile(
     r"^(template\s*<|class\s|struct\s|enum\s|union\s|using\s|inline\s|constexpr\s|static\s|"
@@ -77,6 +82,9 @@ def parse_header(path):
     """(opening block, [(name, declaration, comment lines)], [undocumented, with file:line])."""
     lines = path.read_text().splitlines()
     entries, undocumented = [], []
+    members = {}  # class name -> [(name, declaration, comment lines)]
+    member = None  # a member declaration being collected: [start line, text, comment, class]
+    member_comment, last_was_member = [], False
     scopes = []  # ("ns", name) | ("class",) | ("other",)
     comment, last_was_decl = [], False
     pending = None  # a declaration being collected: [start line, text, comment]
@@ -93,6 +101,11 @@ def parse_header(path):
         at_namespace = all(s[0] == "ns" for s in scopes) and any(
             "cunumpy" in s[1:] for s in scopes) and not any(
             s[0] == "ns" and s[1] in SKIP_NAMESPACES for s in scopes)
+        outer = scopes[:-1]
+        in_public_class = bool(scopes) and scopes[-1][0] == "class" and len(scopes[-1]) > 2 and \
+            scopes[-1][2] == "public" and all(s[0] == "ns" for s in outer) and any(
+            "cunumpy" in s[1:] for s in outer) and not any(
+            s[0] == "ns" and s[1] in SKIP_NAMESPACES for s in outer)
         if line.startswith("#define CUNUMPY_") and not re.match(r"#define CUNUMPY_(DETAIL|EMULATOR)_", line):
             name = re.match(r"#define (\w+)", line).group(1)
             if not name.endswith("_HPP") and not name.endswith("_CUH"):
@@ -111,12 +124,41 @@ def parse_header(path):
             continuation = raw.rstrip().endswith("\\")
             continue
         code = strip_strings(re.sub(r"//.*", "", line)).strip()
+        if scopes and scopes[-1][0] == "class" and len(scopes[-1]) > 2 and member is None:
+            access = re.match(r"(public|private|protected)\s*:", code)
+            if access:
+                scopes[-1] = scopes[-1][:2] + (access.group(1),)
+                member_comment, last_was_member = [], False
+                continue
         if line.startswith("//"):
             comment.append(line[2:].removeprefix(" "))
+            member_comment.append(line[2:].removeprefix(" "))
             continue
         if not line:
             comment, last_was_decl = [], False
+            member_comment, last_was_member = [], False
             continue
+        if member is None and in_public_class and (DECL_START.match(code) or MEMBER_START.match(
+                code)) and not re.match(
+                r"(friend|return|if|for|while|else|case|using|static_assert)\b", code) and \
+                not code.startswith("}"):
+            member = [number, code, list(member_comment), scopes[-1][1]]
+        elif member is not None:
+            member[1] += " " + code
+        if member is not None:
+            text = member[1]
+            if not re.fullmatch(r"template\s*<.*>", text) and (";" in text or "{" in text):
+                decl = re.split(r"\{", text)[0].strip().rstrip(";").strip()
+                decl = re.sub(r"\s*:\s*[\w_]+\(.*$", "", decl) if "(" in decl else decl
+                name = entity_name(decl)
+                if member[2] or last_was_member:
+                    members.setdefault(member[3], []).append((name, decl, member[2]))
+                elif member[3] in MEMBERS_REQUIRED:
+                    undocumented.append(f"{path.relative_to(ROOT)}:{member[0]}: "
+                                        f"{member[3]}::{name}")
+                member = None
+                last_was_member = True
+                member_comment = []
         if pending is None and at_namespace and DECL_START.match(code) and not re.match(
                 r"(namespace|friend|public|private|protected|return|if|for|while|else|case)\b",
                 code) and not re.match(r"^(class|struct|enum)\s+[\w:]+\s*;$", code) and not \
@@ -136,8 +178,14 @@ def parse_header(path):
                 parts = (m.group(1) or "anonymous").split("::")
                 scopes.append(("ns", parts[-1]) if len(parts) == 1 else ("ns", parts[-1], parts[0]))
             else:
-                scopes.append(("class",) if re.search(r"\b(class|struct|union|enum)\b", code)
-                              else ("other",))
+                kind = re.search(r"\b(class|struct|union|enum)\b(?:\s+\[\[\w+\]\])?\s+(\w+)?",
+                                 pending[1] if pending is not None else code)
+                if kind and kind.group(1) in ("class", "struct") and kind.group(2):
+                    scopes.append(("class", kind.group(2),
+                                   "private" if kind.group(1) == "class" else "public"))
+                    member_comment, last_was_member = [], False
+                else:
+                    scopes.append(("class",) if kind else ("other",))
         if pending is not None:
             text = pending[1]
             template_only = re.fullmatch(r"template\s*<.*>", text)
@@ -153,7 +201,7 @@ def parse_header(path):
                 last_was_decl = True
                 comment = []
             continue
-    return opening_block(lines), entries, undocumented
+    return opening_block(lines), entries, undocumented, members
 
 
 def page(title, folder):
@@ -162,7 +210,7 @@ def page(title, folder):
     for header in sorted((ROOT / folder).glob("*")):
         if header.suffix not in (".hpp", ".cuh"):
             continue
-        opening, entries, missing = parse_header(header)
+        opening, entries, missing, members = parse_header(header)
         undocumented += missing
         include = f"cunumpy/{header.name}"
         out += [f"## `<{include}>`", ""]
@@ -178,10 +226,17 @@ def page(title, folder):
             out += [summary[:1].upper() + summary[1:], ""]
         if code:
             out += ["```cpp"] + [l[2:] for l in code] + ["```", ""]
+        listed = set()
         for name, decl, comment in entries:
             out += [f"- **`{name}`**: `{re.sub(chr(96), '', decl)[:200]}`"]
             if comment:
                 out += ["  " + " ".join(comment)]
+            if name in members and name not in listed:
+                listed.add(name)
+                for m_name, m_decl, m_comment in members[name]:
+                    out += [f"  - `{re.sub(chr(96), '', m_decl)[:200]}`"]
+                    if m_comment:
+                        out += ["    " + " ".join(m_comment)]
         out.append("")
     return "\n".join(out), undocumented
 

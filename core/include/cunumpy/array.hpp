@@ -65,10 +65,11 @@ class Array {
  public:
   using value_type = T;
 
-  // An empty array (rank 0, no memory).
+  // An empty array (rank 0, no memory): what a default-constructed member holds until assigned.
   Array() = default;
 
-  // Uninitialised memory of `shape` on `backend` (host, cuda or emulated).
+  // Uninitialised memory of `shape` on `backend`: host memory (host), the device (cuda,
+  // cudaMalloc through the pool) or the emulated device's arena (emulated).  No transfer.
   Array(Shape shape, Backend backend)
       : memory_(allocate_block(memory_kind_of(backend), bytes_for(shape))), shape_(shape) {}
 
@@ -88,6 +89,9 @@ class Array {
   // The block that holds the elements (shared by the copies of this array).
   const std::shared_ptr<MemoryBlock>& memory() const noexcept { return memory_; }
 
+  // The shape, the extent of one axis (ValueError past the rank), the rank, the element count,
+  // the bytes and whether it has no elements: metadata kept on the host, the same on every
+  // backend (no device access, no synchronisation).
   const Shape& shape() const noexcept { return shape_; }
   long long shape(int axis) const { return shape_.at(axis); }
   int ndim() const noexcept { return shape_.rank(); }
@@ -95,13 +99,20 @@ class Array {
   std::size_t nbytes() const noexcept { return static_cast<std::size_t>(size()) * sizeof(T); }
   bool empty() const noexcept { return size() == 0; }
 
-  // Where the memory lives: host, cuda or emulated (device arena).
+  // Where the memory lives: host, cuda or emulated (device arena); location() says host or
+  // device (cuda and emulated are both device), is_host() / is_device() the same as a test.
+  // Pinned host memory is host.
   Backend backend() const noexcept { return memory_ ? memory_->backend() : Backend::host; }
   Location location() const noexcept { return location_of(backend()); }
   bool is_host() const noexcept { return location() == Location::host; }
   bool is_device() const noexcept { return location() == Location::device; }
 
-  // The raw pointer, on whichever side the memory is: for kernels, MPI and libraries.
+  // The raw pointer to the first element, on whichever side the memory is: host: a host
+  // pointer (for a legacy routine, a library, MPI); cuda: a device pointer (for a kernel, cuBLAS,
+  // CUDA-aware MPI; never dereference it on the host); emulated: a pointer into the emulated
+  // device's arena, which host code can read but must not (a kernel's data: go through to_host
+  // so that the code stays right on a GPU).  Nothing is copied or synchronised: order device
+  // work yourself (a stream's synchronize) before handing the pointer to host code.
   T* data() const noexcept { return memory_ ? static_cast<T*>(memory_->data()) : nullptr; }
 
   // The first `rows` rows (along axis 0), sharing this array's memory: writes through it are
@@ -122,8 +133,9 @@ class Array {
     return memory_ != nullptr && memory_ == other.memory_;
   }
 
-  // Host element access, with the rank and every index checked.  Device arrays throw
-  // BackendError: copy them with to_host() first.
+  // Host element access, with the rank and every index checked (IndexError naming the axis).
+  // Host memory only: on cuda and emulated arrays it throws BackendError: copy them with
+  // to_host() first, or read them in a loop body through view().
   template <typename... I>
   T& operator()(I... index) const {
     static_assert(sizeof...(I) >= 1 && sizeof...(I) <= 4, "arrays have rank 1 to 4");
@@ -139,13 +151,17 @@ class Array {
     return data()[offset];
   }
 
-  // The elements in memory order, host arrays only.
+  // The elements in memory order as a std::span, for host code and the standard algorithms.
+  // Host memory only (BackendError on cuda and emulated, as operator()).
   std::span<T> host_span() const {
     require_host("Array::host_span");
     return {data(), static_cast<std::size_t>(size())};
   }
 
-  // A strided view of rank N for kernels (host or device memory); the rank is checked.
+  // A view of rank N (pointer, shape, strides: a small value) for loop bodies and kernels, on
+  // every backend: parallel_for bodies and CudaKernel arguments take it; the rank is checked
+  // (ValueError).  It reads the array's own memory: host memory on host, the device's on cuda
+  // and emulated.
   template <int N>
   ArrayView<T, N> view() const {
     static_assert(N >= 1 && N <= 4, "views have rank 1 to 4");
@@ -161,7 +177,9 @@ class Array {
     return v;
   }
 
-  // Sets every element to `value`, on the array's own side (a kernel on cuda).
+  // Sets every element to `value` on the array's own side: a loop on the host, a kernel on the
+  // current stream on cuda (queued, no synchronisation), after the current stream's work on
+  // emulated.  No transfer.
   void fill(const T& value) const {
     if (backend() == Backend::cuda) {
       detail::cuda_fill(data(), dtype_of<T>(), size(), &value);
@@ -171,7 +189,8 @@ class Array {
     }
   }
 
-  // Throws BackendError when the array is not in host memory.
+  // Throws BackendError naming `what`, the backend, shape and type when the array is not in
+  // host memory (cuda or emulated): for host functions of one's own that take Arrays.
   void require_host(std::string_view what) const {
     if (!is_host()) detail::throw_host_access(what, backend(), shape_, dtype_name<T>());
   }
