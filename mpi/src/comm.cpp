@@ -428,6 +428,31 @@ Request Comm::irecv_raw(RawBuffer b, int source, int tag) const {
   return Request(impl_->irecv(b, source, tag));
 }
 
+Status Comm::probe(int source, int tag) const {
+  impl_->check_usable("probe");
+  detail::check_peer("probe", "source", source, size(), true);
+  if (source == proc_null) return Status{proc_null, any_tag, 0};
+  return impl_->probe(source, tag);
+}
+
+std::optional<Status> Comm::iprobe(int source, int tag) const {
+  impl_->check_usable("iprobe");
+  detail::check_peer("iprobe", "source", source, size(), true);
+  if (source == proc_null) return Status{proc_null, any_tag, 0};
+  return impl_->iprobe(source, tag);
+}
+
+double Comm::wtime() const {
+  return impl_->wtime();
+}
+
+void Status::throw_partial(std::size_t element) const {
+  throw ValueError("Status::count: the message from rank " + std::to_string(source) + " (tag " +
+                   std::to_string(tag) + ") holds " + std::to_string(bytes) +
+                   " bytes, not a whole number of " + std::to_string(element) +
+                   "-byte elements; ask for the element type it was sent with");
+}
+
 Comm Comm::split(int color, int key) const {
   impl_->check_usable("split");
   return Comm(impl_->split(color, key));

@@ -98,6 +98,14 @@ void check_mpi(int code, const char* call) {
                  std::string(text, static_cast<std::size_t>(length)) + hint);
 }
 
+// A probe's answer: the size in bytes (MPI_Get_elements_x of MPI_BYTE: 64-bit, and right for
+// the derived datatypes of messages past INT_MAX elements).
+Status status_of(const MPI_Status& st) {
+  MPI_Count bytes = 0;
+  check_mpi(MPI_Get_elements_x(&st, MPI_BYTE, &bytes), "MPI_Get_elements_x");
+  return Status{st.MPI_SOURCE, st.MPI_TAG, static_cast<long long>(bytes)};
+}
+
 int tag_of(int tag) {
   return tag == any_tag ? MPI_ANY_TAG : tag;
 }
@@ -445,6 +453,20 @@ class MpiComm final : public CommImpl {
         "irecv");
     return r;
   }
+
+  Status probe(int source, int tag) override {
+    MPI_Status st;
+    check_mpi(MPI_Probe(peer_of(source), tag_of(tag), comm_, &st), "probe");
+    return status_of(st);
+  }
+  std::optional<Status> iprobe(int source, int tag) override {
+    MPI_Status st;
+    int found = 0;
+    check_mpi(MPI_Iprobe(peer_of(source), tag_of(tag), comm_, &found, &st), "iprobe");
+    if (!found) return std::nullopt;
+    return status_of(st);
+  }
+  double wtime() const override { return MPI_Wtime(); }
 
   std::shared_ptr<CommImpl> split(int color, int key) override {
     MPI_Comm out = MPI_COMM_NULL;

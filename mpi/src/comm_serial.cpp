@@ -2,8 +2,10 @@
 #include <cunumpy/internal/comm_impl.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,14 @@ struct Mailbox {
   }
 
   void forget(const std::shared_ptr<Receive>& r) { waiting.remove(r); }
+
+  // The first kept message with a matching tag, as a probe sees it.
+  std::optional<Status> peek(int tag) const {
+    auto it = std::find_if(messages.begin(), messages.end(),
+                           [&](const auto& m) { return tag_matches(tag, m.tag); });
+    if (it == messages.end()) return std::nullopt;
+    return Status{0, it->tag, static_cast<long long>(it->bytes.size())};
+  }
 };
 
 [[noreturn]] void unmatched(const char* call, int tag) {
@@ -173,6 +183,16 @@ class SerialComm final : public CommImpl {
     if (box_->take(*r, "irecv")) return nullptr;
     box_->waiting.push_back(r);
     return std::make_unique<SerialRequest>(box_, std::move(r));
+  }
+
+  Status probe(int, int tag) override {
+    if (auto s = box_->peek(tag)) return *s;
+    unmatched("probe", tag);
+  }
+  std::optional<Status> iprobe(int, int tag) override { return box_->peek(tag); }
+  double wtime() const override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   std::shared_ptr<CommImpl> split(int, int) override { return make_serial_comm(); }

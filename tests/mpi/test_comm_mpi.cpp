@@ -3,6 +3,7 @@
 
 #include <complex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,63 @@ TEST_F(Mpi, PointToPoint) {
   std::vector<double> none{-1.0};
   world.sendrecv<double>(out, cn::proc_null, std::span(none), cn::proc_null);
   EXPECT_EQ(none[0], -1.0);
+}
+
+// Messages of a length the receiver does not know: each rank sends rank + 1 doubles to the
+// right; the left neighbour probes, sizes its buffer from the Status, then receives.  iprobe
+// sees nothing before the send and the message after it; wtime advances.
+TEST_F(Mpi, ProbeSizesAVariableLengthMessage) {
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  EXPECT_FALSE(world.iprobe(cn::any_source, 21).has_value()) << "nothing was sent with tag 21";
+  world.barrier();  // every rank has looked before any sends
+  const double t0 = world.wtime();
+  std::vector<double> out(static_cast<std::size_t>(rank + 1), 0.5 * rank);
+  auto sent = world.isend(std::span(out), right, 21);
+  const cn::Status st = world.probe(cn::any_source, 21);
+  EXPECT_EQ(st.source, left);
+  EXPECT_EQ(st.tag, 21);
+  EXPECT_EQ(st.bytes, static_cast<long long>((left + 1) * sizeof(double)));
+  EXPECT_EQ(st.count<double>(), left + 1);
+  if ((left + 1) % 2 == 1) {  // an odd number of doubles is no whole number of complex<double>
+    EXPECT_THROW((void)st.count<std::complex<double>>(), cn::ValueError);
+  } else {
+    EXPECT_EQ(st.count<std::complex<double>>(), (left + 1) / 2);
+  }
+  std::optional<cn::Status> again;
+  while (!(again = world.iprobe(left, 21))) {
+  }
+  EXPECT_EQ(again->bytes, st.bytes);
+  std::vector<double> in(static_cast<std::size_t>(st.count<double>()));
+  world.recv(std::span(in), st.source, st.tag);
+  EXPECT_EQ(in, std::vector<double>(static_cast<std::size_t>(left + 1), 0.5 * left));
+  sent.wait();
+  EXPECT_GE(world.wtime(), t0);
+  EXPECT_EQ(world.probe(cn::proc_null).source, cn::proc_null);
+  world.barrier();
+}
+
+// The value forms of reduce, gather and scatter: a value on root, nothing elsewhere.
+TEST_F(Mpi, ValueFormsOfReduceGatherScatter) {
+  const int root = size - 1;
+  const std::optional<long long> total =
+      world.reduce(static_cast<long long>(rank + 1), cn::Op::sum, root);
+  EXPECT_EQ(total.has_value(), rank == root);
+  if (total) {
+    EXPECT_EQ(*total, static_cast<long long>(size) * (size + 1) / 2);
+  }
+  EXPECT_EQ(world.reduce(1.0 * rank, cn::Op::max, root).value_or(-1.0),
+            rank == root ? size - 1.0 : -1.0);
+  const std::vector<int> all = world.gather(10 * rank, root);
+  if (rank == root) {
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(size));
+    for (int r = 0; r < size; ++r) EXPECT_EQ(all[static_cast<std::size_t>(r)], 10 * r);
+  } else {
+    EXPECT_TRUE(all.empty());
+  }
+  std::vector<double> values;
+  if (rank == root)
+    for (int r = 0; r < size; ++r) values.push_back(100.0 + r);
+  EXPECT_EQ(world.scatter<double>(values, root), 100.0 + rank);
 }
 
 TEST_F(Mpi, SplitAndDup) {

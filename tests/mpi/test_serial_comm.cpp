@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -224,6 +226,41 @@ concept ReducibleElement = requires(cn::Comm c, T v) {
 };
 static_assert(ReducibleElement<std::complex<float>>);
 static_assert(!ReducibleElement<std::string>);
+
+// probe, iprobe, Status and wtime on one rank: messages the rank sent itself.
+TEST(SerialComm, ProbeSeesTheMessagesSentToItself) {
+  const cn::Comm c = cn::Comm::serial();
+  EXPECT_FALSE(c.iprobe().has_value());
+  try {
+    (void)c.probe(0, 5);
+    FAIL() << "a blocking probe with nothing sent can never return on one rank";
+  } catch (const cn::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("Comm::probe from rank 0 on the serial stand-in"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<float> out{1.0f, 2.0f, 3.0f};
+  c.send(std::span(out), 0, 5);
+  const auto maybe = c.iprobe(cn::any_source, cn::any_tag);
+  ASSERT_TRUE(maybe.has_value());
+  const cn::Status st = c.probe(0, 5);
+  EXPECT_EQ(st.source, 0);
+  EXPECT_EQ(st.tag, 5);
+  EXPECT_EQ(st.count<float>(), 3);
+  EXPECT_EQ(st.count<std::uint8_t>(), 12);
+  EXPECT_THROW((void)st.count<double>(), cn::ValueError);
+  EXPECT_FALSE(c.iprobe(0, 6).has_value()) << "another tag";
+  std::vector<float> in(static_cast<std::size_t>(st.count<float>()));
+  c.recv(std::span(in), st.source, st.tag);
+  EXPECT_EQ(in, out);
+  EXPECT_FALSE(c.iprobe().has_value()) << "received: gone";
+  const double t = c.wtime();
+  EXPECT_GE(c.wtime(), t);
+  EXPECT_EQ(c.reduce(7, cn::Op::sum, 0), std::optional<int>(7));
+  EXPECT_EQ(c.gather(3.5, 0), std::vector<double>{3.5});
+  const std::vector<long long> one{42};
+  EXPECT_EQ(c.scatter<long long>(one, 0), 42);
+}
 
 TEST(SerialComm, WorldWithoutMpiIsTheStandIn) {
   if (cn::mpi_initialized()) GTEST_SKIP() << "MPI is running";

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -64,6 +65,23 @@ bool mpi_checks() noexcept;
 inline constexpr int proc_null = -2;  // as MPI_PROC_NULL: a send or receive that does nothing
 inline constexpr int any_source = -1;
 inline constexpr int any_tag = -1;
+
+// What a probe found: the sender, the tag, and the message's size (count<T>() elements).
+struct Status {
+  int source = proc_null;
+  int tag = any_tag;
+  long long bytes = 0;
+  // The elements of type T the message holds (MPI_Get_count): ValueError when its bytes are not
+  // a whole number of T.
+  template <Element T>
+  long long count() const {
+    if (bytes % static_cast<long long>(sizeof(T)) != 0) throw_partial(sizeof(T));
+    return bytes / static_cast<long long>(sizeof(T));
+  }
+
+ private:
+  [[noreturn]] void throw_partial(std::size_t element) const;
+};
 
 namespace detail {
 class CommImpl;
@@ -176,6 +194,15 @@ class Comm {
   void reduce(detail::In<T> send, std::span<T> recv, Op op, int root) const {
     reduce_raw(detail::raw(send), detail::raw(recv), op, root);
   }
+  // The reduction of every rank's value on root; nothing on the other ranks (mpi4py's None).
+  template <Element T>
+  std::optional<T> reduce(T value, Op op, int root) const {
+    T out{};
+    const bool on_root = rank() == root;
+    reduce<T>(std::span<const T>(&value, 1), on_root ? std::span<T>(&out, 1) : std::span<T>(), op,
+              root);
+    return on_root ? std::optional<T>(out) : std::nullopt;
+  }
   template <Element T>
   void scan(detail::In<T> send, std::span<T> recv, Op op) const {
     scan_raw(detail::raw(send), detail::raw(recv), op);
@@ -202,10 +229,24 @@ class Comm {
   void gather(detail::In<T> send, std::span<T> recv, int root) const {
     gather_raw(detail::raw(send), detail::raw(recv), root);
   }
+  // Every rank's value, in rank order, on root; an empty vector on the other ranks.
+  template <Element T>
+  std::vector<T> gather(T value, int root) const {
+    std::vector<T> out(rank() == root ? static_cast<std::size_t>(size()) : 0);
+    gather<T>(std::span<const T>(&value, 1), std::span<T>(out), root);
+    return out;
+  }
   // send holds size() * recv.size() elements (on root).
   template <Element T>
   void scatter(detail::In<T> send, std::span<T> recv, int root) const {
     scatter_raw(detail::raw(send), detail::raw(recv), root);
+  }
+  // values[r] to rank r: root's `values` holds size() elements (read on root only).
+  template <Element T>
+  T scatter(detail::In<T> values, int root) const {
+    T out{};
+    scatter<T>(values, std::span<T>(&out, 1), root);
+    return out;
   }
   // send and recv hold size() blocks of equal length.
   template <Element T>
@@ -260,6 +301,18 @@ class Comm {
   [[nodiscard]] Request irecv(std::span<T> buffer, int source, int tag = 0) const {
     return irecv_raw(detail::raw(buffer), source, tag);
   }
+
+  // Waits for a message from `source` (a rank or any_source) with `tag` (or any_tag) and says
+  // who sent it, its tag and its size, without receiving it: for messages of a length the
+  // receiver does not know (receive it with recv(buffer, status.source, status.tag)).  On the
+  // serial stand-in, a message the rank sent itself; ValueError when there is none (no one else
+  // could send it).
+  Status probe(int source = any_source, int tag = any_tag) const;
+  // The same without waiting: nothing when no such message has arrived.
+  std::optional<Status> iprobe(int source = any_source, int tag = any_tag) const;
+  // Seconds since an arbitrary moment of this process (MPI_Wtime; a steady clock on the serial
+  // stand-in), for timing with the clock MPI codes use.
+  double wtime() const;
 
   // New communicators: ranks with the same color form one, ordered by key (then rank).
   Comm split(int color, int key) const;

@@ -11,10 +11,12 @@
 // set_mpi_cuda_aware(true) exercises the direct path and a plain MPI the staging path).
 #pragma once
 
+#include <exception>
 #include <optional>
 #include <source_location>
 #include <span>
 #include <string>
+#include <utility>
 
 #include <cunumpy/array.hpp>
 #include <cunumpy/comm.hpp>
@@ -73,14 +75,16 @@ bool ring_exchange_probe(const Comm& comm, Backend memory_backend);
 
 // The buffer to hand MPI for `array` while it lives: the array's own memory (host, or device
 // with CUDA-aware MPI), or a host staging copy that is filled on construction when `send`
-// and copied back to the device on finish() when `receive`.
+// and copied back to the device when `receive`: by finish(), or when the buffer leaves its
+// scope without one (the Python reference's context manager).  Leaving the scope through an
+// exception copies nothing back (what MPI wrote may be incomplete) and never terminates.
 template <Element T>
 class MpiBuffer {
  public:
   MpiBuffer(const Array<T>& array, bool send, bool receive,
             std::optional<bool> cuda_aware = std::nullopt,
             std::source_location where = std::source_location::current())
-      : array_(array), receive_(receive), where_(where) {
+      : array_(array), receive_(receive), where_(where), exceptions_(std::uncaught_exceptions()) {
     if (array.is_device()) synchronize_for_mpi(array, where);
     if (array.is_host() || detail::device_pointer_ok(array.backend(), cuda_aware)) {
       span_ = {array.data(), static_cast<std::size_t>(array.size())};
@@ -92,14 +96,30 @@ class MpiBuffer {
   }
   std::span<T> span() const noexcept { return span_; }
   bool staged() const noexcept { return span_.data() != array_.data(); }
-  ~MpiBuffer() = default;
+  // Copies a received staging buffer back unless finish() did or an exception is unwinding.
+  ~MpiBuffer() noexcept(false) {
+    if (std::uncaught_exceptions() > exceptions_) return;
+    finish();
+  }
   MpiBuffer(const MpiBuffer&) = delete;
   MpiBuffer& operator=(const MpiBuffer&) = delete;
-  MpiBuffer(MpiBuffer&&) = default;
+  MpiBuffer& operator=(MpiBuffer&&) = delete;
+  // The moved-from buffer copies nothing back.
+  MpiBuffer(MpiBuffer&& other) noexcept
+      : array_(std::move(other.array_)),
+        staging_(std::move(other.staging_)),
+        span_(other.span_),
+        receive_(std::exchange(other.receive_, false)),
+        where_(other.where_),
+        exceptions_(other.exceptions_) {}
 
-  // Copies a received staging buffer back to the device (once).
+  // Copies a received staging buffer back to the device now (once; the destructor then does
+  // nothing).
   void finish() {
-    if (receive_ && staging_.size() > 0) detail::mpi_staging_copy(array_, staging_, where_);
+    if (receive_ && staging_.size() > 0) {
+      receive_ = false;
+      detail::mpi_staging_copy(array_, staging_, where_);
+    }
     receive_ = false;
   }
 
@@ -109,13 +129,15 @@ class MpiBuffer {
   std::span<T> span_;
   bool receive_;
   std::source_location where_;
+  int exceptions_;
 };
 
-// The Python reference's mpi_buffer: the buffer to give MPI for `array`; for a receive, call
-// finish() after the MPI call to copy the data back to the device.
-//   auto b = cunumpy::mpi_buffer(rho, /*send=*/true, /*receive=*/true);
-//   MPI_Allreduce(MPI_IN_PLACE, b.span().data(), n, MPI_DOUBLE, MPI_SUM, comm.native());
-//   b.finish();
+// The Python reference's mpi_buffer: the buffer to give MPI for `array`; for a receive, the
+// data goes back to the device when the buffer leaves its scope (or at finish(), earlier).
+//   {
+//     auto b = cunumpy::mpi_buffer(rho, /*send=*/true, /*receive=*/true);
+//     MPI_Allreduce(MPI_IN_PLACE, b.span().data(), n, MPI_DOUBLE, MPI_SUM, comm.native());
+//   }                                   // rho holds the sum, on its device
 template <Element T>
 [[nodiscard]] MpiBuffer<T> mpi_buffer(
     const Array<T>& array, bool send, bool receive, std::optional<bool> cuda_aware = std::nullopt,

@@ -55,6 +55,10 @@ class CommImpl {
   // nullptr when the operation completed at once.
   virtual std::unique_ptr<RequestImpl> isend(RawBuffer b, int dest, int tag) = 0;
   virtual std::unique_ptr<RequestImpl> irecv(RawBuffer b, int source, int tag) = 0;
+  // A message waiting to be received (source any_source, tag any_tag allowed): blocking or not.
+  virtual Status probe(int source, int tag) = 0;
+  virtual std::optional<Status> iprobe(int source, int tag) = 0;
+  virtual double wtime() const = 0;
 
   virtual std::shared_ptr<CommImpl> split(int color, int key) = 0;
   virtual std::shared_ptr<CommImpl> dup() = 0;
