@@ -26,6 +26,24 @@ std::string_view to_string(Awareness a) noexcept {
   return "unknown";
 }
 
+namespace {
+// The MPI library by name, for messages about it ("Open MPI 4.1.4", "MPICH 4.0.2").
+[[maybe_unused]] std::string mpi_library_name() {
+#if CUNUMPY_HAS_MPI()
+#if defined(OPEN_MPI) && OPEN_MPI
+  return "Open MPI " + std::to_string(OMPI_MAJOR_VERSION) + "." +
+         std::to_string(OMPI_MINOR_VERSION) + "." + std::to_string(OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+  return std::string("MPICH ") + MPICH_VERSION;
+#else
+  return "the MPI library";
+#endif
+#else
+  return "the MPI library";
+#endif
+}
+}  // namespace
+
 CudaAwareness query_cuda_awareness() {
   CudaAwareness out;
   const char* env = std::getenv("CUNUMPY_MPI_CUDA_AWARE");
@@ -83,7 +101,7 @@ CudaAwareness query_cuda_awareness() {
   }
 #endif
   out.state = compile_yes ? Awareness::unknown : Awareness::no;
-  if (!compile_yes) out.reason += " (the library was built without CUDA support)";
+  if (!compile_yes) out.reason += " (" + mpi_library_name() + " was built without CUDA support)";
 #endif
   return out;
 }

@@ -78,6 +78,21 @@ const bool g_registered = [] {
 
 }  // namespace
 
+void check_required_device(std::optional<bool> option) {
+  const char* env = std::getenv("CUNUMPY_REQUIRE_DEVICE");
+  const std::optional<bool> from_env = parse_flag(env);
+  if (env != nullptr && *env != '\0' && !from_env)
+    throw ValueError(std::string("Runtime: CUNUMPY_REQUIRE_DEVICE=") + env +
+                     " is not one of 1/true/yes/on or 0/false/no/off");
+  const bool required = option.value_or(from_env.value_or(false));
+  if (!required || get_backend() != Backend::host) return;
+  const std::string by = option ? "RuntimeOptions::require_device" : "CUNUMPY_REQUIRE_DEVICE=1";
+  throw BackendError("Runtime: this job must run on a device (" + by +
+                     "), but the backend is host: " + backend_reason() +
+                     ". Stopping instead of running the job on the CPU; check the node's GPU "
+                     "and driver (nvidia-smi), CUDA_VISIBLE_DEVICES and CUNUMPY_BACKEND");
+}
+
 void check_world_size(const LauncherInfo& launcher, int mpi_size) {
   if (!launcher.world_size || *launcher.world_size == mpi_size) return;
   throw MpiError(
@@ -123,6 +138,7 @@ void Runtime::start(int* argc, char*** argv, const RuntimeOptions& options) {
   steps_.push_back("environment: backend " + std::string(to_string(get_backend())) + " (" +
                    backend_reason() + "), launcher " + launcher.launcher + ", local rank " +
                    std::to_string(launcher.local_rank));
+  detail::check_required_device(options.require_device);
 
   // 1b. The host threads: ranks sharing a node share its cores (an OpenMP team per core per
   // rank oversubscribes them), unless the user chose.
@@ -132,8 +148,12 @@ void Runtime::start(int* argc, char*** argv, const RuntimeOptions& options) {
   // 2. The GPU, before MPI_Init.
   device_ = bind_local_device();
   steps_.push_back(
-      device_ ? "bind device: " + std::to_string(*device_) + " of " + std::to_string(device_count())
-              : "bind device: none (" + std::string(to_string(get_backend())) + " backend)");
+      device_
+          ? "bind device: " + device_binding(launcher.local_rank,
+                                             std::max(launcher.local_size, launcher.local_rank + 1),
+                                             device_count(), std::getenv("CUDA_VISIBLE_DEVICES"))
+                                  .description
+          : "bind device: none (" + std::string(to_string(get_backend())) + " backend)");
 
   // 3. MPI.
   if (want_mpi && !CUNUMPY_HAS_MPI()) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <cunumpy/cunumpy.hpp>
 
@@ -40,12 +41,36 @@ TEST(RuntimeMpi, StartUpOrder) {
   EXPECT_LT(step_index("world size checked"), step_index("CUDA-aware MPI"));
 }
 
+// The binding rule with the launcher's real node-local ranks: for 1, 2, 4 and 8 devices a node,
+// the ranks of this node (one node here) spread over the devices evenly, one each while there
+// are enough.
+TEST(RuntimeMpi, TheLaunchersLocalRanksSpreadOverTheDevices) {
+  const cn::Comm& world = cn::runtime().world();
+  const int local = cn::local_rank(), ranks = cn::local_size();
+  EXPECT_EQ(ranks, world.size()) << "one node";
+  const std::vector<int> locals = world.allgather(local);
+  std::vector<int> sorted = locals;
+  std::sort(sorted.begin(), sorted.end());
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(sorted[static_cast<std::size_t>(r)], r);
+  for (int devices : {1, 2, 4, 8}) {
+    const cn::DeviceBinding b = cn::device_binding(local, ranks, devices, nullptr);
+    const std::vector<int> all = world.allgather(b.device);
+    std::vector<int> per_device(static_cast<std::size_t>(devices), 0);
+    for (int d : all) ++per_device[static_cast<std::size_t>(d)];
+    for (int d = 0; d < devices; ++d)
+      EXPECT_EQ(per_device[static_cast<std::size_t>(d)],
+                ranks / devices + (d < ranks % devices ? 1 : 0))
+          << devices << " devices, device " << d;
+  }
+}
+
 TEST(RuntimeMpi, WorldMatchesTheLauncher) {
   const cn::Runtime& rt = cn::runtime();
   EXPECT_FALSE(rt.world().is_serial());
   EXPECT_EQ(rt.world().size(), rt.launcher().world_size.value_or(-1));
   EXPECT_EQ(rt.world().allreduce(1, cn::Op::sum), rt.world().size());
-  EXPECT_EQ(rt.cuda_awareness().state, cn::Awareness::no) << rt.cuda_awareness().reason;
+  EXPECT_EQ(rt.cuda_awareness().state, cn::query_cuda_awareness().state)
+      << "off cuda, the start-up records the library's answer: " << rt.cuda_awareness().reason;
   const std::string s = rt.summary();
   EXPECT_NE(s.find("rank " + std::to_string(rt.world().rank()) + "/" +
                    std::to_string(rt.world().size()) + " (MPI)"),

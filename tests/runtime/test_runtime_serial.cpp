@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <cunumpy/cunumpy.hpp>
 #include <cunumpy/internal/core_context.hpp>
@@ -107,6 +109,110 @@ TEST(RuntimeSerial, SingletonsUnderALauncherAreCaught) {
   }
   l.world_size.reset();
   EXPECT_NO_THROW(cn::detail::check_world_size(l, 3)) << "no declared size: nothing to compare";
+}
+
+// A job that must run on a device stops at start-up when its backend is host (cuda asked for
+// on a node without a usable GPU falls back to host), naming the reason; a device backend passes.
+TEST(RuntimeSerial, ARequiredDeviceStopsAHostStart) {
+  cn::RuntimeOptions options;
+  options.backend = cn::Backend::host;
+  options.require_device = true;
+  try {
+    cn::Runtime rt(options);
+    FAIL() << "expected BackendError";
+  } catch (const cn::BackendError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("must run on a device (RuntimeOptions::require_device)"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("backend is host: set_backend(host)"), std::string::npos) << what;
+  }
+  if (!cn::cuda_available()) {
+    options.backend = cn::Backend::cuda;  // falls back to host here: refused with the reason
+    try {
+      cn::Runtime rt(options);
+      FAIL() << "cuda without a GPU must not run on the host when a device is required";
+    } catch (const cn::BackendError& e) {
+      EXPECT_NE(std::string(e.what()).find("CUDA is unavailable"), std::string::npos) << e.what();
+    }
+  }
+  options.backend = cn::Backend::emulated;
+  {
+    cn::Runtime rt(options);  // a device backend, chosen explicitly
+    EXPECT_EQ(cn::get_backend(), cn::Backend::emulated);
+  }
+  cn::set_backend(cn::Backend::host);
+  options.require_device = false;
+  options.backend = cn::Backend::host;
+  EXPECT_NO_THROW(cn::Runtime rt(options));
+}
+
+// The same from the environment (registered with CUNUMPY_BACKEND=cuda and
+// CUNUMPY_REQUIRE_DEVICE=1): without a GPU the start stops; with one it runs on it.
+TEST(RuntimeSerial, RequiredDeviceFromTheEnvironment) {
+  const char* required = std::getenv("CUNUMPY_REQUIRE_DEVICE");
+  if (required == nullptr)
+    GTEST_SKIP() << "run by the registration that sets CUNUMPY_REQUIRE_DEVICE";
+  if (cn::cuda_available()) {
+    cn::Runtime rt;
+    EXPECT_EQ(cn::get_backend(), cn::Backend::cuda);
+    return;
+  }
+  try {
+    cn::Runtime rt;
+    FAIL() << "expected BackendError";
+  } catch (const cn::BackendError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("must run on a device (CUNUMPY_REQUIRE_DEVICE=1)"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("CUNUMPY_BACKEND=cuda, but CUDA is unavailable"), std::string::npos)
+        << what;
+  }
+}
+
+// The node-local rank to device rule for 1, 2, 4 and 8 GPUs a node and up to 16 ranks: ranks up
+// to the device count get a device each, more share them evenly (round robin), and the
+// CUDA_VISIBLE_DEVICES entry of the chosen index is named.
+TEST(DeviceBinding, RanksToDevicesForEveryCount) {
+  for (int devices : {1, 2, 4, 8})
+    for (int ranks = 1; ranks <= 16; ++ranks) {
+      std::vector<int> per_device(static_cast<std::size_t>(devices), 0);
+      for (int r = 0; r < ranks; ++r) {
+        const cn::DeviceBinding b = cn::device_binding(r, ranks, devices, nullptr);
+        ASSERT_GE(b.device, 0);
+        ASSERT_LT(b.device, devices);
+        ++per_device[static_cast<std::size_t>(b.device)];
+        EXPECT_EQ(b.visible_as, std::to_string(b.device));
+      }
+      for (int d = 0; d < devices; ++d) {
+        const int n = per_device[static_cast<std::size_t>(d)];
+        EXPECT_EQ(n, ranks / devices + (d < ranks % devices ? 1 : 0))
+            << devices << " devices, " << ranks << " ranks, device " << d;
+        for (int r = 0; r < ranks; ++r) {
+          const cn::DeviceBinding b = cn::device_binding(r, ranks, devices, nullptr);
+          if (b.device == d) {
+            EXPECT_EQ(b.ranks_sharing, n);
+          }
+        }
+      }
+      if (ranks <= devices) {
+        for (int d = 0; d < devices; ++d)
+          EXPECT_EQ(per_device[static_cast<std::size_t>(d)], d < ranks ? 1 : 0) << "one each";
+      }
+    }
+  // CUDA_VISIBLE_DEVICES: CUDA's index 1 is the list's second entry.
+  const cn::DeviceBinding b = cn::device_binding(1, 2, 2, "3, GPU-8f0c1d2e");
+  EXPECT_EQ(b.device, 1);
+  EXPECT_EQ(b.visible_as, "GPU-8f0c1d2e");
+  EXPECT_NE(b.description.find("CUDA_VISIBLE_DEVICES entry GPU-8f0c1d2e"), std::string::npos)
+      << b.description;
+  const cn::DeviceBinding shared = cn::device_binding(5, 6, 4, "4,5,6,7");
+  EXPECT_EQ(shared.device, 1);
+  EXPECT_EQ(shared.visible_as, "5");
+  EXPECT_EQ(shared.ranks_sharing, 2);
+  EXPECT_NE(shared.description.find("2 of the node's 6 ranks share it"), std::string::npos)
+      << shared.description;
+  EXPECT_EQ(cn::device_binding(0, 1, 0, nullptr).device, -1) << "no devices: none";
+  EXPECT_THROW((void)cn::device_binding(3, 2, 4, nullptr), cn::ValueError);
 }
 
 TEST(HostThreads, RanksShareTheNodesCores) {

@@ -9,7 +9,9 @@
 //
 // Start-up runs in this order, each step recorded in startup_steps():
 //   1. the environment: launcher (launched_under_mpi, CUNUMPY_MPI), node-local rank, backend
-//      (CUNUMPY_BACKEND, or the options);
+//      (CUNUMPY_BACKEND, or the options); with a device required (CUNUMPY_REQUIRE_DEVICE=1 or
+//      options.require_device), a backend that is not a device (cuda asked for on a node whose
+//      GPU is missing or broken became host) stops every rank here, before MPI, with the reason;
 //   2. the GPU: on the cuda backend, device local_rank % device_count is bound and its context
 //      created, before MPI_Init, so that a CUDA-aware MPI sees the right device;
 //   3. MPI_Init_thread, only when launched under MPI (or forced with options.mpi / CUNUMPY_MPI=1);
@@ -53,6 +55,10 @@ struct RuntimeOptions {
                                       // MPI: BackendError (the Python get_mpi(True)'s ImportError)
   bool probe_cuda_awareness = true;   // run the collective probe on the cuda backend
   std::optional<std::uint64_t> seed;  // the random streams' seed (default: drawn by rank 0, shared)
+  // The job must run on a device backend (cuda, or emulated chosen explicitly): BackendError at
+  // start-up, with the reason, instead of running on the host.  Default: CUNUMPY_REQUIRE_DEVICE
+  // (1/true/yes/on), else false.
+  std::optional<bool> require_device;
 };
 
 namespace detail {
@@ -121,14 +127,33 @@ std::string configure_host_threads(const LauncherInfo& launcher);
 // has not started yet).
 Runtime& runtime();
 
-// Selects device local_rank() % device_count() and creates its context; call it before
-// MPI_Init so that a CUDA-aware MPI sees the right device (start-up does).  Returns the id, or
-// nothing on the host and emulated backends or without devices.
+// Which GPU a node-local rank uses: device local_rank % devices (the CUDA index, counted in
+// CUDA_VISIBLE_DEVICES's order when it is set), the entry of CUDA_VISIBLE_DEVICES that index is
+// (what nvidia-smi calls it), and how many of the node's ranks share it: ranks up to the device
+// count get a device each; more ranks than devices share them round robin (each device
+// local_size / devices ranks, one more for the first local_size % devices).
+struct DeviceBinding {
+  int device = -1;          // the CUDA device index; -1 without devices
+  std::string visible_as;   // its CUDA_VISIBLE_DEVICES entry ("3", "GPU-8f0c..."), else the index
+  int ranks_sharing = 0;    // node-local ranks on this device, this one included
+  std::string description;  // e.g. "device 1 of 4 (CUDA_VISIBLE_DEVICES entry 3), 2 ranks share it"
+};
+// The binding of `local_rank` of `local_size` ranks on a node with `devices` visible devices and
+// the CUDA_VISIBLE_DEVICES text `visible` (nullptr or empty: unset).  Pure: tests and
+// bind_local_device use it.  ValueError for a rank outside [0, local_size).
+DeviceBinding device_binding(int local_rank, int local_size, int devices, const char* visible);
+
+// Selects device local_rank() % device_count() (device_binding) and creates its context; call it
+// before MPI_Init so that a CUDA-aware MPI sees the right device (start-up does).  Returns the
+// id, or nothing on the host and emulated backends or without devices.
 std::optional<int> bind_local_device();
 
 namespace detail {
 // Step 4: throws MpiError when the launcher declared a world size other than `mpi_size`.
 void check_world_size(const LauncherInfo& launcher, int mpi_size);
+// Step 1: throws BackendError when a device is required (`option`, else CUNUMPY_REQUIRE_DEVICE)
+// and the active backend is host.
+void check_required_device(std::optional<bool> option);
 }  // namespace detail
 
 }  // namespace cunumpy
