@@ -129,7 +129,9 @@ class DistributedFftCore {
         "DistributedFft: this cunumpy was built without FFTW's MPI transforms, so it runs on one "
         "rank only (" +
         std::to_string(comm.size()) +
-        " here); install libfftw3-mpi-dev (Debian) and rebuild cunumpy with MPI");
+        " here): they were not found, or were built for another MPI than this one (Debian "
+        "builds libfftw3-mpi for Open MPI only; the configure summary says which); install an "
+        "FFTW-MPI for this MPI and rebuild cunumpy, or run on one rank");
 #endif
   }
 
@@ -525,6 +527,9 @@ bool DistributedFft::half_last() const noexcept {
 }
 long long DistributedFft::frequency(int axis, long long index) const {
   return impl_->either([&](auto& c) { return c.frequency(axis, index); });
+}
+bool DistributedFft::across_ranks() noexcept {
+  return CUNUMPY_HAS_FFTW_MPI;
 }
 bool DistributedFft::distributed() const noexcept {
   return impl_->either([](auto& c) { return c.local_ == nullptr; });

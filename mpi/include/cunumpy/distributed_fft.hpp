@@ -78,6 +78,10 @@ class DistributedFft {
   long long frequency(int axis, long long index) const;
   // Whether the transforms are FFTW's MPI ones (several ranks) or a local FftPlan.
   bool distributed() const noexcept;
+  // Whether this build transforms fields decomposed over several ranks: FFTW's MPI transforms,
+  // built for this MPI, were found (Debian builds them for Open MPI only: not with MPICH).
+  // Without them a DistributedFft on more than one rank is a BackendError that says so.
+  static bool across_ranks() noexcept;
 
   void forward(const Array<double>& field,
                std::source_location where = std::source_location::current()) {
