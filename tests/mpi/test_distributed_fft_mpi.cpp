@@ -179,8 +179,7 @@ TEST(DistributedFftMpiErrors, BadFieldsAndBoundedAxes) {
       cn::DistributedFft fft(world, cn::CartesianDecomposition(world, {32, 16}));
       FAIL() << "expected BackendError";
     } catch (const cn::BackendError& e) {
-      EXPECT_NE(std::string(e.what()).find("built for another MPI"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("built for another MPI"), std::string::npos) << e.what();
     }
     return;
   }
