@@ -76,6 +76,21 @@ function(cunumpy_same_mpi library out)
   set(${out}_NEEDS "${names}" PARENT_SCOPE)
 endfunction()
 
+# <out>: "<library> is built for another MPI (it needs ...)" for the first of `libraries` whose
+# name matches `pattern` and that cunumpy_same_mpi refuses; empty when there is none.
+function(cunumpy_other_mpi libraries pattern out)
+  set(${out} "" PARENT_SCOPE)
+  foreach(lib ${libraries})
+    if(lib MATCHES "${pattern}")
+      cunumpy_same_mpi(${lib} same)
+      if(NOT same)
+        set(${out} "${lib} is built for another MPI (it needs ${same_NEEDS})" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
 function(cunumpy_print_summary)
   message(STATUS "cunumpy ${PROJECT_VERSION} feature summary:\n${_cunumpy_feature_lines}")
 endfunction()

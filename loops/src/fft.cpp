@@ -50,71 +50,54 @@ void check_fft_arrays(const char* what, const Shape& want_real, const Shape& wan
         std::string(to_string(spectrum_backend)) + "; make the plan on the arrays' backend");
 }
 
-// FFTW's functions of one precision: fftw_* for double, fftwf_* for float.
+// FFTW's functions of one precision: fftw_* for double, fftwf_* for float (X is the prefix).
+#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
+#if CUNUMPY_FFTW_PLANNER_NTHREADS
+#define CUNUMPY_FFTW_PLANNER(X)    \
+  static int planner_nthreads() {  \
+    return X##_planner_nthreads(); \
+  }
+#else
+#define CUNUMPY_FFTW_PLANNER(X)
+#endif
+#define CUNUMPY_FFTW_THREAD_CALLS(X)      \
+  static bool init_threads() {            \
+    return X##_init_threads() != 0;       \
+  }                                       \
+  static void plan_with_nthreads(int n) { \
+    X##_plan_with_nthreads(n);            \
+  }                                       \
+  CUNUMPY_FFTW_PLANNER(X)
+#else
+#define CUNUMPY_FFTW_THREAD_CALLS(X)
+#endif
 template <typename R>
 struct Fftw;
-template <>
-struct Fftw<double> {
-  using plan = fftw_plan;
-  using complex = fftw_complex;
-  static double* alloc_real(std::size_t n) { return fftw_alloc_real(n); }
-  static complex* alloc_complex(std::size_t n) { return fftw_alloc_complex(n); }
-  static void free(void* p) { fftw_free(p); }
-  static plan r2c(int rank, const int* n, double* in, complex* out, unsigned flags) {
-    return fftw_plan_dft_r2c(rank, n, in, out, flags);
-  }
-  static plan c2r(int rank, const int* n, complex* in, double* out, unsigned flags) {
-    return fftw_plan_dft_c2r(rank, n, in, out, flags);
-  }
-  static void execute_r2c(plan p, double* in, complex* out) { fftw_execute_dft_r2c(p, in, out); }
-  static void execute_c2r(plan p, complex* in, double* out) { fftw_execute_dft_c2r(p, in, out); }
-  static void destroy(plan p) { fftw_destroy_plan(p); }
-  static int alignment_of(double* p) { return fftw_alignment_of(p); }
-#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
-  static bool init_threads() {
-    return fftw_init_threads() != 0;
-  }
-  static void plan_with_nthreads(int n) {
-    fftw_plan_with_nthreads(n);
-  }
-#if CUNUMPY_FFTW_PLANNER_NTHREADS
-  static int planner_nthreads() {
-    return fftw_planner_nthreads();
-  }
-#endif
-#endif
-};
-template <>
-struct Fftw<float> {
-  using plan = fftwf_plan;
-  using complex = fftwf_complex;
-  static float* alloc_real(std::size_t n) { return fftwf_alloc_real(n); }
-  static complex* alloc_complex(std::size_t n) { return fftwf_alloc_complex(n); }
-  static void free(void* p) { fftwf_free(p); }
-  static plan r2c(int rank, const int* n, float* in, complex* out, unsigned flags) {
-    return fftwf_plan_dft_r2c(rank, n, in, out, flags);
-  }
-  static plan c2r(int rank, const int* n, complex* in, float* out, unsigned flags) {
-    return fftwf_plan_dft_c2r(rank, n, in, out, flags);
-  }
-  static void execute_r2c(plan p, float* in, complex* out) { fftwf_execute_dft_r2c(p, in, out); }
-  static void execute_c2r(plan p, complex* in, float* out) { fftwf_execute_dft_c2r(p, in, out); }
-  static void destroy(plan p) { fftwf_destroy_plan(p); }
-  static int alignment_of(float* p) { return fftwf_alignment_of(p); }
-#if CUNUMPY_FFTW_THREADS && defined(_OPENMP)
-  static bool init_threads() {
-    return fftwf_init_threads() != 0;
-  }
-  static void plan_with_nthreads(int n) {
-    fftwf_plan_with_nthreads(n);
-  }
-#if CUNUMPY_FFTW_PLANNER_NTHREADS
-  static int planner_nthreads() {
-    return fftwf_planner_nthreads();
-  }
-#endif
-#endif
-};
+#define CUNUMPY_FFTW_PRECISION(R, X)                                                          \
+  template <>                                                                                 \
+  struct Fftw<R> {                                                                            \
+    using plan = X##_plan;                                                                    \
+    using complex = X##_complex;                                                              \
+    static R* alloc_real(std::size_t n) { return X##_alloc_real(n); }                         \
+    static complex* alloc_complex(std::size_t n) { return X##_alloc_complex(n); }             \
+    static void free(void* p) { X##_free(p); }                                                \
+    static plan r2c(int rank, const int* n, R* in, complex* out, unsigned flags) {            \
+      return X##_plan_dft_r2c(rank, n, in, out, flags);                                       \
+    }                                                                                         \
+    static plan c2r(int rank, const int* n, complex* in, R* out, unsigned flags) {            \
+      return X##_plan_dft_c2r(rank, n, in, out, flags);                                       \
+    }                                                                                         \
+    static void execute_r2c(plan p, R* in, complex* out) { X##_execute_dft_r2c(p, in, out); } \
+    static void execute_c2r(plan p, complex* in, R* out) { X##_execute_dft_c2r(p, in, out); } \
+    static void destroy(plan p) { X##_destroy_plan(p); }                                      \
+    static int alignment_of(R* p) { return X##_alignment_of(p); }                             \
+    CUNUMPY_FFTW_THREAD_CALLS(X)                                                              \
+  };
+CUNUMPY_FFTW_PRECISION(double, fftw)
+CUNUMPY_FFTW_PRECISION(float, fftwf)
+#undef CUNUMPY_FFTW_PRECISION
+#undef CUNUMPY_FFTW_THREAD_CALLS
+#undef CUNUMPY_FFTW_PLANNER
 
 // The FFTW threads of a host plan of `shape` made now: omp_get_max_threads() for a large
 // multi-axis shape outside a parallel region, else 1.  FFTW's threaded plans split the loops

@@ -35,65 +35,42 @@ long long length(IndexRange r) {
 }  // namespace
 
 #if CUNUMPY_HAS_FFTW_MPI
-// FFTW's MPI functions of one precision: fftw_mpi_* for double, fftwf_mpi_* for float.
+// FFTW's MPI functions of one precision: fftw_mpi_* for double, fftwf_mpi_* for float (X is
+// the prefix).
 template <typename R>
 struct FftwMpi;
-template <>
-struct FftwMpi<double> {
-  using plan = fftw_plan;
-  using complex = fftw_complex;
-  static void init() { fftw_mpi_init(); }
-  static ptrdiff_t local_size_1d(ptrdiff_t n, MPI_Comm c, int sign, unsigned flags, ptrdiff_t* ni,
-                                 ptrdiff_t* is, ptrdiff_t* no, ptrdiff_t* os) {
-    return fftw_mpi_local_size_1d(n, c, sign, flags, ni, is, no, os);
-  }
-  static ptrdiff_t local_size(int rank, const ptrdiff_t* n, MPI_Comm c, ptrdiff_t* n0,
-                              ptrdiff_t* start0) {
-    return fftw_mpi_local_size(rank, n, c, n0, start0);
-  }
-  static plan plan_1d(ptrdiff_t n, complex* in, complex* out, MPI_Comm c, int sign,
-                      unsigned flags) {
-    return fftw_mpi_plan_dft_1d(n, in, out, c, sign, flags);
-  }
-  static plan plan_r2c(int rank, const ptrdiff_t* n, double* in, complex* out, MPI_Comm c,
-                       unsigned flags) {
-    return fftw_mpi_plan_dft_r2c(rank, n, in, out, c, flags);
-  }
-  static plan plan_c2r(int rank, const ptrdiff_t* n, complex* in, double* out, MPI_Comm c,
-                       unsigned flags) {
-    return fftw_mpi_plan_dft_c2r(rank, n, in, out, c, flags);
-  }
-  static void execute(plan p) { fftw_execute(p); }
-  static void destroy(plan p) { fftw_destroy_plan(p); }
-};
-template <>
-struct FftwMpi<float> {
-  using plan = fftwf_plan;
-  using complex = fftwf_complex;
-  static void init() { fftwf_mpi_init(); }
-  static ptrdiff_t local_size_1d(ptrdiff_t n, MPI_Comm c, int sign, unsigned flags, ptrdiff_t* ni,
-                                 ptrdiff_t* is, ptrdiff_t* no, ptrdiff_t* os) {
-    return fftwf_mpi_local_size_1d(n, c, sign, flags, ni, is, no, os);
-  }
-  static ptrdiff_t local_size(int rank, const ptrdiff_t* n, MPI_Comm c, ptrdiff_t* n0,
-                              ptrdiff_t* start0) {
-    return fftwf_mpi_local_size(rank, n, c, n0, start0);
-  }
-  static plan plan_1d(ptrdiff_t n, complex* in, complex* out, MPI_Comm c, int sign,
-                      unsigned flags) {
-    return fftwf_mpi_plan_dft_1d(n, in, out, c, sign, flags);
-  }
-  static plan plan_r2c(int rank, const ptrdiff_t* n, float* in, complex* out, MPI_Comm c,
-                       unsigned flags) {
-    return fftwf_mpi_plan_dft_r2c(rank, n, in, out, c, flags);
-  }
-  static plan plan_c2r(int rank, const ptrdiff_t* n, complex* in, float* out, MPI_Comm c,
-                       unsigned flags) {
-    return fftwf_mpi_plan_dft_c2r(rank, n, in, out, c, flags);
-  }
-  static void execute(plan p) { fftwf_execute(p); }
-  static void destroy(plan p) { fftwf_destroy_plan(p); }
-};
+#define CUNUMPY_FFTW_MPI_PRECISION(R, X)                                                         \
+  template <>                                                                                    \
+  struct FftwMpi<R> {                                                                            \
+    using plan = X##_plan;                                                                       \
+    using complex = X##_complex;                                                                 \
+    static void init() { X##_mpi_init(); }                                                       \
+    static ptrdiff_t local_size_1d(ptrdiff_t n, MPI_Comm c, int sign, unsigned flags,            \
+                                   ptrdiff_t* ni, ptrdiff_t* is, ptrdiff_t* no, ptrdiff_t* os) { \
+      return X##_mpi_local_size_1d(n, c, sign, flags, ni, is, no, os);                           \
+    }                                                                                            \
+    static ptrdiff_t local_size(int rank, const ptrdiff_t* n, MPI_Comm c, ptrdiff_t* n0,         \
+                                ptrdiff_t* start0) {                                             \
+      return X##_mpi_local_size(rank, n, c, n0, start0);                                         \
+    }                                                                                            \
+    static plan plan_1d(ptrdiff_t n, complex* in, complex* out, MPI_Comm c, int sign,            \
+                        unsigned flags) {                                                        \
+      return X##_mpi_plan_dft_1d(n, in, out, c, sign, flags);                                    \
+    }                                                                                            \
+    static plan plan_r2c(int rank, const ptrdiff_t* n, R* in, complex* out, MPI_Comm c,          \
+                         unsigned flags) {                                                       \
+      return X##_mpi_plan_dft_r2c(rank, n, in, out, c, flags);                                   \
+    }                                                                                            \
+    static plan plan_c2r(int rank, const ptrdiff_t* n, complex* in, R* out, MPI_Comm c,          \
+                         unsigned flags) {                                                       \
+      return X##_mpi_plan_dft_c2r(rank, n, in, out, c, flags);                                   \
+    }                                                                                            \
+    static void execute(plan p) { X##_execute(p); }                                              \
+    static void destroy(plan p) { X##_destroy_plan(p); }                                         \
+  };
+CUNUMPY_FFTW_MPI_PRECISION(double, fftw)
+CUNUMPY_FFTW_MPI_PRECISION(float, fftwf)
+#undef CUNUMPY_FFTW_MPI_PRECISION
 #endif
 
 template <typename R>
