@@ -41,10 +41,10 @@ unset(ENV{CUNUMPY_BACKEND})
 
 if(WITH_MPI AND MPIEXEC)
   foreach(np 1 2 4)
-    check(halo_migration ${MPIEXEC} -n ${np} --oversubscribe ${WORK_DIR}/halo_migration/halo_migration)
+    check(halo_migration ${MPIEXEC} -n ${np} ${MPIEXEC_EXTRA} ${WORK_DIR}/halo_migration/halo_migration)
   endforeach()
   if(WITH_HDF5)
-    check(openpmd_output ${MPIEXEC} -n 2 --oversubscribe ${WORK_DIR}/openpmd_output/openpmd_output
+    check(openpmd_output ${MPIEXEC} -n 2 ${MPIEXEC_EXTRA} ${WORK_DIR}/openpmd_output/openpmd_output
           ${WORK_DIR}/openpmd-out)
   endif()
 else()
