@@ -2,7 +2,7 @@
 #
 # The rule of ARCHITECTURE.md "Where work runs": the library passes the target of its arrays
 # down (cunumpy::Target, on(array)) and never selects a backend for a thread or the process
-# itself.  In the library's layers (device_headers, core, memory, loops, kernels, mpi, io,
+# itself.  In the library's layers (device_headers, core, memory, loops, kernels, mpi, grid, io,
 # runtime, include) no code outside a comment or a string literal
 #   - opens a backend scope: use_backend( or a UseBackend object,
 #   - sets the process default: set_backend( (the Runtime applies RuntimeOptions::backend, the
@@ -15,7 +15,7 @@ if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_backend_switches.cmake: pass -DSOURCE_DIR=<the source tree>")
 endif()
 
-set(_layers device_headers core memory loops kernels mpi io particles runtime include)
+set(_layers device_headers core memory loops kernels mpi grid io particles runtime include)
 set(_defined_in core/include/cunumpy/backend.hpp core/src/backend.cpp)
 set(_set_backend_allowed runtime/src/runtime.cpp)
 

@@ -1,7 +1,7 @@
 # cmake -DPROGRAM=<halo_sort_program> -DREFERENCE=<a program linking the kernel layer>
 #       -P check_needed.cmake
 #
-# Runs PROGRAM (a halo exchange and a sort, linked against cunumpy::mpi alone) and reads
+# Runs PROGRAM (a halo exchange and a sort, linked against cunumpy::grid alone) and reads
 # the shared libraries it names (readelf -d): neither Boost.Context nor libcrypto may be among
 # them.  REFERENCE, a program that links the kernel layer, must name libcrypto, and
 # Boost.Context where the emulator switches with it (off x86-64), so the check is seen to find

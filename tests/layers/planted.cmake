@@ -57,9 +57,10 @@ expect("a sibling's header (loops -> kernels)" loops/src/rng.cpp "#include <cunu
        HEADER cuda_kernel.hpp)
 expect("a sibling's header (kernels -> loops)" kernels/src/kernel.cpp "#include <cunumpy/parallel.hpp>"
        HEADER parallel.hpp)
-expect("a layer it does not link (mpi -> kernels)" mpi/src/halo.cpp "#include <cunumpy/kernel.hpp>"
+expect("a layer it does not link (grid -> kernels)" grid/src/halo.cpp "#include <cunumpy/kernel.hpp>"
        HEADER kernel.hpp)
-expect("an upward include (mpi -> io)" mpi/src/halo.cpp "#include <cunumpy/openpmd.hpp>" HEADER openpmd.hpp)
+expect("an upward include (grid -> io)" grid/src/halo.cpp "#include <cunumpy/openpmd.hpp>" HEADER openpmd.hpp)
+expect("an upward include (mpi -> grid)" mpi/src/comm.cpp "#include <cunumpy/halo.hpp>" HEADER halo.hpp)
 expect("an upward include (io -> runtime)" io/src/openpmd.cpp "#include <cunumpy/runtime.hpp>" HEADER runtime.hpp)
 expect("an upward include (memory -> runtime)" memory/src/pools.cpp "#include \"cunumpy/runtime.hpp\""
        HEADER runtime.hpp)
@@ -67,13 +68,13 @@ expect("an internal header in a public one" memory/include/cunumpy/memory.hpp
        "#include <cunumpy/internal/core_context.hpp>" HEADER core_context.hpp)
 expect("a header no layer provides" io/src/io.cpp "#include <cunumpy/no_such_header.hpp>" HEADER no_such_header.hpp)
 
-# The rule is the link lists': link mpi to kernels in the map, and mpi may include kernels.
+# The rule is the link lists': link grid to kernels in the map, and grid may include kernels.
 file(READ ${LAYERS} map)
-string(REGEX REPLACE "set\\(layer_links_cunumpy_mpi \"([^\"]*)\"\\)" "set(layer_links_cunumpy_mpi \"\\1;cunumpy_kernels\")"
+string(REGEX REPLACE "set\\(layer_links_cunumpy_grid \"([^\"]*)\"\\)" "set(layer_links_cunumpy_grid \"\\1;cunumpy_kernels\")"
        linked "${map}")
 if(linked STREQUAL map)
-  message(FATAL_ERROR "the layer map names no links for cunumpy_mpi:\n${map}")
+  message(FATAL_ERROR "the layer map names no links for cunumpy_grid:\n${map}")
 endif()
-file(WRITE ${WORK_DIR}/layers_mpi_links_kernels.cmake "${linked}")
-expect("an include of a layer the map links (mpi -> kernels)" mpi/src/halo.cpp "#include <cunumpy/kernel.hpp>"
-       MAP ${WORK_DIR}/layers_mpi_links_kernels.cmake OUTCOME pass)
+file(WRITE ${WORK_DIR}/layers_grid_links_kernels.cmake "${linked}")
+expect("an include of a layer the map links (grid -> kernels)" grid/src/halo.cpp "#include <cunumpy/kernel.hpp>"
+       MAP ${WORK_DIR}/layers_grid_links_kernels.cmake OUTCOME pass)

@@ -6,7 +6,7 @@
 # (comments, messages, the Runtime applying RuntimeOptions::backend).
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK_DIR})
-foreach(dir device_headers core memory loops kernels mpi io runtime include)
+foreach(dir device_headers core memory loops kernels mpi grid io runtime include)
   file(COPY ${SOURCE_DIR}/${dir} DESTINATION ${WORK_DIR})
 endforeach()
 
@@ -40,7 +40,7 @@ if(NOT clean EQUAL 0)
   message(FATAL_ERROR "the backend-switch check fails on the unplanted copy:\n${err}")
 endif()
 plant(loops/src/algorithms.cpp "void f() { auto guard = use_backend(Backend::host); }" fail)
-plant(mpi/src/halo.cpp "void g() { const cunumpy::UseBackend on(Backend::emulated); }" fail)
+plant(grid/src/halo.cpp "void g() { const cunumpy::UseBackend on(Backend::emulated); }" fail)
 plant(memory/include/cunumpy/host_staging.hpp "inline void h() { set_backend(Backend::host); }" fail)
 plant(io/src/openpmd.cpp "void k() { cunumpy::set_backend (\"host\"); }" fail)
 plant(loops/src/rng.cpp "// a comment may name use_backend(Backend::host)" pass)
