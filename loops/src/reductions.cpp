@@ -8,7 +8,6 @@
 #include <string>
 
 #include <cunumpy/errors.hpp>
-#include <cunumpy/ledger.hpp>
 #include <cunumpy/parallel.hpp>
 
 namespace cunumpy::detail {
@@ -34,14 +33,6 @@ CUNUMPY_HD_INLINE double from_key(long long key) {
   double v;
   memcpy(&v, &bits, sizeof v);
   return v;
-}
-
-// The synchronisation that reading the result back is on a device backend (the loops' cuda
-// path counts it itself).
-void note_emulated_reduction(Backend backend, const char* what, const std::source_location& where) {
-  if (backend == Backend::emulated)
-    record_sync(
-        SyncKind::reduction, [&] { return std::string(what); }, where);
 }
 
 }  // namespace
@@ -71,7 +62,6 @@ sum_t<T> array_sum(const Array<T>& a, const Array<T>* b, const std::source_locat
         [=](long long i) { return static_cast<A>(x[i]) * static_cast<A>(y[i]); },
         CUNUMPY_LAMBDA(long long i) { return static_cast<A>(x[i]) * static_cast<A>(y[i]); }, where);
   }
-  if (n > 0) note_emulated_reduction(a.backend(), b ? "cunumpy::dot" : "cunumpy::sum", where);
   return static_cast<sum_t<T>>(result);
 }
 
@@ -97,7 +87,6 @@ T array_extreme(const Array<T>& a, bool max, const std::source_location& where) 
         CUNUMPY_LAMBDA(long long i) { return ordered_key(static_cast<double>(x[i]), max); }, where);
     result = static_cast<T>(from_key(key));
   }
-  note_emulated_reduction(a.backend(), what, where);
   return result;
 }
 

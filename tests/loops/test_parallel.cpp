@@ -164,6 +164,31 @@ TEST_P(Parallel, LoopsMakeNoTransfers) {
   });
 }
 
+// A reduction's result is read back on the host: on a device (emulated, as cuda) one
+// synchronisation of kind reduction at the caller's line; none on the host.
+TEST_P(Parallel, AReductionCountsItsReadBackOnADevice) {
+  const auto body = CUNUMPY_LAMBDA(long long i) {
+    return static_cast<double>(i);
+  };
+  auto counter = cn::count_transfers();
+  const int line = __LINE__ + 1;
+  const double s = cn::parallel_reduce("sum", 1000, cn::ReduceOp::sum, body);
+  EXPECT_EQ(s, 499500.0);
+  if (GetParam() == cn::Backend::host) {
+    EXPECT_EQ(counter.synchronizations(), 0) << counter.report();
+  } else {
+    EXPECT_EQ(counter.synchronizations(cn::SyncKind::reduction), 1) << counter.report();
+    ASSERT_EQ(counter.sync_events().size(), 1u);
+    EXPECT_NE(counter.sync_events()[0].where.find("test_parallel.cpp:" + std::to_string(line)),
+              std::string::npos)
+        << counter.sync_events()[0].where;
+    EXPECT_NE(counter.sync_events()[0].description.find("parallel_reduce(sum)"), std::string::npos);
+  }
+  const long long before = counter.synchronizations();
+  (void)cn::parallel_reduce("empty", 0, cn::ReduceOp::sum, body);
+  EXPECT_EQ(counter.synchronizations(), before) << "an empty reduction reads nothing back";
+}
+
 CUNUMPY_ON_HOST_AND_EMULATED(Parallel);
 
 // omp_thread_range: inside a parallel region the team's ranges are disjoint, in thread order,

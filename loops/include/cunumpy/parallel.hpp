@@ -165,7 +165,10 @@ auto dual_reduce(const Target& target, std::string_view name, long long n, Reduc
     throw_no_cuda_in_translation_unit(name);
 #endif
   }
-  emulated_order(target);  // the result is read now: after the stream's work
+  emulated_order(target);                   // the result is read now: after the stream's work
+  if (target.backend == Backend::emulated)  // as the cuda path counts its read-back
+    record_sync(
+        SyncKind::reduction, [&] { return "parallel_reduce(" + std::string(name) + ")"; }, where);
   return host_reduce<T>(n, op, host_f);
 }
 }  // namespace detail
@@ -229,7 +232,8 @@ void parallel_for(std::string_view name, long long n0, long long n1, long long n
 
 // Combines f(i) for i in [0, n) with `op` and returns the result on the host (the identity
 // for n == 0: 0, +inf/max, -inf/lowest).  The value type is f's return type.  On cuda the
-// result is read back after the kernels finish (counted as a reduction synchronisation).
+// result is read back after the kernels finish, on the emulated device after its stream's work:
+// either is counted as a reduction synchronisation at the caller's line.
 template <typename F>
 auto parallel_reduce(const Target& target, std::string_view name, long long n, ReduceOp op, F f,
                      std::source_location where = std::source_location::current()) {
