@@ -68,6 +68,7 @@ inline constexpr int any_tag = -1;
 
 // What a probe found: the sender, the tag, and the message's size (count<T>() elements).
 struct Status {
+  // The sender's rank, the message's tag, and its size in bytes.
   int source = proc_null;
   int tag = any_tag;
   long long bytes = 0;
