@@ -20,16 +20,18 @@ for pair in mpi:/usr/bin/mpicc.openmpi mpirun:/usr/bin/mpirun.openmpi h5pcc:/usr
 done
 source "$here/env.sh"
 BUILD_DIR="${BUILD_DIR:-$CUNUMPY_ROOT/build-mpich}"
+mkdir -p "$BUILD_DIR"
+log="$BUILD_DIR/configure.log"
 cmake -S "$CUNUMPY_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
   -DCUNUMPY_ENABLE_CUDA=OFF -DCUNUMPY_ENABLE_MPI=ON -DCUNUMPY_BUILD_APPS=OFF \
   -DCUNUMPY_WARNINGS_AS_ERRORS=ON \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
   -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -DCUNUMPY_MPIEXEC_EXTRA= \
-  -DHDF5_C_COMPILER_EXECUTABLE=/usr/bin/h5pcc.mpich >"$BUILD_DIR.configure.log"
-grep -A8 "feature summary" "$BUILD_DIR.configure.log"
-grep "cunumpy: .*another MPI" "$BUILD_DIR.configure.log" || true
-grep -q "MPI: ON .*mpich" "$BUILD_DIR.configure.log" || {
+  -DHDF5_C_COMPILER_EXECUTABLE=/usr/bin/h5pcc.mpich >"$log"
+grep -A8 "feature summary" "$log"
+grep "cunumpy: .*another MPI" "$log" || true
+grep -q "MPI: ON .*mpich" "$log" || {
   echo "mpich_check: the build did not find MPICH" >&2
   exit 1
 }
