@@ -1,5 +1,5 @@
 // Binding this process's GPU from the node-local rank (runtime.hpp).
-#include <cunumpy/runtime.hpp>
+#include "device_binding.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -54,12 +54,19 @@ DeviceBinding device_binding(int local_rank, int local_size, int devices, const 
   return b;
 }
 
-std::optional<int> bind_local_device() {
+namespace detail {
+std::optional<DeviceBinding> bind_device() {
   if (get_backend() != Backend::cuda || device_count() == 0) return std::nullopt;
   const DeviceBinding b = device_binding(local_rank(), std::max(local_size(), local_rank() + 1),
                                          device_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
   set_device(b.device);
-  return b.device;
+  return b;
+}
+}  // namespace detail
+
+std::optional<int> bind_local_device() {
+  const std::optional<DeviceBinding> b = detail::bind_device();
+  return b ? std::optional<int>(b->device) : std::nullopt;
 }
 
 }  // namespace cunumpy

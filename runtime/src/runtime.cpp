@@ -21,6 +21,8 @@
 #include <cunumpy/memory.hpp>
 #include <cunumpy/rng.hpp>
 
+#include "device_binding.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -146,14 +148,11 @@ void Runtime::start(int* argc, char*** argv, const RuntimeOptions& options) {
   steps_.push_back("host threads: " + threads_);
 
   // 2. The GPU, before MPI_Init.
-  device_ = bind_local_device();
-  steps_.push_back(
-      device_
-          ? "bind device: " + device_binding(launcher.local_rank,
-                                             std::max(launcher.local_size, launcher.local_rank + 1),
-                                             device_count(), std::getenv("CUDA_VISIBLE_DEVICES"))
-                                  .description
-          : "bind device: none (" + std::string(to_string(get_backend())) + " backend)");
+  const std::optional<DeviceBinding> binding = detail::bind_device();
+  if (binding) device_ = binding->device;
+  steps_.push_back(binding ? "bind device: " + binding->description
+                           : "bind device: none (" + std::string(to_string(get_backend())) +
+                                 " backend)");
 
   // 3. MPI.
   if (want_mpi && !CUNUMPY_HAS_MPI()) {
