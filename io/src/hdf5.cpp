@@ -210,6 +210,24 @@ bool Group::exists(const std::string& relative) const {
   return H5Lexists(id(), relative.c_str(), H5P_DEFAULT) > 0;
 }
 
+bool Group::is_dataset(const std::string& relative) const {
+  if (!exists(relative)) return false;
+  const Handle object(H5Oopen(id(), relative.c_str(), H5P_DEFAULT), H5Oclose);
+  return object && H5Iget_type(object.id()) == H5I_DATASET;
+}
+
+std::vector<std::string> Group::children() const {
+  quiet_hdf5();
+  std::vector<std::string> names;
+  auto add = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  hsize_t at = 0;
+  check(H5Literate(id(), H5_INDEX_NAME, H5_ITER_INC, &at, add, &names), "H5Literate", file_, path_);
+  return names;
+}
+
 Group Group::open_group(const std::string& relative) const {
   const std::string full = child_path(path_, relative);
   if (!exists(relative)) throw IoError("HDF5: " + file_ + " has no group " + full);
@@ -419,6 +437,32 @@ std::vector<long long> dataset_shape(const Object& dataset) {
   std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
   if (rank > 0) H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
   return std::vector<long long>(dims.begin(), dims.end());
+}
+
+DType dataset_dtype(const Object& dataset) {
+  Handle type(check_id(H5Dget_type(dataset.id()), "H5Dget_type", dataset.file(), dataset.path()),
+              H5Tclose);
+  const H5T_class_t kind = H5Tget_class(type.id());
+  const std::size_t bytes = H5Tget_size(type.id());
+  if (kind == H5T_FLOAT && bytes == 8) return DType::float64;
+  if (kind == H5T_FLOAT && bytes == 4) return DType::float32;
+  if (kind == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type.id()) == H5T_SGN_2;
+    switch (bytes) {
+      case 1:
+        return is_signed ? DType::int8 : DType::uint8;
+      case 2:
+        return is_signed ? DType::int16 : DType::uint16;
+      case 4:
+        return is_signed ? DType::int32 : DType::uint32;
+      case 8:
+        return is_signed ? DType::int64 : DType::uint64;
+      default:
+        break;
+    }
+  }
+  throw IoError("HDF5: " + dataset.file() + ": " + dataset.path() +
+                " holds elements of a type other than an integer or a 4- or 8-byte float");
 }
 
 void read_dataset(const File& file, const Object& dataset, hid_t type,

@@ -3,6 +3,7 @@
 
 #include <cunumpy/agree.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -65,6 +66,18 @@ void constant_component(const h5::Group& g, double value, long long n) {
   const std::uint64_t shape[1] = {static_cast<std::uint64_t>(n)};
   g.attribute("shape", std::span<const std::uint64_t>(shape, 1));
   g.attribute("unitSI", 1.0);
+}
+
+// The records openPMD names (or a name that is not one plain HDF5 link).
+bool reserved_record(const std::string& name) {
+  static const char* const kTaken[] = {"position",  "momentum",       "positionOffset",
+                                       "weighting", "charge",         "mass",
+                                       "id",        "particlePatches"};
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    return true;
+  for (const char* t : kTaken)
+    if (name == t) return true;
+  return false;
 }
 
 }  // namespace
@@ -203,6 +216,13 @@ class OpenPmdFile {
                          "indices and offsets) or neither (whole coordinates)");
       }
       if (p.weighting != nullptr) check(p.weighting, "weighting");
+      for (const auto& [name, column] : p.records) {
+        if (reserved_record(name))
+          throw ValueError("openPMD particles " + species + ": the record name '" + name +
+                           "' is taken by openPMD's records or is not a plain name; give "
+                           "another one (no '/')");
+        std::visit([&](const auto* a) { check(a, name.c_str()); }, column);
+      }
       if (p.id != nullptr) check(p.id, "id");
       if (!p.patch_offset.empty() && (p.patch_offset.size() != nd || p.patch_extent.size() != nd))
         throw ValueError(
@@ -278,6 +298,7 @@ class OpenPmdFile {
           h5::write_dataset<double>(file_, s, "weighting", global, offset, count, h.data());
       record_attributes(d, kNone);
       d.attribute("unitSI", 1.0);
+      if (!p.weighting_name.empty()) d.attribute("cunumpyColumn", p.weighting_name);
     } else {
       const h5::Group r = s.group("weighting");
       record_attributes(r, kNone);
@@ -288,6 +309,16 @@ class OpenPmdFile {
       const h5::Group r = s.group(name);
       record_attributes(r, unit);
       constant_component(r, value, total);
+    }
+    for (const auto& [name, column] : p.records) {
+      std::visit(
+          [&]<typename T>(const Array<T>* a) {
+            const Array<T> h = rows(a, name.c_str());
+            h5::Object d = h5::write_dataset<T>(file_, s, name, global, offset, count, h.data());
+            record_attributes(d, kNone);
+            d.attribute("unitSI", 1.0);
+          },
+          column);
     }
     if (!p.patch_offset.empty()) patches(s, p, n, first);
     if (p.id != nullptr) {
@@ -441,6 +472,117 @@ OpenPmdIteration OpenPmdSeries::iteration(long long step, double time, double dt
   const std::string date = shared_text(comm_, comm_.rank() == 0 ? now_openpmd() : std::string());
   return OpenPmdIteration(std::make_unique<detail::OpenPmdFile>(final_path, tmp, comm_, options_,
                                                                 step, time, dt, date));
+}
+
+namespace {
+
+h5::Group species_group(const h5::File& f, const std::string& path, const std::string& species,
+                        long long& step) {
+  if (!f.has_attribute("openPMD"))
+    throw IoError("openPMD: " + path + " is not an openPMD file (no openPMD attribute at /)");
+  const h5::Group data = f.open_group("data");
+  const std::vector<std::string> steps = data.children();
+  if (steps.size() != 1)
+    throw IoError("openPMD: " + path + " holds " + std::to_string(steps.size()) +
+                  " iterations; the reader takes a file of one iteration (a file-based series)");
+  char* end = nullptr;
+  step = std::strtoll(steps[0].c_str(), &end, 10);
+  if (steps[0].empty() || *end != '\0')
+    throw IoError("openPMD: " + path + ": the iteration /data/" + steps[0] + " is not a number");
+  const h5::Group it = data.open_group(steps[0]);
+  const std::vector<std::string> all =
+      it.exists("particles") ? it.open_group("particles").children() : std::vector<std::string>{};
+  if (std::find(all.begin(), all.end(), species) == all.end()) {
+    std::string names;
+    for (const std::string& a : all) names += (names.empty() ? "" : ", ") + a;
+    throw IoError("openPMD: " + path + " has no particle species '" + species + "' (it has " +
+                  (names.empty() ? std::string("none") : names) + ")");
+  }
+  return it.open_group("particles").open_group(species);
+}
+
+}  // namespace
+
+OpenPmdParticleReader::OpenPmdParticleReader(const std::string& path, const std::string& species,
+                                             const Comm& comm)
+    : path_(path),
+      file_(h5::File::open(path, comm)),
+      species_(species_group(file_, path, species, step_)) {
+  for (const std::string& name : species_.children()) {
+    if (name == "particlePatches") continue;
+    if (species_.is_dataset(name)) {
+      records_.push_back(name);
+      continue;
+    }
+    const h5::Group r = species_.open_group(name);
+    if (r.has_attribute("value")) continue;  // a constant scalar record
+    for (const std::string& c : r.children())
+      if (r.is_dataset(c)) records_.push_back(name + "/" + c);
+  }
+  if (!species_.exists("position"))
+    throw IoError("openPMD: " + path + ": species " + species + " has no position record");
+  axes_ = species_.open_group("position").children();
+  if (axes_.empty() || axes_.size() > 3)
+    throw IoError("openPMD: " + path + ": species " + species + "'s position has " +
+                  std::to_string(axes_.size()) + " components (1 to 3 expected)");
+  in_cells_ = has("positionOffset/" + axes_[0]);
+  for (const std::string& a : axes_) {
+    const std::string offset = "positionOffset/" + a;
+    if (in_cells_ != has(offset))
+      throw IoError("openPMD: " + path + ": species " + species +
+                    "'s positionOffset is data along some axes only");
+    if (in_cells_) {
+      const DType t = dtype(offset);
+      if (t != DType::int32 && t != DType::int64 && t != DType::uint32 && t != DType::uint64)
+        throw IoError("openPMD: " + path + ": " + species + "'s " + offset +
+                      " holds non-integer values; the reader takes cell indices there");
+      cell_size_.push_back(species_.open_dataset(offset).read_double("unitSI"));
+    }
+  }
+  const std::string first = "position/" + axes_[0];
+  if (!has(first))
+    throw IoError("openPMD: " + path + ": species " + species + "'s " + first +
+                  " is constant; the reader takes positions held as data");
+  const std::vector<long long> shape = h5::dataset_shape(species_.open_dataset(first));
+  if (shape.size() != 1)
+    throw IoError("openPMD: " + path + ": " + species + "'s " + first + " is not 1D");
+  count_ = shape[0];
+}
+
+bool OpenPmdParticleReader::has(const std::string& record) const {
+  return std::find(records_.begin(), records_.end(), record) != records_.end();
+}
+
+DType OpenPmdParticleReader::dtype(const std::string& record) const {
+  if (!has(record))
+    throw IoError("openPMD: " + path_ + ": no per-particle record " + record + " held as data");
+  return h5::dataset_dtype(species_.open_dataset(record));
+}
+
+std::optional<double> OpenPmdParticleReader::constant(const std::string& record) const {
+  if (has(record) || !species_.exists(record) || species_.is_dataset(record)) return std::nullopt;
+  const h5::Group r = species_.open_group(record);
+  if (!r.has_attribute("value")) return std::nullopt;
+  return r.read_double("value");
+}
+
+std::string OpenPmdParticleReader::attribute(const std::string& record,
+                                             const std::string& name) const {
+  if (!species_.exists(record)) return {};
+  if (species_.is_dataset(record)) {
+    const h5::Object d = species_.open_dataset(record);
+    return d.has_attribute(name) ? d.read_string(name) : std::string();
+  }
+  const h5::Group g = species_.open_group(record);
+  return g.has_attribute(name) ? g.read_string(name) : std::string();
+}
+
+void OpenPmdParticleReader::read_raw(const std::string& record, long long first, long long n,
+                                     hid_t type, void* out) const {
+  if (!has(record))
+    throw IoError("openPMD: " + path_ + ": no per-particle record " + record + " held as data");
+  const h5::Object d = species_.open_dataset(record);
+  h5::read_dataset(file_, d, type, std::vector<long long>{first}, std::vector<long long>{n}, out);
 }
 
 }  // namespace cunumpy

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <cunumpy/comm.hpp>
+#include <cunumpy/dtype.hpp>
 #include <cunumpy/errors.hpp>
 
 namespace cunumpy {
@@ -150,6 +151,10 @@ class Group : public Object {
   Group open_group(const std::string& relative) const;
   Object open_dataset(const std::string& relative) const;
   bool exists(const std::string& relative) const;
+  // Whether the child at `relative` is a dataset (false when missing or a group).
+  bool is_dataset(const std::string& relative) const;
+  // The names of the group's direct children (groups and datasets), in name order.
+  std::vector<std::string> children() const;
 };
 
 // An HDF5 file, serial or parallel (MPI-IO) by its communicator.
@@ -202,6 +207,9 @@ void read_dataset(const File& file, const Object& dataset, hid_t type,
                   std::span<const long long> offset, std::span<const long long> count, void* data);
 // The dataset's global shape.
 std::vector<long long> dataset_shape(const Object& dataset);
+// The dataset's element type as a DType (float64, float32, int8..int64, uint8..uint64); IoError
+// naming the dataset for any other HDF5 type (strings, compounds, ...).
+DType dataset_dtype(const Object& dataset);
 
 // The same, with the HDF5 type of T.
 template <typename T>

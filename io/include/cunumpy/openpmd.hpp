@@ -24,6 +24,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <cunumpy/array.hpp>
@@ -72,6 +74,11 @@ class RealColumn {
   const Array<float>* float_ = nullptr;
 };
 
+// A per-particle scalar record of the application's (ParticleRecords::records): one array of any
+// of these element types, written in its own type.
+using RecordColumn = std::variant<const Array<double>*, const Array<float>*,
+                                  const Array<std::int32_t>*, const Array<std::int64_t>*>;
+
 // One species' particles on this rank: positions and momenta per axis, weights, ids, and the
 // constant charge and mass of a macro-particle.  Positions take one of openPMD's two
 // position/positionOffset splits.  Whole coordinates (position_offset empty): position holds
@@ -89,13 +96,18 @@ struct ParticleRecords {
   std::vector<const Array<std::int32_t>*> position_offset;  // empty, or one per axis
   std::vector<double> cell_size;                            // with position_offset: per axis
   std::vector<RealColumn> momentum;                         // one per axis
-  const Array<double>* weighting = nullptr;        // per particle (nullptr: `weight` for all)
+  const Array<double>* weighting = nullptr;  // per particle (nullptr: `weight` for all)
+  std::string weighting_name;  // with `weighting`: its name in the application (an attribute)
   const Array<std::int64_t>* id = nullptr;         // per particle
   long long count = 0;                             // rows [0, count) of the arrays
   double weight = 1.0, charge = -1.0, mass = 1.0;  // per macro-particle
   // openPMD's particlePatches, one patch per rank: the region this rank's particles lie in
   // (per axis; the whole box when particles are not sorted by rank).  Empty: no patches.
   std::vector<double> patch_offset, patch_extent;
+  // More per-particle records (a species' own quantities: a tag, a second weight, ...), each a
+  // scalar record of that name (dimensionless, unitSI 1) beside openPMD's; a name taken by
+  // openPMD's records (position, momentum, id, ...) is a ValueError.
+  std::vector<std::pair<std::string, RecordColumn>> records;
 };
 
 namespace detail {
@@ -146,6 +158,62 @@ class OpenPmdSeries {
   std::string folder_;
   Comm comm_;
   OpenPmdOptions options_;
+};
+
+// One species of one iteration file read back (a file written by OpenPmdIteration, or any
+// openPMD 1.x HDF5 file of one iteration): its records' shapes and types, and any block of rows
+// of a record, converted to the element type asked for.  Opened by every rank of `comm`
+// (collective); the reads are collective too.
+//
+//   cunumpy::OpenPmdParticleReader r("out/data_100.h5", "electrons", world);
+//   r.count();                              // the particles in the file
+//   r.read<float>("position/x", first, n, out);
+//   r.records();                            // {"id", "momentum/x", "position/x", "weight", ...}
+class OpenPmdParticleReader {
+ public:
+  // IoError naming the file when it cannot be opened or is not openPMD, or naming the species
+  // and the species the file has when it has no such species.
+  OpenPmdParticleReader(const std::string& path, const std::string& species, const Comm& comm);
+  const std::string& path() const noexcept { return path_; }
+  long long step() const noexcept { return step_; }
+  // The particles of the species (every rank's).
+  long long count() const noexcept { return count_; }
+  // The position record's axes ("x", "y", "z", as written).
+  const std::vector<std::string>& axes() const noexcept { return axes_; }
+  // Whether positions are cell indices (positionOffset as integers) and offsets in cells.
+  bool in_cells() const noexcept { return in_cells_; }
+  // positionOffset's unitSI per axis with in_cells(): the cell's length.
+  const std::vector<double>& cell_size() const noexcept { return cell_size_; }
+  // The per-particle records held as data, "record" or "record/component" (constant ones
+  // excluded), in name order.
+  const std::vector<std::string>& records() const noexcept { return records_; }
+  bool has(const std::string& record) const;
+  // A record's element type as stored (IoError naming the record when it is not held as data).
+  DType dtype(const std::string& record) const;
+  // A constant record's value (charge, mass, a constant weighting): std::nullopt when the record
+  // is held as data or missing.
+  std::optional<double> constant(const std::string& record) const;
+  // A string attribute of a record ("" when missing).
+  std::string attribute(const std::string& record, const std::string& name) const;
+  // Rows [first, first + n) of a record into `out`, converted to T (HDF5's conversion).
+  // Collective.  IoError naming the record when it is missing or shorter than first + n.
+  template <typename T>
+  void read(const std::string& record, long long first, long long n, T* out) const {
+    read_raw(record, first, n, h5::native_type<T>(), out);
+  }
+  // The file, for an application's groups beside the openPMD tree (OpenPmdIteration::extension).
+  const h5::File& file() const noexcept { return file_; }
+
+ private:
+  void read_raw(const std::string& record, long long first, long long n, hid_t type,
+                void* out) const;
+  std::string path_;
+  h5::File file_;
+  long long step_ = 0, count_ = 0;  // (before species_: its initialiser sets step_)
+  h5::Group species_;
+  bool in_cells_ = false;
+  std::vector<std::string> axes_, records_;
+  std::vector<double> cell_size_;
 };
 
 }  // namespace cunumpy
