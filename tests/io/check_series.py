@@ -75,8 +75,29 @@ for step in steps:
         whole = p_.astype(float) * pos.unit_SI + o_.astype(float) * off.unit_SI
         assert np.allclose(whole, (ids % n_cells + step_off * (ids % period)) * size,
                            rtol=0, atol=1e-12), axis
-    print(f"openPMD-api: iteration {step}: rho {r.shape}, E, {len(pid)} electrons and ions "
-          "(cells and offsets) as written")
+    # The tracers (a ParticleSet written by write_particles): openPMD's records in float32,
+    # the weighting column, and the set's named columns as records of their own types.
+    t = it.particles["tracers"]
+    tx, tvy = t["position"]["x"], t["momentum"]["y"]
+    assert tx.dtype == np.float32 and tvy.dtype == np.float32, (tx.dtype, tvy.dtype)
+    named = {name: t[name][io.Record_Component.SCALAR] for name in ("tag", "birth",
+                                                                    "charge_fraction")}
+    assert named["tag"].dtype == np.int32 and named["birth"].dtype == np.int64
+    assert named["charge_fraction"].dtype == np.float32
+    tw = t["weighting"][io.Record_Component.SCALAR]
+    loaded = {k: v.load_chunk() for k, v in named.items()}
+    tx_, tvy_, tw_ = tx.load_chunk(), tvy.load_chunk(), tw.load_chunk()
+    tid = t["id"][io.Record_Component.SCALAR].load_chunk()
+    series.flush()
+    assert np.array_equal(tid, ids), tid
+    assert np.array_equal(tx_, (0.5 + ids).astype(np.float32))
+    assert np.array_equal(tvy_, -ids.astype(np.float32))
+    assert np.array_equal(tw_, 2.0 + ids)
+    assert np.array_equal(loaded["tag"], (ids % 7).astype(np.int32))
+    assert np.array_equal(loaded["birth"], 10 * ids.astype(np.int64))
+    assert np.array_equal(loaded["charge_fraction"], (0.5 * ids).astype(np.float32))
+    print(f"openPMD-api: iteration {step}: rho {r.shape}, E, {len(pid)} electrons, ions "
+          "(cells and offsets) and tracers (named columns) as written")
 series.close()
 
 # 3. h5py: the raw layout.

@@ -5,6 +5,9 @@
 //   particle id k: x = 0.001 k, y = 0.002 k, p_x = k, p_y = -k (float32), weighting 1 + k / 10
 //   species "ions", positions as cells and offsets (cell sizes 0.5 and 0.25): id k in cell
 //   (k % 24, k % 18) at offset (0.125 (k % 8), 0.0625 (k % 16)) in cells (float32), p = 0
+//   species "tracers", a ParticleSet<float> (write_particles): x = 0.5 + k, y = 0.25 k,
+//   v = (k, -k), weighting column "w" = 2 + k, named columns "tag" (int32, k % 7), "birth"
+//   (int64, 10 k) and "charge_fraction" (float, 0.5 k)
 // Usage: write_series <folder> [steps]   (under mpiexec at any rank count)
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +16,7 @@
 
 #include <cunumpy/cunumpy.hpp>
 #include <cunumpy/openpmd.hpp>
+#include <cunumpy/particle_io.hpp>
 
 namespace cn = cunumpy;
 
@@ -63,6 +67,24 @@ int main(int argc, char** argv) {
       ox.host_span()[i] = 0.125f * static_cast<float>(k % 8);
       oy.host_span()[i] = 0.0625f * static_cast<float>(k % 16);
     }
+    cn::ParticleSet<float> tracers({.dim = 2}, n, cn::Backend::host);
+    auto& tw = tracers.add_column<double>("w");
+    auto& tag = tracers.add_column<std::int32_t>("tag");
+    auto& birth = tracers.add_column<std::int64_t>("birth");
+    auto& fraction = tracers.add_column<float>("charge_fraction");
+    for (long long i = 0; i < n; ++i) {
+      const long long k = first + i;
+      tracers.x.host_span()[i] = 0.5f + static_cast<float>(k);
+      tracers.y.host_span()[i] = 0.25f * static_cast<float>(k);
+      tracers.vx.host_span()[i] = static_cast<float>(k);
+      tracers.vy.host_span()[i] = -static_cast<float>(k);
+      tracers.id.host_span()[i] = k;
+      tw.host_span()[i] = 2.0 + static_cast<double>(k);
+      tag.host_span()[i] = static_cast<std::int32_t>(k % 7);
+      birth.host_span()[i] = 10 * k;
+      fraction.host_span()[i] = 0.5f * static_cast<float>(k);
+    }
+    tracers.n = n;
     cn::OpenPmdSeries series(argv[1], world, {.name = "data", .overwrite = true});
     const cn::MeshLayout layout{.global = {nx, ny},
                                 .offset = {d.owned(0).begin, d.owned(1).begin},
@@ -96,6 +118,7 @@ int main(int argc, char** argv) {
       ions.charge = 1.0;
       ions.mass = 1836.0;
       it.particles("ions", ions);
+      cn::write_particles(it, "tracers", tracers, {.charge = 0.0, .weighting = "w"});
       it.close();
       if (world.rank() == 0) std::printf("wrote %s\n", it.path().c_str());
     }

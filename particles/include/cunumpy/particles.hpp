@@ -39,6 +39,17 @@ struct ParticleLayout {
   bool ids = true;     // an int64 id a particle
 };
 
+// What a species' output says of it beyond its columns (write_particles, particle_io.hpp).
+struct ParticleSpecies {
+  double charge = -1.0, mass = 1.0;  // per macro-particle: openPMD's constant records
+  double weight = 1.0;               // every particle's weighting, when `weighting` is empty
+  std::string weighting;             // a double column written as openPMD's weighting record
+  // With `cells`: the cell's length per axis (positionOffset's unitSI).  Required then.
+  std::vector<double> cell_size;
+  // openPMD's particlePatches: this rank's region per axis (empty: no patches).
+  std::vector<double> patch_offset, patch_extent;
+};
+
 // The element types of a named column.
 template <typename T>
 concept ParticleElement = std::is_same_v<T, double> || std::is_same_v<T, float> ||
@@ -89,6 +100,19 @@ class ParticleSet {
     const Backend b = rows == 0 ? Backend::host : backend();
     return std::get<Array<T>>(named_.emplace(name, zeros<T>({rows}, b)).first->second);
   }
+  // A new column of the application's holding `values` (an array of capacity rows on the set's
+  // backend, adopted: no copy).  ValueError as above, or for another shape or backend.
+  template <ParticleElement T>
+  Array<T>& add_column(const std::string& name, Array<T> values) {
+    if (values.ndim() != 1 || values.shape(0) != capacity() ||
+        (capacity() != 0 && values.backend() != backend()))
+      detail::throw_particle_column("add_column: the values must be one row a particle slot (" +
+                                        std::to_string(capacity()) + " rows) on the set's backend",
+                                    name, names());
+    Array<T>& column = add_column<T>(name);
+    column = std::move(values);
+    return column;
+  }
   // The named column; ValueError naming the columns there are when it is missing or holds
   // another element type.
   template <ParticleElement T>
@@ -113,6 +137,11 @@ class ParticleSet {
   template <typename F>
   void for_each_column(F&& f) {
     for (auto& [name, column] : built_in()) f(name, column);
+    for_each_named_column(f);
+  }
+  // f(name, AnyParticleColumn) for the named columns alone, by name.
+  template <typename F>
+  void for_each_named_column(F&& f) {
     for (auto& entry : named_)  // (no structured binding: lambdas capture the name)
       std::visit([&](auto& a) { f(entry.first, AnyParticleColumn(&a)); }, entry.second);
   }
