@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
+#include <cunumpy/particles.hpp>
 
 #include "blocks.hpp"
 #include "config.hpp"
@@ -28,26 +29,29 @@ class OpenPmdSeries;
 
 namespace pic {
 
+template <typename Real>
 struct Checkpoint {
   Config config;
   int step = 0;  // the steps done: the run continues at this step
   Results history;
-  // This rank's particles (rows in order): x[, y[, z]], vx[, vy[, vz]], id; mixed precision:
-  // x, y, z the offsets within the cells cx[, cy[, cz]].
-  std::vector<double> x, y, z, vx, vy, vz;
-  std::vector<std::int32_t> cx, cy, cz;
-  std::vector<std::int64_t> id;
   long long total = 0;
+  // This rank's particles, rows [0, n) in order, on any backend: every column of the set (the
+  // application's named ones too) is written and read back.
+  cunumpy::ParticleSet<Real> particles;
 };
 
 // Writes `c` (every rank its particles) as <folder>/checkpoints/checkpoint_<step>.h5.
-// Collective; returns the file's path.
+// Collective; returns the file's path.  Instantiated for double and float.
+template <typename Real>
 std::string write_checkpoint(const std::string& folder, const cunumpy::Comm& comm,
-                             const Checkpoint& c);
+                             const Checkpoint<Real>& c);
+// Reads a checkpoint: this rank's share of the particles (on `backend`, capacity n), and the
+// rest.  Collective.  Instantiated for double and float.
+template <typename Real>
+Checkpoint<Real> read_checkpoint(const std::string& path, const cunumpy::Comm& comm,
+                                 cunumpy::Backend backend);
 // The configuration a checkpoint was written with.  Collective.
 Config read_checkpoint_config(const std::string& path, const cunumpy::Comm& comm);
-// Reads a checkpoint: this rank's share of the particles, and the rest.  Collective.
-Checkpoint read_checkpoint(const std::string& path, const cunumpy::Comm& comm);
 
 // The openPMD output of a run: fields (rho, E: this rank's cells) and particles every N
 // steps, <folder>/openpmd/data_<step>.h5 (host arrays: the caller copies device data).
@@ -58,9 +62,11 @@ class SnapshotWriter {
   ~SnapshotWriter();
   SnapshotWriter(const SnapshotWriter&) = delete;
   SnapshotWriter& operator=(const SnapshotWriter&) = delete;
-  // Collective; returns the file written.
+  // Collective; returns the file written.  Instantiated for double and float.
+  template <typename Real>
   std::string write(int step, double time, double dt, const MeshBlock& mesh,
-                    const ParticleBlock& particles);
+                    const cunumpy::ParticleSet<Real>& particles,
+                    const cunumpy::ParticleSpecies& species);
 
  private:
   std::shared_ptr<cunumpy::OpenPmdSeries> series_;  // shared_ptr: complete only in checkpoint.cpp

@@ -12,12 +12,22 @@ namespace {
 }
 }  // namespace
 
-std::string write_checkpoint(const std::string&, const cunumpy::Comm&, const Checkpoint&) {
+template <typename Real>
+std::string write_checkpoint(const std::string&, const cunumpy::Comm&, const Checkpoint<Real>&) {
   no_hdf5();
 }
-Checkpoint read_checkpoint(const std::string&, const cunumpy::Comm&) {
+template <typename Real>
+Checkpoint<Real> read_checkpoint(const std::string&, const cunumpy::Comm&, cunumpy::Backend) {
   no_hdf5();
 }
+template std::string write_checkpoint<double>(const std::string&, const cunumpy::Comm&,
+                                              const Checkpoint<double>&);
+template std::string write_checkpoint<float>(const std::string&, const cunumpy::Comm&,
+                                             const Checkpoint<float>&);
+template Checkpoint<double> read_checkpoint<double>(const std::string&, const cunumpy::Comm&,
+                                                    cunumpy::Backend);
+template Checkpoint<float> read_checkpoint<float>(const std::string&, const cunumpy::Comm&,
+                                                  cunumpy::Backend);
 Config read_checkpoint_config(const std::string&, const cunumpy::Comm&) {
   no_hdf5();
 }
@@ -25,8 +35,17 @@ SnapshotWriter::SnapshotWriter(const std::string&, const cunumpy::Comm&, bool) {
   no_hdf5();
 }
 SnapshotWriter::~SnapshotWriter() = default;
-std::string SnapshotWriter::write(int, double, double, const MeshBlock&, const ParticleBlock&) {
+template <typename Real>
+std::string SnapshotWriter::write(int, double, double, const MeshBlock&,
+                                  const cunumpy::ParticleSet<Real>&,
+                                  const cunumpy::ParticleSpecies&) {
   no_hdf5();
 }
+template std::string SnapshotWriter::write<double>(int, double, double, const MeshBlock&,
+                                                   const cunumpy::ParticleSet<double>&,
+                                                   const cunumpy::ParticleSpecies&);
+template std::string SnapshotWriter::write<float>(int, double, double, const MeshBlock&,
+                                                  const cunumpy::ParticleSet<float>&,
+                                                  const cunumpy::ParticleSpecies&);
 
 }  // namespace pic

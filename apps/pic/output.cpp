@@ -38,33 +38,30 @@ void StagedOutput::start(const Particles<Real>& p, const FieldLayout& layout, in
   Pending out;
   out.step = step;
   out.n = p.n;
-  dim_ = p.dim;
-  // rho and E's components, then each axis's position and velocity (in their precision).
+  out.single = std::is_same_v<Real, float>;
+  out.layout = p.layout();
+  // rho and E's components, then every column of the particles (in its type).
   std::vector<const cn::Array<double>*> fields{&layout.rho, &layout.ex, &layout.ey, &layout.ez};
   fields.resize(1 + static_cast<std::size_t>(p.dim));
-  const cn::Array<Real>* columns[] = {&p.x, &p.vx, &p.y, &p.vy, &p.z, &p.vz};
-  const std::size_t n_columns = 2 * static_cast<std::size_t>(p.dim);
-  doubles_.resize(std::max(doubles_.size(), fields.size() + n_columns));
-  floats_.resize(std::max(floats_.size(), n_columns));
+  fields_.resize(std::max(fields_.size(), fields.size()));
   for (std::size_t k = 0; k < fields.size(); ++k)
-    out.fields.push_back(stage(doubles_[k], *fields[k]));
-  for (std::size_t k = 0; k < n_columns; ++k) {
-    if constexpr (std::is_same_v<Real, float>)
-      out.columns32.push_back(stage(floats_[k], *columns[k]));
-    else
-      out.columns.push_back(stage(doubles_[fields.size() + k], *columns[k]));
-  }
+    out.fields.push_back(stage(fields_[k], *fields[k]));
+  auto& set = const_cast<Particles<Real>&>(p);  // for_each_column: handles, copied from here
+  set.for_each_column([&](const std::string& name, cn::AnyParticleColumn column) {
+    std::visit(
+        [&]<typename T>(cn::Array<T>* a) {
+          using Slot = std::unique_ptr<cn::HostStaging<T>>;
+          Staging& staging = columns_[name];
+          if (!std::holds_alternative<Slot>(staging)) staging = Slot();
+          out.columns.emplace_back(name, stage(std::get<Slot>(staging), *a));
+        },
+        column);
+  });
   if (p.cells) {
-    const cn::Array<std::int32_t>* cells[] = {&p.cx, &p.cy, &p.cz};
     const LocalGrid& g = layout.grid();
     const double sizes[] = {g.dx, g.dy, g.dz};
-    cells_.resize(std::max(cells_.size(), static_cast<std::size_t>(p.dim)));
-    for (int a = 0; a < p.dim; ++a) {
-      out.cells.push_back(stage(cells_[static_cast<std::size_t>(a)], *cells[a]));
-      out.cell_size.push_back(sizes[a]);
-    }
+    out.cell_size.assign(sizes, sizes + p.dim);
   }
-  out.id = stage(ids_, p.id);
   pending_ = std::move(out);
 }
 template void StagedOutput::start<double>(const Particles<double>&, const FieldLayout&, int);
@@ -75,27 +72,34 @@ std::string StagedOutput::write(const FieldLayout& layout, double dt, double wei
   pending_.reset();
   std::vector<cn::Array<double>> fields;
   for (const auto& c : p.fields) fields.push_back(c.result());
-  ParticleBlock b;
-  auto head = [&]<typename T>(const cn::Array<T>& a) {
-    return cn::from_host<T>(std::span<const T>(a.data(), p.n), {p.n}, cn::Backend::host);
-  };
-  for (int a = 0; a < dim_ && !p.columns.empty(); ++a) {
-    b.position.push_back(head(p.columns[2 * a].result()));
-    b.velocity.push_back(head(p.columns[2 * a + 1].result()));
-  }
-  for (int a = 0; a < dim_ && !p.columns32.empty(); ++a) {
-    b.position32.push_back(head(p.columns32[2 * a].result()));
-    b.velocity32.push_back(head(p.columns32[2 * a + 1].result()));
-  }
-  for (auto& c : p.cells) b.cells.push_back(head(c.result()));
-  b.cell_size = p.cell_size;
-  const cn::Array<std::int64_t> ids = p.id->result();
-  b.id = cn::from_host<std::int64_t>(std::span<const std::int64_t>(ids.data(), p.n), {p.n},
-                                     cn::Backend::host);
-  b.count = p.n;
-  b.weight = weight;
-  layout.particle_region(b.patch_offset, b.patch_extent);
-  return writer_.write(p.step, p.step * dt, dt, layout.mesh_block(fields), b);
+  cn::ParticleSpecies species{.weight = weight, .cell_size = p.cell_size};
+  layout.particle_region(species.patch_offset, species.patch_extent);
+  const MeshBlock mesh = layout.mesh_block(fields);
+  return p.single ? write_as<float>(p, mesh, species, dt) : write_as<double>(p, mesh, species, dt);
+}
+
+// The staged columns (host arrays, the particle arrays' rows) as a host particle set, written.
+template <typename Real>
+std::string StagedOutput::write_as(Pending& p, const MeshBlock& mesh, cn::ParticleSpecies& species,
+                                   double dt) {
+  using Host = std::variant<cn::Array<double>, cn::Array<float>, cn::Array<std::int32_t>,
+                            cn::Array<std::int64_t>>;
+  std::map<std::string, Host> arrays;
+  for (auto& [name, copy] : p.columns)
+    std::visit([&](auto& c) { arrays.emplace(name, c.result()); }, copy);
+  cn::ParticleSet<Real> set(p.layout, 0, cn::Backend::host);
+  set.for_each_column([&](const std::string& name, cn::AnyParticleColumn column) {
+    std::visit(
+        [&]<typename T>(cn::Array<T>* a) {
+          *a = std::get<cn::Array<T>>(arrays.at(name));
+          arrays.erase(name);
+        },
+        column);
+  });
+  for (auto& [name, a] : arrays)
+    std::visit([&]<typename T>(cn::Array<T>& values) { set.add_column(name, values); }, a);
+  set.n = p.n;
+  return writer_.write(p.step, p.step * dt, dt, mesh, set, species);
 }
 
 Health health_of(const Results& r) {

@@ -3,9 +3,13 @@
 // energy.csv and summary.json are pic.hpp's write_outputs (output.cpp too).
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <cunumpy/cunumpy.hpp>
@@ -30,23 +34,31 @@ class StagedOutput {
   template <typename T>
   static cunumpy::StagedCopy<T> stage(std::unique_ptr<cunumpy::HostStaging<T>>& staging,
                                       const cunumpy::Array<T>& a);
+  using Staging = std::variant<std::unique_ptr<cunumpy::HostStaging<double>>,
+                               std::unique_ptr<cunumpy::HostStaging<float>>,
+                               std::unique_ptr<cunumpy::HostStaging<std::int32_t>>,
+                               std::unique_ptr<cunumpy::HostStaging<std::int64_t>>>;
+  using StagedColumn =
+      std::variant<cunumpy::StagedCopy<double>, cunumpy::StagedCopy<float>,
+                   cunumpy::StagedCopy<std::int32_t>, cunumpy::StagedCopy<std::int64_t>>;
   struct Pending {
     int step = 0;
     long long n = 0;
-    std::vector<cunumpy::StagedCopy<double>> fields, columns;  // rho, ex[, ey]; x, vx[, y, vy]
-    std::vector<cunumpy::StagedCopy<float>> columns32;         // x, vx[, ...] of float particles
-    std::vector<cunumpy::StagedCopy<std::int32_t>> cells;      // cx[, cy[, cz]]: mixed precision
-    std::vector<double> cell_size;                             // with cells
-    std::optional<cunumpy::StagedCopy<std::int64_t>> id;
+    bool single = false;  // float particles
+    cunumpy::ParticleLayout layout;
+    std::vector<cunumpy::StagedCopy<double>> fields;  // rho, ex[, ey[, ez]]
+    // Every column of the particle set, by name (ParticleSet::for_each_column's order).
+    std::vector<std::pair<std::string, StagedColumn>> columns;
+    std::vector<double> cell_size;  // with cells
   };
+  template <typename Real>
+  std::string write_as(Pending& p, const MeshBlock& mesh, cunumpy::ParticleSpecies& species,
+                       double dt);
   SnapshotWriter writer_;
   // One staging per array, remade when an array's shape changes (a particle array that grew).
-  std::vector<std::unique_ptr<cunumpy::HostStaging<double>>> doubles_;
-  std::vector<std::unique_ptr<cunumpy::HostStaging<float>>> floats_;
-  std::unique_ptr<cunumpy::HostStaging<std::int64_t>> ids_;
-  std::vector<std::unique_ptr<cunumpy::HostStaging<std::int32_t>>> cells_;
+  std::vector<std::unique_ptr<cunumpy::HostStaging<double>>> fields_;
+  std::map<std::string, Staging> columns_;  // by column name
   std::optional<Pending> pending_;
-  int dim_ = 1;
 };
 
 }  // namespace pic

@@ -96,73 +96,22 @@ std::vector<T> rows_of(const cn::Array<T>& a, long long n) {
   return std::vector<T>(h.host_span().begin(), h.host_span().end());
 }
 
+// The checkpoint of the run after `steps_done` steps: its particles' columns as they are.
 template <typename Real>
-Checkpoint checkpoint_of(const Config& config, const Particles<Real>& p, const Results& r,
-                         int steps_done) {
-  Checkpoint c;
-  c.config = config;
-  c.step = steps_done;
-  c.history = r;
-  c.total = p.global;
-  // Float particles as doubles (exact: written back as floats, read back as the same floats).
-  auto columns = [&](std::vector<double>& out, const cn::Array<Real>& a) {
-    const std::vector<Real> rows = rows_of(a, p.n);
-    out.assign(rows.begin(), rows.end());
-  };
-  columns(c.x, p.x);
-  columns(c.vx, p.vx);
-  if (p.dim >= 2) {
-    columns(c.y, p.y);
-    columns(c.vy, p.vy);
-  }
-  if (p.dim == 3) {
-    columns(c.z, p.z);
-    columns(c.vz, p.vz);
-  }
-  if (p.cells) {  // mixed precision: x, y, z hold the offsets in these cells
-    c.cx = rows_of(p.cx, p.n);
-    if (p.dim >= 2) c.cy = rows_of(p.cy, p.n);
-    if (p.dim == 3) c.cz = rows_of(p.cz, p.n);
-  }
-  c.id = rows_of(p.id, p.n);
-  return c;
+Checkpoint<Real> checkpoint_of(const Config& config, const Particles<Real>& p, const Results& r,
+                               int steps_done) {
+  return {.config = config, .step = steps_done, .history = r, .total = p.global, .particles = p};
 }
 
-// The checkpoint's particles in arrays of the run's backend (with the layout's spare rows).
+// The checkpoint's particles as the run's (with the layout's spare rows).
 template <typename Real>
-Particles<Real> particles_of(const Config& config, const Checkpoint& c, const FieldLayout& layout,
-                             cn::Backend backend) {
+Particles<Real> particles_of(const Config& config, Checkpoint<Real>& c, const FieldLayout& layout) {
   Particles<Real> p;
-  p.dim = config.dim;
-  p.cells = stored_in_cells(config);
+  static_cast<cn::ParticleSet<Real>&>(p) = std::move(c.particles);
   p.global = c.total;
-  p.n = static_cast<long long>(c.id.size());
   p.charge_density = static_cast<double>(total_cells(config)) / static_cast<double>(p.global);
   p.mass = particle_weight(config);
-  const long long rows = p.n + layout.spare_rows(p.n);
-  auto put = [&](auto& a, const auto& v) {
-    using T = typename std::decay_t<decltype(a)>::value_type;  // the array's type
-    auto h = cn::zeros<T>({rows}, cn::Backend::host);
-    std::copy(v.begin(), v.end(), h.host_span().begin());
-    a = cn::empty<T>({rows}, backend);
-    cn::copy(a, h);
-  };
-  put(p.x, c.x);
-  put(p.vx, c.vx);
-  if (p.dim >= 2) {
-    put(p.y, c.y);
-    put(p.vy, c.vy);
-  }
-  if (p.dim == 3) {
-    put(p.z, c.z);
-    put(p.vz, c.vz);
-  }
-  if (p.cells) {
-    put(p.cx, c.cx);
-    if (p.dim >= 2) put(p.cy, c.cy);
-    if (p.dim == 3) put(p.cz, c.cz);
-  }
-  put(p.id, c.id);
+  p.reserve(p.n + layout.spare_rows(p.n));
   return p;
 }
 
@@ -244,7 +193,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
   int first_step = 0;
   std::optional<FieldSums> first_fields;  // a new run's fields at t_0
   if (!config.restart.empty()) {
-    const Checkpoint c = read_checkpoint(config.restart, comm);
+    Checkpoint<Real> c = read_checkpoint<Real>(config.restart, comm, backend);
     first_step = c.step;
     if (first_step > config.steps)
       throw cn::ValueError("the checkpoint is at step " + std::to_string(first_step) +
@@ -252,7 +201,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
     for (auto m : {&Results::time, &Results::field_energy, &Results::mode_energy,
                    &Results::kinetic_energy, &Results::momentum, &Results::total_charge})
       r.*m = c.history.*m;
-    p = particles_of<Real>(config, c, *layout, backend);
+    p = particles_of<Real>(config, c, *layout);
     layout->migrate(p);  // to their owners (another rank count, or none moves)
   } else {
     const long long n = config.particles / comm.size() + 1;

@@ -97,13 +97,19 @@ TEST_P(EveryOption, RoundTripsThroughACheckpointAndAppearsInTheSummary) {
 
 #if PIC_WITH_CHECKPOINTS
   // The checkpoint's configuration: this option's value, every other option the default's.
-  pic::Checkpoint ck;
+  pic::Checkpoint<double> ck;
   ck.config = c;
   ck.step = 1;
   ck.history = r;
-  ck.x = ck.y = {0.5, 1.5};
-  ck.vx = ck.vy = {0.1, -0.1};
-  ck.id = {0, 1};
+  ck.particles = cn::ParticleSet<double>({.dim = 2}, 2, cn::Backend::host);
+  ck.particles.n = 2;
+  for (cn::Array<double>* a :
+       {&ck.particles.x, &ck.particles.y, &ck.particles.vx, &ck.particles.vy}) {
+    a->host_span()[0] = 0.5;
+    a->host_span()[1] = 1.5;
+  }
+  ck.particles.id.host_span()[0] = 0;
+  ck.particles.id.host_span()[1] = 1;
   ck.total = 2;
   const std::string file = pic::write_checkpoint(scratch.path.string(), cn::Comm::serial(), ck);
   const pic::Config back = pic::read_checkpoint_config(file, cn::Comm::serial());
