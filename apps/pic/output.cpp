@@ -283,6 +283,14 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << "  \"particle_steps_per_second\": " << json_number(r.particle_steps_per_second) << ",\n"
        << "  \"transfers_in_loop\": " << r.transfers_in_loop << ",\n"
        << "  \"mpi_staging_in_loop\": " << r.mpi_staging_in_loop << ",\n"
+       << "  \"global_atomics_per_particle_step\": "
+       << (r.global_atomics_per_particle_step < 0 ? std::string("null")
+                                                  : json_number(r.global_atomics_per_particle_step))
+       << ",\n"
+       << "  \"shared_atomics_per_particle_step\": "
+       << (r.shared_atomics_per_particle_step < 0 ? std::string("null")
+                                                  : json_number(r.shared_atomics_per_particle_step))
+       << ",\n"
        << "  \"grid\": \"" << (r.decomposed ? "decomposed" : "replicated") << "\",\n"
        << "  \"bytes_sent_per_step_per_rank\": " << json_number(r.bytes_sent_per_step) << ",\n"
        << "  \"max_bytes_sent_per_step\": " << json_number(r.max_bytes_sent_per_step) << ",\n"

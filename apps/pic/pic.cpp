@@ -17,6 +17,8 @@
 #include <omp.h>
 #endif
 
+#include <cunumpy/atomic_counter.hpp>
+
 #include "checkpoint.hpp"
 #include "dispersion.hpp"
 #include "layout.hpp"
@@ -221,6 +223,8 @@ Results run_as(const Config& config, const cn::Comm& comm) {
   const int report_every = std::max(1, config.steps / 10);
   const auto start = std::chrono::steady_clock::now();
   auto counter = cn::count_transfers();
+  std::optional<cn::AtomicCounter> atomics;  // the emulated kernels' atomics
+  if (backend == cn::Backend::emulated) atomics.emplace();
   long long undeposited = -1;   // the first deposit: every particle where it is
   bool density_posted = false;  // the last push's density is being reduced
   for (int n = first_step; n < config.steps; ++n) {
@@ -283,6 +287,16 @@ Results run_as(const Config& config, const cn::Comm& comm) {
       static_cast<double>(config.particles) * std::max(1, config.steps - first_step);
   r.particle_steps_per_second = particle_steps / r.seconds;
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
+  if (atomics) {
+    cn::synchronize();  // queued launches have run
+    const long long local[3] = {atomics->global(), atomics->shared(), atomics->launches()};
+    long long total[3];
+    comm.allreduce<long long>(local, std::span<long long>(total), cn::Op::sum);
+    if (total[2] > 0) {
+      r.global_atomics_per_particle_step = static_cast<double>(total[0]) / particle_steps;
+      r.shared_atomics_per_particle_step = static_cast<double>(total[1]) / particle_steps;
+    }
+  }
   r.phase_seconds = phases.seconds();
   {
     // The slowest rank's time per phase, and the halo exchanges' overlap since reset_stats()

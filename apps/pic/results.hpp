@@ -20,6 +20,10 @@ struct Results {
   double bytes_per_particle = 0;      // in the particle arrays: positions, velocities, id
   long long transfers_in_loop = 0;    // host/device transfers of the time loop (MPI staging aside)
   long long mpi_staging_in_loop = 0;  // copies through host memory for a non-CUDA-aware MPI
+  // The atomic operations of the time loop's emulated kernels per particle-step, on global and
+  // on shared memory (cunumpy::count_atomics; over the ranks): -1 where no emulated kernel ran
+  // (another backend, or a step of loops rather than kernels).
+  double global_atomics_per_particle_step = -1, shared_atomics_per_particle_step = -1;
   std::map<std::string, double> phase_seconds;      // this rank's (rank 0's in the reports)
   std::map<std::string, double> phase_seconds_max;  // the slowest rank's, phase by phase
   // A halo exchange's messages in flight under other work, and waited for (seconds summed

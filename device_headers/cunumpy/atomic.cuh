@@ -3,8 +3,8 @@
 // cunumpy_atomic_add(p, v) does *p += v atomically and returns the old *p; the _2d and _3d
 // forms address C-contiguous arrays of shape (n0, n1) and (n0, n1, n2).  On the device they
 // are atomicAdd (a hardware instruction for double from sm_60; a compare-and-swap loop
-// before).  Compiled for the host they are real atomics (std::atomic_ref), correct when
-// OpenMP threads of a host parallel_for add to the same cell.
+// before); in the kernel emulator, its atomicAdd.  Compiled for the host they are real atomics
+// (std::atomic_ref), correct when OpenMP threads of a host parallel_for add to the same cell.
 #pragma once
 
 #include "cunumpy/config.cuh"
@@ -34,6 +34,8 @@ CUNUMPY_HD_INLINE T atomic_add(T* p, T v) {
 #else
   return atomicAdd(p, v);
 #endif
+#elif defined(CUNUMPY_EMULATOR)
+  return atomicAdd(p, v);  // the kernel emulator's (cunumpy::count_atomics counts it)
 #else
   return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
 #endif

@@ -114,6 +114,10 @@ struct Hooks {
   BlockValues* (*block_exchange)(unsigned long long value);
   // The block's BlockSums made current (reset when the block is new), with room for `calls`.
   void (*block_sums)(unsigned calls);
+  // Atomic counting (cunumpy::count_atomics): nonzero while a counter is alive in the process,
+  // then each atomic operation tells the engine its address.
+  const std::atomic<int>* counting;
+  void (*count_atomic)(const void* address);
 };
 template <typename T>
 inline unsigned long long bits_of(T v) {
@@ -288,21 +292,32 @@ using std::pow;
 using std::sin;
 using std::sqrt;
 
-// Atomics: std::atomic_ref, so blocks on several host threads add correctly.
+// Atomics: std::atomic_ref, so blocks on several host threads add correctly; each tells the
+// engine its address while an atomic counter is alive.
+namespace cunumpy_emulator {
+inline void counted(const void* p) {
+  if (hooks->counting->load(std::memory_order_relaxed) != 0) [[unlikely]]
+    hooks->count_atomic(p);
+}
+}  // namespace cunumpy_emulator
 template <typename T>
 inline T atomicAdd(T* p, T v) {
+  cunumpy_emulator::counted(p);
   return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
 }
 template <typename T>
 inline T atomicSub(T* p, T v) {
+  cunumpy_emulator::counted(p);
   return std::atomic_ref<T>(*p).fetch_sub(v, std::memory_order_relaxed);
 }
 template <typename T>
 inline T atomicExch(T* p, T v) {
+  cunumpy_emulator::counted(p);
   return std::atomic_ref<T>(*p).exchange(v, std::memory_order_relaxed);
 }
 template <typename T>
 inline T atomicCAS(T* p, T expected, T desired) {
+  cunumpy_emulator::counted(p);
   std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired, std::memory_order_relaxed);
   return expected;
 }
@@ -310,6 +325,7 @@ namespace cunumpy_emulator {
 // Stores v where better(v, current) holds, atomically; returns the old value.
 template <typename T, typename Better>
 inline T atomic_extreme(T* p, T v, Better better) {
+  counted(p);
   std::atomic_ref<T> a(*p);
   T old = a.load(std::memory_order_relaxed);
   while (better(v, old) && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
@@ -327,14 +343,17 @@ inline T atomicMin(T* p, T v) {
 }
 template <typename T>
 inline T atomicAnd(T* p, T v) {
+  cunumpy_emulator::counted(p);
   return std::atomic_ref<T>(*p).fetch_and(v, std::memory_order_relaxed);
 }
 template <typename T>
 inline T atomicOr(T* p, T v) {
+  cunumpy_emulator::counted(p);
   return std::atomic_ref<T>(*p).fetch_or(v, std::memory_order_relaxed);
 }
 template <typename T>
 inline T atomicXor(T* p, T v) {
+  cunumpy_emulator::counted(p);
   return std::atomic_ref<T>(*p).fetch_xor(v, std::memory_order_relaxed);
 }
 

@@ -582,6 +582,7 @@ CUNUMPY_EMULATOR_REFUSE(__all, "use __all_sync")
 
 // ---- atomics beyond the arithmetic ones ---------------------------------------------------------
 inline unsigned int atomicInc(unsigned int* p, unsigned int limit) {
+  cunumpy_emulator::counted(p);
   std::atomic_ref<unsigned int> a(*p);
   unsigned int old = a.load(std::memory_order_relaxed);
   while (!a.compare_exchange_weak(old, old >= limit ? 0u : old + 1u, std::memory_order_relaxed)) {
@@ -589,6 +590,7 @@ inline unsigned int atomicInc(unsigned int* p, unsigned int limit) {
   return old;
 }
 inline unsigned int atomicDec(unsigned int* p, unsigned int limit) {
+  cunumpy_emulator::counted(p);
   std::atomic_ref<unsigned int> a(*p);
   unsigned int old = a.load(std::memory_order_relaxed);
   while (!a.compare_exchange_weak(old, (old == 0u || old > limit) ? limit : old - 1u,

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <cunumpy/atomic_counter.hpp>
 #include <cunumpy/cuda_kernel.hpp>
 
 #include "compile_request.hpp"
@@ -37,8 +38,14 @@ bool fuses_multiply_add(const std::vector<std::string>& options);
 // its symbol table; nullptr when it has none of that name.
 void* emulated_global(EmulatedKernel& kernel, std::string_view name, std::size_t* bytes);
 
-// Runs the kernel over the grid with the packed arguments; synchronous.
+// The atomic counters alive in the calling thread (cunumpy::count_atomics), for a launch to
+// count in: captured when it is launched, added to when it ran.
+using AtomicCounters = std::vector<std::shared_ptr<AtomicCounter::State>>;
+AtomicCounters atomic_counters_now();
+
+// Runs the kernel over the grid with the packed arguments; synchronous.  Its atomics are added
+// to `counters`.
 void emulate_launch(EmulatedKernel& kernel, const Dim3& grid, const Dim3& block, void** args,
-                    std::size_t shared_mem);
+                    std::size_t shared_mem, const AtomicCounters& counters = {});
 
 }  // namespace cunumpy::detail

@@ -977,14 +977,15 @@ void CudaKernel::launch_emulated(Checked c, Mode mode) {
   if (!now && stream.backend() == Backend::emulated && !debug_active()) {
     auto args = std::make_shared<PackedArgs>(std::move(c.args));
     std::function<void()> work = [kernel, grid = c.grid, block = c.block, args,
-                                  shared = c.shared_mem] {
-      detail::emulate_launch(*kernel, grid, block, args->pointers(), shared);
+                                  shared = c.shared_mem, counters = detail::atomic_counters_now()] {
+      detail::emulate_launch(*kernel, grid, block, args->pointers(), shared, counters);
     };
     if (!detail::emulated_enqueue(stream, work)) work();
     return;
   }
   if (!now) detail::emulated_drain(stream);
-  detail::emulate_launch(*kernel, c.grid, c.block, c.args.pointers(), c.shared_mem);
+  detail::emulate_launch(*kernel, c.grid, c.block, c.args.pointers(), c.shared_mem,
+                         detail::atomic_counters_now());
 }
 
 // CUDA: the kernel of the loaded CUBIN, launched on the stream through the CUDA door; an

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <cunumpy/atomic_counter.hpp>
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
 
@@ -55,6 +56,64 @@ TEST_F(Emulator, TiledStaticSharedMemoryAndAtomicsAcrossBlocks) {
   for (int b = 0; b < 37; ++b)
     for (int t = 0; t < 64; ++t) ASSERT_EQ(h(b * 64 + t), b * 64 + (63 - t)) << b << " " << t;
   EXPECT_EQ(cn::to_host(total)(0), static_cast<unsigned long long>(n) * (n - 1) / 2);
+}
+
+TEST_F(Emulator, AtomicCountersTellGlobalFromSharedMemory) {
+  // Per thread: an atomicAdd into a __shared__ histogram and an atomicMax into dynamic shared
+  // memory; per block after the barrier: one global atomicAdd per bin and one on a module-scope
+  // variable.  A second kernel without barriers (a plain loop): one global atomic per thread.
+  cn::CudaModule m(R"(
+    __device__ unsigned int blocks_done;
+    extern "C" __global__ void histogram(const int* in, int* bins, int n) {
+      __shared__ int tile[8];
+      extern __shared__ int largest[];
+      if (threadIdx.x < 8) tile[threadIdx.x] = 0;
+      if (threadIdx.x == 0) largest[0] = 0;
+      __syncthreads();
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      int v = i < n ? in[i] : 0;
+      atomicAdd(&tile[v % 8], 1);
+      atomicMax(&largest[0], v);
+      __syncthreads();
+      if (threadIdx.x < 8) atomicAdd(&bins[threadIdx.x], tile[threadIdx.x]);
+      if (threadIdx.x == 0) atomicAdd(&blocks_done, 1u);
+    }
+    extern "C" __global__ void scatter(const int* in, int* bins, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) atomicAdd(&bins[in[i] % 8], 1);
+    })",
+                   {"histogram", "scatter"}, {.block_size = 64});
+  const int n = 64 * 13;
+  auto in = cn::arange<int>(0, n, 1);
+  auto bins = cn::zeros<int>({8});
+  cn::CudaKernel histogram = m.kernel("histogram"), scatter = m.kernel("scatter");
+  cn::Launch blocks;
+  blocks.grid = cn::Dim3{13, 1, 1};
+  blocks.block = cn::Dim3{64, 1, 1};
+  blocks.shared_mem = 16;
+  histogram(blocks, in, bins, n);  // before any counter: not counted anywhere
+  auto outer = cn::count_atomics();
+  {
+    auto inner = cn::count_atomics();
+    histogram(blocks, in, bins, n);
+    EXPECT_EQ(inner.shared(), 2LL * n);
+    EXPECT_EQ(inner.global(), 13LL * 9);
+    EXPECT_EQ(inner.launches(), 1);
+  }
+  scatter(cn::threads(n), in, bins, n);
+  EXPECT_EQ(outer.global(), 13LL * 9 + n);
+  EXPECT_EQ(outer.shared(), 2LL * n);
+  EXPECT_EQ(outer.launches(), 2);
+  EXPECT_EQ(cn::to_host(bins)(3), 3 * (n / 8));
+  // A launch queued on a stream counts in the counters alive when it was launched.
+  cn::Stream stream;
+  auto queued = cn::count_atomics();
+  cn::Launch on_stream = cn::threads(n);
+  on_stream.stream = stream.ref();
+  scatter(on_stream, in, bins, n);
+  stream.synchronize();
+  EXPECT_EQ(queued.global(), n);
+  EXPECT_EQ(queued.shared(), 0);
 }
 
 TEST_F(Emulator, ScaleColumnTemplatesAndStructs) {

@@ -1013,6 +1013,38 @@ TEST(Pic, RtcKernelsGiveTheBuiltinPhysics) {
   EXPECT_THROW(pic::run(bad, cn::Comm::serial()), cn::ValueError);
 }
 
+// The emulator's atomic counters in the summary: the separate deposit kernel makes one global
+// atomic per stencil node of every particle, (order + 1)^dim, at every deposit of the loop (all
+// but its first step, whose fields come from before it); no atomic on shared memory.  Not
+// counted where no emulated kernel runs.
+TEST(Pic, TheEmulatorCountsTheSeparateDepositsAtomics) {
+  for (int dim : {1, 2, 3})
+    for (int order : {1, 2}) {
+      auto b = cn::use_backend(cn::Backend::emulated);
+      pic::Config c = landau();
+      c.dim = dim;
+      c.cells_x = 16;
+      c.cells_y = c.cells_z = 8;
+      c.order = order;
+      c.kernels = "rtc";
+      c.steps = 6;
+      c.particles = 4096;
+      const pic::Results r = pic::run(c, cn::Comm::serial());
+      double nodes = 1;
+      for (int a = 0; a < dim; ++a) nodes *= order + 1;
+      EXPECT_DOUBLE_EQ(r.global_atomics_per_particle_step, nodes * (c.steps - 1) / c.steps)
+          << dim << "D, order " << order;
+      EXPECT_EQ(r.shared_atomics_per_particle_step, 0.0) << dim << "D, order " << order;
+    }
+  pic::Config c = landau();
+  c.steps = 3;
+  c.particles = 4096;
+  EXPECT_EQ(pic::run(c, cn::Comm::serial()).global_atomics_per_particle_step, -1.0);
+  auto b = cn::use_backend(cn::Backend::emulated);
+  EXPECT_EQ(pic::run(c, cn::Comm::serial()).global_atomics_per_particle_step, -1.0)
+      << "the builtin step's loops are not emulated kernels";
+}
+
 // The same kernels in 3D (one signature for every dimension): the run of the builtin step, to
 // the deposit's summation order, on host and on the emulated device.
 TEST(Pic, RtcKernelsRunInThreeDimensions) {

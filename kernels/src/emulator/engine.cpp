@@ -3,6 +3,7 @@
 // launch's failure reported with the kernel, grid, block and thread.
 #include "../cuda_emulator.hpp"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -28,6 +29,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +45,7 @@
 #include <cunumpy/errors.hpp>
 #include <cunumpy/internal/emulated_arena.hpp>
 #include <cunumpy/internal/text.hpp>
+#include <cunumpy/memory_block.hpp>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -254,6 +257,14 @@ struct BlockRun {
   std::vector<cunumpy_emulator::BlockSum*> sum_pointers;
   unsigned long serial = 0;  // the block's (Index::serial)
   std::size_t threads = 0;   // the block's
+  // Atomic counting: the launch's atomics on global and on shared memory, and which pages of
+  // memory are global (the emulated device's mappings are whole pages of their own).
+  long long atomics_global = 0, atomics_shared = 0;
+  struct Page {
+    std::uintptr_t page = ~std::uintptr_t(0);
+    bool global = false;
+  };
+  std::array<Page, 64> atomic_pages{};
 };
 
 // Blocks begun on this host thread: each block's Index::serial.
@@ -462,9 +473,29 @@ void* hook_dynamic_shared() {
   throw Error(std::string("CUDA kernel trapped: ") + what);
 }
 
+// Atomic counters alive in the process, and the calling thread's.
+std::atomic<int> g_atomic_counters{0};
+thread_local AtomicCounters t_atomic_counters;
+
+// An atomic's address: global memory when it lies in the emulated device's memory or in a loaded
+// object's data (a module-scope variable); else shared memory (__shared__ variables are thread
+// locals of the host thread, dynamic shared memory a host allocation) or a local variable.
+void hook_count_atomic(const void* address) {
+  BlockRun* run = t_run;
+  if (run == nullptr) return;
+  const std::uintptr_t page = reinterpret_cast<std::uintptr_t>(address) >> 12;
+  BlockRun::Page& slot = run->atomic_pages[page % run->atomic_pages.size()];
+  if (slot.page != page) {
+    slot.page = page;
+    Dl_info info{};
+    slot.global = emulated_arena_contains(address) || dladdr(address, &info) != 0;
+  }
+  ++(slot.global ? run->atomics_global : run->atomics_shared);
+}
+
 const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap,
                                      hook_warp,        hook_active_mask,    hook_block_exchange,
-                                     hook_block_sums};
+                                     hook_block_sums,  &g_atomic_counters,  hook_count_atomic};
 
 // Completes the warp operation every live lane of the warp at `base` has reached (`released`:
 // how many lanes it frees); returns whether it did.  A warp whose lanes wait at different warp
@@ -908,8 +939,13 @@ std::exception_ptr in_launch(std::exception_ptr failure, const EmulatedKernel& k
 }
 }  // namespace
 
+AtomicCounters atomic_counters_now() {
+  return t_atomic_counters;
+}
+
 void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void** args,
-                    std::size_t shared_mem) {
+                    std::size_t shared_mem, const AtomicCounters& counters) {
+  std::atomic<long long> atomics_global{0}, atomics_shared{0};
   if (emulated_arena::any_guarded()) install_fault_handler();
   const long long blocks = grid.product();
   int host_threads = 1;
@@ -964,8 +1000,31 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
       }
     }
     t_run = nullptr;
+    atomics_global.fetch_add(run.atomics_global, std::memory_order_relaxed);
+    atomics_shared.fetch_add(run.atomics_shared, std::memory_order_relaxed);
+  }
+  for (const auto& c : counters) {
+    c->global.fetch_add(atomics_global.load(), std::memory_order_relaxed);
+    c->shared.fetch_add(atomics_shared.load(), std::memory_order_relaxed);
+    c->launches.fetch_add(1, std::memory_order_relaxed);
   }
   if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace cunumpy::detail
+
+namespace cunumpy {
+
+AtomicCounter::AtomicCounter() : state_(std::make_shared<State>()) {
+  detail::t_atomic_counters.push_back(state_);
+  detail::g_atomic_counters.fetch_add(1, std::memory_order_relaxed);
+}
+
+AtomicCounter::~AtomicCounter() {
+  auto& mine = detail::t_atomic_counters;
+  const auto at = std::find(mine.begin(), mine.end(), state_);
+  if (at != mine.end()) mine.erase(at);
+  detail::g_atomic_counters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace cunumpy
