@@ -4,6 +4,9 @@
 #   - the PIC mini-app, 2D CIC, 10^8 particles on the cuda backend: particle-steps per second
 #     and the share of the HBM roofline for the bytes a step moves (PIC_BYTES per particle-step,
 #     default 160: six double arrays swept about five times, as the host analysis counts);
+#   - the separate (rtc) and the tiled particle steps side by side, 2D and 3D, double and single
+#     precision: ns a particle-step, the share of the roofline for the bytes each design moves
+#     (docs/mini-app.md's model) and the tiled step's speed-up;
 #   - device sort_by_key against CUB's SortPairs called directly (bench_gpu);
 #   - HostStaging's device->host copy against the pinned-copy peak (bench_staging);
 #   - a checked CudaKernel launch against a raw <<<>>> launch (bench_gpu).
@@ -42,6 +45,21 @@ out=$(mktemp -d)
 CUNUMPY_BACKEND=cuda "$build/apps/pic/pic" --case custom --dim 2 --cells 2048 --particles "$particles" \
   --steps 20 --sort-every 0 --no-progress --output "$out/pic" --overwrite --flush-every 0 >"$out/pic.log" 2>&1 ||
   { tail -5 "$out/pic.log"; tests_rc=1; }
+# The separate and the tiled particle steps side by side: 2D (2048^2 cells) and 3D (128^3),
+# double and single precision.
+for dim in 2 3; do
+  for precision in double single; do
+    for step in auto tiled; do
+      run="$out/steps/${dim}d_${precision}_${step}"
+      mkdir -p "$run"
+      CUNUMPY_BACKEND=cuda "$build/apps/pic/pic" --case custom --dim "$dim" \
+        --cells "$([ "$dim" = 2 ] && echo 2048 || echo 128)" --particles "$particles" --steps 20 \
+        --precision "$precision" --particle-step "$step" --kernels rtc --no-progress \
+        --output "$run" --overwrite --flush-every 0 >"$run.log" 2>&1 ||
+        { tail -5 "$run.log"; tests_rc=1; }
+    done
+  done
+done
 "$build/apps/bench_gpu" >"$out/gpu.txt" 2>&1 || { cat "$out/gpu.txt"; tests_rc=1; }
 CUNUMPY_BACKEND=cuda "$build/apps/bench_staging" --benchmark_out="$out/staging.csv" --benchmark_out_format=csv \
   >"$out/staging.txt" 2>"$out/staging.err" ||

@@ -27,6 +27,31 @@ def main(argv):
         rows.append(("pic transfers in the loop", str(s["transfers_in_loop"]), "goal 0"))
     except (OSError, KeyError, ValueError) as e:
         rows.append(("pic", "no result", str(e)))
+    # The separate and tiled steps (steps/<dim>d_<precision>_<step>/summary.json): bytes a
+    # particle-step by docs/mini-app.md's model (tiled) and the separate passes' sweeps.
+    model = {("2", "single", "tiled"): 108, ("2", "double", "tiled"): 172,
+             ("3", "single", "tiled"): 140, ("3", "double", "tiled"): 236,
+             ("2", "single", "auto"): 100, ("2", "double", "auto"): 160,
+             ("3", "single", "auto"): 136, ("3", "double", "auto"): 232}
+    ns = {}
+    for key in sorted(model):
+        dim, precision, step = key
+        name = f"{dim}d_{precision}_{step}"
+        try:
+            s = json.load(open(os.path.join(out, "steps", name, "summary.json")))
+            t = s["ns_per_particle_step"]
+            ns[key] = t
+            share = model[key] / (t * 1e-9) / (hbm * 1e9)
+            rows.append((f"pic {dim}D CIC {precision}, {'tiled' if step == 'tiled' else 'separate'}",
+                         f"{t:.3g} ns/particle-step",
+                         f"{100 * share:.0f}% of {hbm:.0f} GB/s at {model[key]} B"))
+        except (OSError, KeyError, ValueError) as e:
+            rows.append((f"pic {name}", "no result", str(e)))
+    for (dim, precision, step), t in sorted(ns.items()):
+        separate = ns.get((dim, precision, "auto"))
+        if step == "tiled" and separate:
+            rows.append((f"tiled speed-up {dim}D {precision}", f"{separate / t:.2f}x",
+                         "goal 3x, the tiled single step at 50% of the roofline"))
     try:
         for line in open(os.path.join(out, "gpu.txt")):
             p = line.split()

@@ -52,6 +52,10 @@ struct Config {
   // layout, deterministic included): fused (host_step.hpp: gather, push and the next deposit in
   // one pass over the particles) or separate (three passes, as on every other path).
   std::string host_step = "fused";
+  // The device backends' particle step: auto (the separate passes of `kernels`) or tiled
+  // (tiled_step.cpp: particles kept sorted by tile, one thread block a tile, the deposit summed
+  // in shared memory; double and single precision on the replicated layout).
+  std::string particle_step = "auto";
   // The grid split over the ranks (each owns a block of cells and the particles in it: halo
   // sum and fill, particle migration and a distributed FFT every step), instead of replicated
   // on every rank with an allreduce of the whole density.

@@ -209,7 +209,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
     const long long n = config.particles / comm.size() + 1;
     p = make_particles<Real>(config, comm, backend, layout->spare_rows(n), &layout->grid());
     layout->migrate(p);  // born on their owners: none moves (checked by the migration)
-    if (config.sort_every > 0) resort(p, layout->grid());
+    if (config.sort_every > 0 && !step->sorts_particles()) resort(p, layout->grid());
     // The fields at t_0, which the first step uses as they are (the half push back moves no
     // particle): not deposited and solved again.
     first_fields = fields_of(p, *layout, *step, phases, -1, false);
@@ -228,7 +228,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
   long long undeposited = -1;   // the first deposit: every particle where it is
   bool density_posted = false;  // the last push's density is being reduced
   for (int n = first_step; n < config.steps; ++n) {
-    if (config.sort_every > 0 && n > 0 && n % config.sort_every == 0)
+    if (config.sort_every > 0 && !step->sorts_particles() && n > 0 && n % config.sort_every == 0)
       phases.run("sort", [&] { resort(p, layout->grid()); });
     // The fields at t_n from x_n.
     const FieldSums field = n == first_step && first_fields

@@ -177,13 +177,17 @@ std::filesystem::path kernel_folder() {
   return PIC_KERNEL_DIR;
 }
 
+std::vector<std::filesystem::path> kernel_include_dirs() {
+  // pic_kernels.hpp: beside a relocated kernel folder, else the source tree's.
+  return {kernel_folder().parent_path(), PIC_SOURCE_DIR};
+}
+
 cn::KernelCatalog& kernel_catalog() {
   static cn::KernelCatalog* catalog = [] {
     cn::CatalogOptions o;
     o.cuda_folder = kernel_folder();
     o.cuda.block_size = 256;
-    // pic_kernels.hpp: beside a relocated kernel folder, else the source tree's.
-    o.cuda.include_dirs = {kernel_folder().parent_path(), PIC_SOURCE_DIR};
+    o.cuda.include_dirs = kernel_include_dirs();
     auto* c = new cn::KernelCatalog(o);
     c->add("deposit", &deposit_host<double>);
     c->add("gather", &gather_host<double>);

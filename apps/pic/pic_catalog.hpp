@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <vector>
 
 #include <cunumpy/cunumpy.hpp>
 #include <cunumpy/kernel_catalog.hpp>
@@ -81,6 +82,8 @@ using PushKernel = cunumpy::Kernel<decltype(&push_host<double>)>;
 
 // The folder of the CUDA sources: CUNUMPY_PIC_KERNELS when set, else the source tree's.
 std::filesystem::path kernel_folder();
+// The folders the kernels' sources include pic_kernels.hpp from.
+std::vector<std::filesystem::path> kernel_include_dirs();
 // deposit, gather and push, and their *_single and *_mixed versions (built at first use; the
 // CUDA sources are read then).
 cunumpy::KernelCatalog& kernel_catalog();

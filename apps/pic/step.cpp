@@ -18,6 +18,11 @@ std::unique_ptr<ParticleStep<Real>> make_step(const Config& config, cn::Backend 
     Made (*make)(const Config&, cn::Backend, const FieldLayout&);
   };
   static constexpr Row rows[] = {
+      // The device's tiled step (--particle-step tiled).
+      {[](const Config& c, cn::Backend, const FieldLayout&) { return c.particle_step == "tiled"; },
+       [](const Config& c, cn::Backend b, const FieldLayout& l) -> Made {
+         return make_tiled_step<Real>(c, b, l);
+       }},
       // The kernel catalog's kernels (the deterministic deposit is the builtin one).
       {[](const Config& c, cn::Backend, const FieldLayout&) {
          return c.kernels == "rtc" && !c.deterministic;

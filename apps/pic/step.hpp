@@ -11,6 +11,9 @@
 //     2^-24 and summed exactly by segment_sum (the device's deterministic mode); 1D to 3D.
 //   rtc (rtc_step.cpp): the kernel catalog's kernels (pic_catalog.hpp): their host versions on
 //     host, their CUDA sources compiled at run time on cuda, the kernel emulator on emulated.
+//   tiled (tiled_step.cpp): the device backends' one pass over particles kept sorted by tile
+//     (kernels/tiled_step.cu): the deposit summed in shared memory, the tiles reordered each
+//     step by a scan of their neighbours' counts.
 //
 // Every step deposits into and gathers from the layout's guarded local grid (grid.hpp), so each
 // runs on every layout.  The per-particle math is pic_kernels.hpp's, shared by all of them.
@@ -19,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
 
 namespace pic {
@@ -51,6 +55,9 @@ class ParticleStep {
   // out only folds it into layout.ne): the driver then starts the density's reduction before
   // the migration, whose work overlaps its messages.
   virtual bool deposited_by_push() const { return false; }
+  // Whether the step keeps the particles in an order of its own (the driver's re-sort is then
+  // skipped).
+  virtual bool sorts_particles() const { return false; }
   // The factor of ne in the charge (1; the deterministic deposit sums integers).
   virtual double density_scale(const Particles<Real>&) const { return 1.0; }
   // The field at x_n gathered, v += factor * dt * (q/m) E (q/m = -1), then, if `move`,
@@ -77,6 +84,13 @@ std::unique_ptr<ParticleStep<Real>> make_deterministic_step(const Config& config
                                                             cunumpy::Backend backend);
 template <typename Real>
 std::unique_ptr<ParticleStep<Real>> make_rtc_step(const Config& config, cunumpy::Backend backend);
+template <typename Real>
+std::unique_ptr<ParticleStep<Real>> make_tiled_step(const Config& config, cunumpy::Backend backend,
+                                                    const FieldLayout& layout);
+// The tiled step's kernels for particles of precision Real (kernels/tiled_step.cu), not yet
+// compiled: a test compiles them with NVRTC where there is no GPU to run them.
+template <typename Real>
+cunumpy::CudaModule tiled_step_module();
 
 // Whether the fused host step can run this configuration on this layout (the host backend,
 // builtin kernels, --host-step fused, a grid whose node indices fit 32 bits).
