@@ -63,6 +63,8 @@ class TiledStep final : public ParticleStep<Real> {
     far_ = cn::zeros<double>({g.nodes()}, b);
     kinetic_ = cn::zeros<double>({tiles_}, b);
     momentum_ = cn::zeros<double>({tiles_}, b);
+    undeposited_ = cn::zeros<double>({tiles_}, b);
+    whole_box_ = g.whole_box;
     counts_ = cn::zeros<std::int32_t>({tiles_ * (directions_ + 1)}, b);
     far_counts_ = cn::zeros<std::int32_t>({tiles_}, b);
     misplaced_ = cn::zeros<std::int32_t>({1}, b);
@@ -91,11 +93,17 @@ class TiledStep final : public ParticleStep<Real> {
     sort(p, layout);
     launch_push(p, layout, -factor * dt_, move ? 1 : 0);
     const double kinetic = cn::sum(kinetic_), momentum = cn::sum(momentum_);  // over the tiles
+    const double undeposited = move ? cn::sum(undeposited_) : 0.0;
     if (move) {
-      reorder(p, layout);
+      // On a decomposed grid the migration then changes the rows (leavers out, arrivals in):
+      // the next step sorts again instead.
+      if (whole_box_)
+        reorder(p, layout);
+      else
+        sorted_n_ = -1;
       pushed_ = true;
     }
-    return StepSums{kinetic, momentum, 0};
+    return StepSums{kinetic, momentum, undeposited};
   }
 
  private:
@@ -117,12 +125,12 @@ class TiledStep final : public ParticleStep<Real> {
     cn::Launch launch;
     launch.grid = cn::Dim3{tiles_, 1, 1};
     launch.block = cn::Dim3{block, 1, 1};
-    launch.shared_mem = static_cast<std::size_t>(((dim_ + 1) * volume_ + 2 * block) * 8);
+    launch.shared_mem = static_cast<std::size_t>(((dim_ + 1) * volume_ + 3 * block) * 8);
     module_.kernel(instance("tiled_push"))(
         launch, p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.vx, or_x(p.vy, p.vx), or_x(p.vz, p.vx),
         layout.ex, or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), slots_, far_, dest_,
-        misplaced_, kinetic_, momentum_, start_, GEOMETRY(g), g.nodes(), dv, dt_, g.lx, g.ly, g.lz,
-        p.mass, p.charge_density, mode);
+        misplaced_, kinetic_, momentum_, undeposited_, start_, GEOMETRY(g), g.nodes(), dv, dt_,
+        g.lx, g.ly, g.lz, p.mass, p.charge_density, mode);
   }
 
   // The particles sorted by tile and each tile's first row, unless they still are (the rows this
@@ -171,7 +179,8 @@ class TiledStep final : public ParticleStep<Real> {
   cn::CudaModule module_;
   int dim_ = 1, h_ = 1, directions_ = 3;
   long long tile_[3] = {1, 1, 1}, count_[3] = {1, 1, 1}, volume_ = 1, tiles_ = 1;
-  cn::Array<double> slots_, far_, kinetic_, momentum_;
+  cn::Array<double> slots_, far_, kinetic_, momentum_, undeposited_;
+  bool whole_box_ = true;  // replicated: no particle leaves the rank
   cn::Array<std::int32_t> dest_, counts_, far_counts_, far_cursor_, misplaced_;
   cn::Array<std::int64_t> start_, bases_, new_counts_;
   long long sorted_n_ = -1;

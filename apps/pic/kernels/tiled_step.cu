@@ -158,19 +158,20 @@ CUNUMPY_HD_INLINE void for_each_guarded_node(const Geometry& g, const Stencils& 
                   inv_dy, inv_dz)
 
 // mode 0: gather and push (no move, no deposit); 1: gather, push, move, deposit; 2: deposit at
-// the positions as they are.  Dynamic shared memory: (dim + 1) V + 2 blockDim.x doubles.
+// the positions as they are.  Dynamic shared memory: (dim + 1) V + 3 blockDim.x doubles.
 // kinetic_sums[t], momentum_sums[t]: the tile's kinetic energy (mass / 2 v_old . v_new) and
-// momentum (mass v_x) after the push.
+// momentum (mass v_x) after the push; undeposited_sums[t]: its particles whose stencil lies past
+// the guarded arrays (they left the rank's block: deposited again after the migration).
 template <typename Real>
 __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* vz,
                            const double* ex, const double* ey, const double* ez, double* slots,
                            double* far, int* dest, int* misplaced, double* kinetic_sums,
-                           double* momentum_sums, const long long* start, int dim, int order, int h,
-                           long long t0, long long t1, long long t2, long long n0, long long n1,
-                           long long n2, long long guard, long long row, long long col,
-                           long long x0, long long y0, long long z0, double inv_dx, double inv_dy,
-                           double inv_dz, long long nodes, double dv, double dt, double lx,
-                           double ly, double lz, double mass, double q, int mode) {
+                           double* momentum_sums, double* undeposited_sums, const long long* start,
+                           int dim, int order, int h, long long t0, long long t1, long long t2,
+                           long long n0, long long n1, long long n2, long long guard, long long row,
+                           long long col, long long x0, long long y0, long long z0, double inv_dx,
+                           double inv_dy, double inv_dz, long long nodes, double dv, double dt,
+                           double lx, double ly, double lz, double mass, double q, int mode) {
   extern __shared__ double shared[];
   const tiled::Geometry g = TILED_GEOMETRY;
   const long long t = blockIdx.x;
@@ -192,7 +193,7 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
   Real* const p[3] = {x, y, z};
   Real* const v[3] = {vx, vy, vz};
   const double l[3] = {lx, ly, lz};
-  double kinetic = 0.0, momentum = 0.0;
+  double kinetic = 0.0, momentum = 0.0, undeposited = 0.0;
   for (long long i = start[t] + threadIdx.x; i < start[t + 1]; i += blockDim.x) {
     double s[3] = {0.0, 0.0, 0.0}, moved[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < g.dim; ++a) s[a] = moved[a] = p[a][i];
@@ -244,25 +245,35 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
       st = tiled::stencils_of(g, moved);
       inside = tiled::for_each_region_node(g, st, r0, add);
     }
-    if (!inside)  // a far mover: at its stored position, into the guarded arrays
-      tiled::for_each_guarded_node(g, tiled::stencils_of(g, s), [&](long long c, double w) {
-        if (c >= 0 && c < nodes) atomicAdd(&far[c], q * w);
-      });
+    if (!inside) {  // a far mover: at its stored position, into the guarded arrays
+      const tiled::Stencils at = tiled::stencils_of(g, s);
+      bool in_arrays = true;  // (a particle that left the rank's block past the guards: none)
+      tiled::for_each_guarded_node(
+          g, at, [&](long long c, double) { in_arrays = in_arrays && c >= 0 && c < nodes; });
+      if (in_arrays)
+        tiled::for_each_guarded_node(g, at,
+                                     [&](long long c, double w) { atomicAdd(&far[c], q * w); });
+      else
+        undeposited += 1.0;
+    }
     double cells[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < g.dim; ++a) cells[a] = s[a] * g.inv_d[a];
     dest[i] = static_cast<int>(g.tile_of(cells));
   }
   partial[threadIdx.x] = kinetic;
   partial[blockDim.x + threadIdx.x] = momentum;
+  partial[2 * blockDim.x + threadIdx.x] = undeposited;
   __syncthreads();
   if (threadIdx.x == 0) {  // in thread order: the same sums at every run
-    double sk = 0.0, sm = 0.0;
+    double sk = 0.0, sm = 0.0, su = 0.0;
     for (unsigned k = 0; k < blockDim.x; ++k) {
       sk += partial[k];
       sm += partial[blockDim.x + k];
+      su += partial[2 * blockDim.x + k];
     }
     kinetic_sums[t] = sk;
     momentum_sums[t] = sm;
+    undeposited_sums[t] = su;
   }
   if (mode != 0)
     for (long long k = threadIdx.x; k < g.volume; k += blockDim.x) slots[t * g.volume + k] = rho[k];
