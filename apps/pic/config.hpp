@@ -54,7 +54,7 @@ struct Config {
   std::string host_step = "fused";
   // The device backends' particle step: auto (the separate passes of `kernels`) or tiled
   // (tiled_step.cpp: particles kept sorted by tile, one thread block a tile, the deposit summed
-  // in shared memory; double and single precision).
+  // in shared memory; every precision, both layouts).
   std::string particle_step = "auto";
   // The grid split over the ranks (each owns a block of cells and the particles in it: halo
   // sum and fill, particle migration and a distributed FFT every step), instead of replicated

@@ -171,7 +171,7 @@ std::vector<Option> make_rows() {
   rows.push_back(text("particle-step", &Config::particle_step, {"auto", "tiled"}, R::keep,
                       "device particle step: auto (the separate passes of --kernels) | tiled "
                       "(particles sorted by tile, one thread block a tile, the deposit summed in "
-                      "shared memory; cuda and emulated, double and single precision)"));
+                      "shared memory; cuda and emulated)"));
   rows.push_back(
       text("precision", &Config::precision, {"double", "single", "mixed"}, R::keep,
            "particles in double, single (float positions and velocities: half "

@@ -38,7 +38,7 @@ long long tile_cells(int dim, long long cells) {
 // The kernels' geometry arguments (tiled_step.cu's TILED_GEOMETRY_PARAMETERS) of grid g.
 #define GEOMETRY(g)                                                                              \
   dim_, (g).order, h_, tile_[0], tile_[1], tile_[2], count_[0], count_[1], count_[2], (g).guard, \
-      (g).row, (g).col, (g).x0, (g).y0, (g).z0, 1.0 / (g).dx, 1.0 / (g).dy, 1.0 / (g).dz
+      (g).row, (g).col, (g).x0, (g).y0, (g).z0, inv_[0], inv_[1], inv_[2]
 
 template <typename Real>
 class TiledStep final : public ParticleStep<Real> {
@@ -46,6 +46,17 @@ class TiledStep final : public ParticleStep<Real> {
   TiledStep(const Config& config, const FieldLayout& layout)
       : dt_(config.dt), module_(tiled_step_module<Real>()) {
     const LocalGrid& g = layout.grid();
+    cells_ = stored_in_cells(config);
+    // With cells the positions are in cell units: the grid's too, and the moves (move_along).
+    const double d[3] = {g.dx, g.dy, g.dz},
+                 cells_per_axis[3] = {static_cast<double>(g.nx), static_cast<double>(g.ny),
+                                      static_cast<double>(g.nz)};
+    const double box[3] = {g.lx, g.ly, g.lz};
+    for (int a = 0; a < 3; ++a) {
+      inv_[a] = cells_ ? 1.0 : 1.0 / d[a];
+      step_[a] = cells_ ? config.dt / d[a] : config.dt;
+      length_[a] = cells_ ? cells_per_axis[a] : box[a];
+    }
     dim_ = g.dim;
     h_ = g.order;
     const long long cells[3] = {g.lnx, g.lny, g.lnz};
@@ -68,6 +79,7 @@ class TiledStep final : public ParticleStep<Real> {
     counts_ = cn::zeros<std::int32_t>({tiles_ * (directions_ + 1)}, b);
     far_counts_ = cn::zeros<std::int32_t>({tiles_}, b);
     misplaced_ = cn::zeros<std::int32_t>({1}, b);
+    no_cells_ = cn::zeros<std::int32_t>({1}, b);
     far_cursor_ = cn::zeros<std::int32_t>({tiles_}, b);
     bases_ = cn::zeros<std::int64_t>({tiles_ * (directions_ + 1)}, b);
     new_counts_ = cn::zeros<std::int64_t>({tiles_ + 1}, b);
@@ -107,6 +119,13 @@ class TiledStep final : public ParticleStep<Real> {
   }
 
  private:
+  // Axis a's cells with cells (axis 0's past the dimension), else an array never read.
+  const cn::Array<std::int32_t>& cell(const Particles<Real>& p, int a) const {
+    if (!cells_) return no_cells_;
+    const cn::Array<std::int32_t>* c[3] = {&p.cx, &p.cy, &p.cz};
+    return a < p.dim ? *c[a] : p.cx;
+  }
+
   // A kernel template's name for the particles' precision.
   static std::string instance(const char* name) {
     return std::string(name) + (std::is_same_v<Real, float> ? "<float>" : "<double>");
@@ -128,9 +147,10 @@ class TiledStep final : public ParticleStep<Real> {
     launch.shared_mem = static_cast<std::size_t>(((dim_ + 1) * volume_ + 3 * block) * 8);
     module_.kernel(instance("tiled_push"))(
         launch, p.x, or_x(p.y, p.x), or_x(p.z, p.x), p.vx, or_x(p.vy, p.vx), or_x(p.vz, p.vx),
-        layout.ex, or_x(layout.ey, layout.ex), or_x(layout.ez, layout.ex), slots_, far_, dest_,
-        misplaced_, kinetic_, momentum_, undeposited_, start_, GEOMETRY(g), g.nodes(), dv, dt_,
-        g.lx, g.ly, g.lz, p.mass, p.charge_density, mode);
+        cell(p, 0), cell(p, 1), cell(p, 2), layout.ex, or_x(layout.ey, layout.ex),
+        or_x(layout.ez, layout.ex), slots_, far_, dest_, misplaced_, kinetic_, momentum_,
+        undeposited_, start_, GEOMETRY(g), g.nodes(), dv, step_[0], step_[1], step_[2], length_[0],
+        length_[1], length_[2], p.mass, p.charge_density, cells_ ? 1 : 0, mode);
   }
 
   // The particles sorted by tile and each tile's first row, unless they still are (the rows this
@@ -140,6 +160,7 @@ class TiledStep final : public ParticleStep<Real> {
     const LocalGrid& g = layout.grid();
     cn::Array<std::int64_t> keys = cn::empty<std::int64_t>({p.n}, layout.backend());
     module_.kernel(instance("tiled_tile_of"))(cn::threads(p.n), p.x, or_x(p.y, p.x), or_x(p.z, p.x),
+                                              cell(p, 0), cell(p, 1), cell(p, 2), cells_ ? 1 : 0,
                                               keys, GEOMETRY(g), p.n);
     auto [sorted, order] = cn::sort_by_key(keys);
     keys = cn::Array<std::int64_t>();
@@ -180,7 +201,10 @@ class TiledStep final : public ParticleStep<Real> {
   int dim_ = 1, h_ = 1, directions_ = 3;
   long long tile_[3] = {1, 1, 1}, count_[3] = {1, 1, 1}, volume_ = 1, tiles_ = 1;
   cn::Array<double> slots_, far_, kinetic_, momentum_, undeposited_;
-  bool whole_box_ = true;  // replicated: no particle leaves the rank
+  bool cells_ = false;                   // mixed precision: positions as cells and offsets
+  double inv_[3], step_[3], length_[3];  // the kernels' grid, moves and box, per axis
+  cn::Array<std::int32_t> no_cells_;     // (the cell arguments without cells: not read)
+  bool whole_box_ = true;                // replicated: no particle leaves the rank
   cn::Array<std::int32_t> dest_, counts_, far_counts_, far_cursor_, misplaced_;
   cn::Array<std::int64_t> start_, bases_, new_counts_;
   long long sorted_n_ = -1;

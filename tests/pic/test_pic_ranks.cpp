@@ -323,8 +323,8 @@ TEST(PicDecomposed, TwoDimensionsWithTscMatchTheReplicatedRun) {
 
 // The tiled device step on a decomposed grid (emulated): each rank's particles sorted by tile
 // again after the migration, those that left past the guards deposited after it; the histories
-// of the separate passes on one process, to rounding (1D and 2D, CIC and TSC, fast particles
-// too).
+// of the separate passes on one process, to rounding (1D and 2D, CIC in double and TSC in mixed
+// precision, fast particles too).
 TEST(PicDecomposed, TheTiledStepMatchesTheSeparatePassesOnOneProcess) {
   const cn::Comm world = cn::Comm::world();
   auto on = cn::use_backend(cn::Backend::emulated);
@@ -335,6 +335,7 @@ TEST(PicDecomposed, TheTiledStepMatchesTheSeparatePassesOnOneProcess) {
       pic::apply_case(c);
       c.dim = dim;
       c.order = order;
+      c.precision = order == 1 ? "double" : "mixed";  // (mixed: migrated by their cells)
       c.cells_x = dim == 1 ? 128 : 32;
       c.cells_y = 16;
       c.particles = 16384;

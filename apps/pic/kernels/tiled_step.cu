@@ -158,20 +158,24 @@ CUNUMPY_HD_INLINE void for_each_guarded_node(const Geometry& g, const Stencils& 
                   inv_dy, inv_dz)
 
 // mode 0: gather and push (no move, no deposit); 1: gather, push, move, deposit; 2: deposit at
-// the positions as they are.  Dynamic shared memory: (dim + 1) V + 3 blockDim.x doubles.
+// the positions as they are.  With `cells` (mixed precision) x, y, z are the offsets in the cells
+// cx, cy, cz, the grid in cell units (inv_d 1), dt* per axis dt / d and l* the cells per axis
+// (pic::kernels::move_along); without, dt* = dt and l* the box.  Dynamic shared memory: (dim + 1) V + 3 blockDim.x doubles.
 // kinetic_sums[t], momentum_sums[t]: the tile's kinetic energy (mass / 2 v_old . v_new) and
 // momentum (mass v_x) after the push; undeposited_sums[t]: its particles whose stencil lies past
 // the guarded arrays (they left the rank's block: deposited again after the migration).
 template <typename Real>
-__global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* vz,
-                           const double* ex, const double* ey, const double* ez, double* slots,
-                           double* far, int* dest, int* misplaced, double* kinetic_sums,
-                           double* momentum_sums, double* undeposited_sums, const long long* start,
-                           int dim, int order, int h, long long t0, long long t1, long long t2,
-                           long long n0, long long n1, long long n2, long long guard, long long row,
-                           long long col, long long x0, long long y0, long long z0, double inv_dx,
-                           double inv_dy, double inv_dz, long long nodes, double dv, double dt,
-                           double lx, double ly, double lz, double mass, double q, int mode) {
+__global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* vz, int* cx,
+                           int* cy, int* cz, const double* ex, const double* ey, const double* ez,
+                           double* slots, double* far, int* dest, int* misplaced,
+                           double* kinetic_sums, double* momentum_sums, double* undeposited_sums,
+                           const long long* start, int dim, int order, int h, long long t0,
+                           long long t1, long long t2, long long n0, long long n1, long long n2,
+                           long long guard, long long row, long long col, long long x0,
+                           long long y0, long long z0, double inv_dx, double inv_dy, double inv_dz,
+                           long long nodes, double dv, double dtx, double dty, double dtz,
+                           double lx, double ly, double lz, double mass, double q, int cells,
+                           int mode) {
   extern __shared__ double shared[];
   const tiled::Geometry g = TILED_GEOMETRY;
   const long long t = blockIdx.x;
@@ -192,11 +196,14 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
   __syncthreads();
   Real* const p[3] = {x, y, z};
   Real* const v[3] = {vx, vy, vz};
-  const double l[3] = {lx, ly, lz};
+  int* const cell[3] = {cx, cy, cz};
+  const double l[3] = {lx, ly, lz}, step_of[3] = {dtx, dty, dtz};
   double kinetic = 0.0, momentum = 0.0, undeposited = 0.0;
   for (long long i = start[t] + threadIdx.x; i < start[t + 1]; i += blockDim.x) {
     double s[3] = {0.0, 0.0, 0.0}, moved[3] = {0.0, 0.0, 0.0};
-    for (int a = 0; a < g.dim; ++a) s[a] = moved[a] = p[a][i];
+    for (int a = 0; a < g.dim; ++a)
+      s[a] = moved[a] = cells ? static_cast<double>(cell[a][i]) + static_cast<double>(p[a][i])
+                              : static_cast<double>(p[a][i]);
     if (mode != 2) {
       // The gather: pic::kernels::field_at's sums, from the region.
       const tiled::Stencils st = tiled::stencils_of(g, s);
@@ -223,9 +230,15 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
         v[a][i] = static_cast<Real>(new_v);
         k = a == 0 ? old_v * new_v : k + old_v * new_v;
         if (mode == 1) {
-          const double unwrapped = p[a][i] + dt * new_v;
-          p[a][i] = pic::kernels::periodic_as<Real>(unwrapped, l[a]);
-          s[a] = p[a][i];
+          // pic::kernels::move_along: the coordinate, or the cell and the offset in it.
+          const double unwrapped = s[a] + step_of[a] * new_v;
+          if (cells) {
+            pic::kernels::move_along(p[a][i], cell[a] + i, step_of[a] * new_v, l[a]);
+            s[a] = static_cast<double>(cell[a][i]) + static_cast<double>(p[a][i]);
+          } else {
+            p[a][i] = pic::kernels::periodic_as<Real>(unwrapped, l[a]);
+            s[a] = p[a][i];
+          }
           // The stored position's image on the side it came from (in the guards when it
           // wrapped around the box).
           moved[a] = s[a] + l[a] * round((unwrapped - s[a]) / l[a]);
@@ -464,10 +477,12 @@ extern "C" __global__ void tiled_order(const int* dest, const long long* start,
   }
 }
 
-// tiles[i]: the tile of particle i (the first sort by tile).
+// tiles[i]: the tile of particle i (the first sort by tile); with cells, x, y, z are the offsets
+// in the cells cx, cy, cz (the grid in cell units: inv_d 1).
 template <typename Real>
-__global__ void tiled_tile_of(const Real* x, const Real* y, const Real* z, long long* tiles,
-                              int dim, int order, int h, long long t0, long long t1, long long t2,
+__global__ void tiled_tile_of(const Real* x, const Real* y, const Real* z, const int* cx,
+                              const int* cy, const int* cz, int cells, long long* tiles, int dim,
+                              int order, int h, long long t0, long long t1, long long t2,
                               long long n0, long long n1, long long n2, long long guard,
                               long long row, long long col, long long x0, long long y0,
                               long long z0, double inv_dx, double inv_dy, double inv_dz,
@@ -476,9 +491,13 @@ __global__ void tiled_tile_of(const Real* x, const Real* y, const Real* z, long 
   if (i >= n) return;
   const tiled::Geometry g = TILED_GEOMETRY;
   const Real* const p[3] = {x, y, z};
-  double cells[3] = {0.0, 0.0, 0.0};
-  for (int a = 0; a < g.dim; ++a) cells[a] = static_cast<double>(p[a][i]) * g.inv_d[a];
-  tiles[i] = g.tile_of(cells);
+  const int* const c[3] = {cx, cy, cz};
+  double at[3] = {0.0, 0.0, 0.0};
+  for (int a = 0; a < g.dim; ++a)
+    at[a] = (cells ? static_cast<double>(c[a][i]) + static_cast<double>(p[a][i])
+                   : static_cast<double>(p[a][i])) *
+            g.inv_d[a];
+  tiles[i] = g.tile_of(at);
 }
 
 // start[t] for every tile t of keys sorted by tile (n of them): the first row of tile t.
