@@ -79,10 +79,6 @@ void validate(const Config& c, int ranks) {
     fail("--dim 3 runs the spectral solver (--solver fft); the PETSc one is 1D and 2D");
   if (c.beam_velocity != 0.0 && c.beam_velocity < 1e-12)
     fail("--beam-velocity must be 0 (one Maxwellian) or at least 1e-12");
-  if (c.particle_step == "tiled" && c.deterministic)
-    fail(
-        "--particle-step tiled does not run --deterministic (yet): its density's sums are in "
-        "floating point; drop it or use --particle-step auto");
   if ((c.output_every > 0 || c.checkpoint_every > 0) && c.output_folder.empty())
     fail("--output-every and --checkpoint-every need --output <folder>");
 }

@@ -47,6 +47,7 @@ class TiledStep final : public ParticleStep<Real> {
       : dt_(config.dt), module_(tiled_step_module<Real>()) {
     const LocalGrid& g = layout.grid();
     cells_ = stored_in_cells(config);
+    exact_ = config.deterministic;
     // With cells the positions are in cell units: the grid's too, and the moves (move_along).
     const double d[3] = {g.dx, g.dy, g.dz},
                  cells_per_axis[3] = {static_cast<double>(g.nx), static_cast<double>(g.ny),
@@ -89,6 +90,9 @@ class TiledStep final : public ParticleStep<Real> {
   std::string name() const override { return "tiled"; }
   bool deposited_by_push() const override { return true; }
   bool sorts_particles() const override { return true; }
+  double density_scale(const Particles<Real>& p) const override {
+    return exact_ ? p.charge_density / kernels::kQuantum : 1.0;
+  }
 
   void deposit(const Particles<Real>& p, FieldLayout& layout, long long undeposited) override {
     if (!(pushed_ && undeposited == 0)) {  // a density of the particles where they are
@@ -150,7 +154,7 @@ class TiledStep final : public ParticleStep<Real> {
         cell(p, 0), cell(p, 1), cell(p, 2), layout.ex, or_x(layout.ey, layout.ex),
         or_x(layout.ez, layout.ex), slots_, far_, dest_, misplaced_, kinetic_, momentum_,
         undeposited_, start_, GEOMETRY(g), g.nodes(), dv, step_[0], step_[1], step_[2], length_[0],
-        length_[1], length_[2], p.mass, p.charge_density, cells_ ? 1 : 0, mode);
+        length_[1], length_[2], p.mass, p.charge_density, cells_ ? 1 : 0, exact_ ? 1 : 0, mode);
   }
 
   // The particles sorted by tile and each tile's first row, unless they still are (the rows this
@@ -202,6 +206,7 @@ class TiledStep final : public ParticleStep<Real> {
   long long tile_[3] = {1, 1, 1}, count_[3] = {1, 1, 1}, volume_ = 1, tiles_ = 1;
   cn::Array<double> slots_, far_, kinetic_, momentum_, undeposited_;
   bool cells_ = false;                   // mixed precision: positions as cells and offsets
+  bool exact_ = false;                   // --deterministic: the density's sums in quanta, exact
   double inv_[3], step_[3], length_[3];  // the kernels' grid, moves and box, per axis
   cn::Array<std::int32_t> no_cells_;     // (the cell arguments without cells: not read)
   bool whole_box_ = true;                // replicated: no particle leaves the rank

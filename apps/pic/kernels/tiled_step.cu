@@ -149,6 +149,16 @@ CUNUMPY_HD_INLINE void for_each_guarded_node(const Geometry& g, const Stencils& 
     }
 }
 
+// The deterministic deposit's quanta of a weight (pic::kernels::quanta, also under NVRTC), as a
+// double: sums of them are integers below 2^53, exact in any order.
+CUNUMPY_HD_INLINE double quanta(double w) {
+  const double v = w * pic::kernels::kQuantum;
+  if (!(v > -4.0e18 && v < 4.0e18)) return static_cast<double>(llround(v));
+  const long long t = static_cast<long long>(v);
+  const double rest = v - static_cast<double>(t);
+  return static_cast<double>(t + (rest >= 0.5 ? 1 : 0) - (rest <= -0.5 ? 1 : 0));
+}
+
 }  // namespace tiled
 
 // The geometry arguments every kernel takes after its arrays (written out in each signature:
@@ -160,7 +170,8 @@ CUNUMPY_HD_INLINE void for_each_guarded_node(const Geometry& g, const Stencils& 
 // mode 0: gather and push (no move, no deposit); 1: gather, push, move, deposit; 2: deposit at
 // the positions as they are.  With `cells` (mixed precision) x, y, z are the offsets in the cells
 // cx, cy, cz, the grid in cell units (inv_d 1), dt* per axis dt / d and l* the cells per axis
-// (pic::kernels::move_along); without, dt* = dt and l* the box.  Dynamic shared memory: (dim + 1) V + 3 blockDim.x doubles.
+// (pic::kernels::move_along); without, dt* = dt and l* the box.  With `exact` (--deterministic)
+// the density holds the weights' quanta (density_scale 2^-24 q).  Dynamic shared memory: (dim + 1) V + 3 blockDim.x doubles.
 // kinetic_sums[t], momentum_sums[t]: the tile's kinetic energy (mass / 2 v_old . v_new) and
 // momentum (mass v_x) after the push; undeposited_sums[t]: its particles whose stencil lies past
 // the guarded arrays (they left the rank's block: deposited again after the migration).
@@ -175,7 +186,7 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
                            long long y0, long long z0, double inv_dx, double inv_dy, double inv_dz,
                            long long nodes, double dv, double dtx, double dty, double dtz,
                            double lx, double ly, double lz, double mass, double q, int cells,
-                           int mode) {
+                           int exact, int mode) {
   extern __shared__ double shared[];
   const tiled::Geometry g = TILED_GEOMETRY;
   const long long t = blockIdx.x;
@@ -251,10 +262,14 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
     // At the stored position; one that wrapped around the box at the position before the wrap
     // (its stencil in the guards, which hold the periodic images), in the region either way
     // unless it moved farther.
-    const auto add = [&](long long k, double w) { atomicAdd(&rho[k], q * w); };
+    // Deterministic (`exact`): each weight's quanta, integers summed exactly in any order, and a
+    // particle that wrapped at its stored position (its image's weights round otherwise).
+    const auto add = [&](long long k, double w) {
+      atomicAdd(&rho[k], exact ? tiled::quanta(w) : q * w);
+    };
     tiled::Stencils st = tiled::stencils_of(g, s);
     bool inside = tiled::for_each_region_node(g, st, r0, add);
-    if (!inside && mode == 1) {
+    if (!inside && mode == 1 && !exact) {
       st = tiled::stencils_of(g, moved);
       inside = tiled::for_each_region_node(g, st, r0, add);
     }
@@ -264,8 +279,9 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
       tiled::for_each_guarded_node(
           g, at, [&](long long c, double) { in_arrays = in_arrays && c >= 0 && c < nodes; });
       if (in_arrays)
-        tiled::for_each_guarded_node(g, at,
-                                     [&](long long c, double w) { atomicAdd(&far[c], q * w); });
+        tiled::for_each_guarded_node(g, at, [&](long long c, double w) {
+          atomicAdd(&far[c], exact ? tiled::quanta(w) : q * w);
+        });
       else
         undeposited += 1.0;
     }
