@@ -71,6 +71,9 @@ void print_results(const pic::Config& config, const pic::Results& r, const pic::
   }
   std::printf("  %.3g particle-steps/s, %.2f ns per particle-step, transfers in the loop: %lld\n",
               r.particle_steps_per_second, r.ns_per_particle_step, r.transfers_in_loop);
+  if (r.model_bytes_per_particle_step >= 0)
+    std::printf("  global bytes per particle-step by the step's design: %.0f\n",
+                r.model_bytes_per_particle_step);
   if (r.global_atomics_per_particle_step >= 0)
     std::printf(
         "  atomics per particle-step (emulated kernels): %.3g on global memory, %.3g on "

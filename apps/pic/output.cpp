@@ -287,6 +287,10 @@ void write_outputs(const std::string& folder, const Config& config, const Result
        << (r.global_atomics_per_particle_step < 0 ? std::string("null")
                                                   : json_number(r.global_atomics_per_particle_step))
        << ",\n"
+       << "  \"model_bytes_per_particle_step\": "
+       << (r.model_bytes_per_particle_step < 0 ? std::string("null")
+                                               : json_number(r.model_bytes_per_particle_step))
+       << ",\n"
        << "  \"shared_atomics_per_particle_step\": "
        << (r.shared_atomics_per_particle_step < 0 ? std::string("null")
                                                   : json_number(r.shared_atomics_per_particle_step))

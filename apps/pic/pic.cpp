@@ -287,6 +287,7 @@ Results run_as(const Config& config, const cn::Comm& comm) {
       static_cast<double>(config.particles) * std::max(1, config.steps - first_step);
   r.particle_steps_per_second = particle_steps / r.seconds;
   r.ns_per_particle_step = 1e9 * r.seconds / particle_steps;
+  r.model_bytes_per_particle_step = step->bytes_per_particle_step(p, *layout);
   if (atomics) {
     cn::synchronize();  // queued launches have run
     const long long local[3] = {atomics->global(), atomics->shared(), atomics->launches()};

@@ -24,6 +24,8 @@ struct Results {
   // on shared memory (cunumpy::count_atomics; over the ranks): -1 where no emulated kernel ran
   // (another backend, or a step of loops rather than kernels).
   double global_atomics_per_particle_step = -1, shared_atomics_per_particle_step = -1;
+  // The global bytes a particle-step moves by the step's design (its model; -1: none stated).
+  double model_bytes_per_particle_step = -1;
   std::map<std::string, double> phase_seconds;      // this rank's (rank 0's in the reports)
   std::map<std::string, double> phase_seconds_max;  // the slowest rank's, phase by phase
   // A halo exchange's messages in flight under other work, and waited for (seconds summed

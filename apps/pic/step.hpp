@@ -58,6 +58,11 @@ class ParticleStep {
   // Whether the step keeps the particles in an order of its own (the driver's re-sort is then
   // skipped).
   virtual bool sorts_particles() const { return false; }
+  // The global memory bytes a particle-step reads and writes by the step's design (a model,
+  // docs/mini-app.md), for the particles and grid as they are; -1 where the step states none.
+  virtual double bytes_per_particle_step(const Particles<Real>&, const FieldLayout&) const {
+    return -1.0;
+  }
   // The factor of ne in the charge (1; the deterministic deposit sums integers).
   virtual double density_scale(const Particles<Real>&) const { return 1.0; }
   // The field at x_n gathered, v += factor * dt * (q/m) E (q/m = -1), then, if `move`,

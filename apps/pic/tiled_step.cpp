@@ -59,7 +59,7 @@ class TiledStep final : public ParticleStep<Real> {
       length_[a] = cells_ ? cells_per_axis[a] : box[a];
     }
     dim_ = g.dim;
-    h_ = g.order;
+    h_ = g.order + 1;  // (the guards' width: a particle may move a cell past its tile)
     const long long cells[3] = {g.lnx, g.lny, g.lnz};
     volume_ = 1;
     tiles_ = 1;
@@ -90,6 +90,21 @@ class TiledStep final : public ParticleStep<Real> {
   std::string name() const override { return "tiled"; }
   bool deposited_by_push() const override { return true; }
   bool sorts_particles() const override { return true; }
+  // The push reads and writes positions (and cells) and velocities and writes the tile; the
+  // count and the ranking read the tile again and write the order; the permutation reads it
+  // and moves every column; per tile the region's E is read and its slot written and read, and
+  // every node of the density written (far read and cleared).
+  double bytes_per_particle_step(const Particles<Real>& p,
+                                 const FieldLayout& layout) const override {
+    if (p.n == 0) return 0.0;
+    const double moved = 2.0 * dim_ * (2.0 * sizeof(Real) + (cells_ ? 4.0 : 0.0));
+    const double order = 4.0 + 4.0 + 4.0 + 8.0 + 8.0;
+    const double columns =
+        2.0 * static_cast<double>(Particles<Real>::bytes_per_particle(dim_, cells_));
+    const double grid = static_cast<double>(tiles_ * volume_) * 8.0 * (dim_ + 2) +
+                        static_cast<double>(layout.grid().nodes()) * 24.0;
+    return moved + order + columns + grid / static_cast<double>(p.n);
+  }
   double density_scale(const Particles<Real>& p) const override {
     return exact_ ? p.charge_density / kernels::kQuantum : 1.0;
   }

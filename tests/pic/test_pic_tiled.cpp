@@ -91,6 +91,8 @@ TEST(TiledStep, AgreesWithTheSeparateStepInEveryDimensionShapeAndPrecision) {
               << what;
         }
         EXPECT_LE(tiled.global_atomics_per_particle_step, 0.1) << what;
+        EXPECT_GT(tiled.model_bytes_per_particle_step, 0.0) << what;
+        EXPECT_EQ(separate.model_bytes_per_particle_step, -1.0) << what;
         EXPECT_LE(tiled.shared_atomics_per_particle_step, nodes + 1) << what;
         EXPECT_GE(tiled.shared_atomics_per_particle_step, 0.95 * (nodes + 1)) << what;
       }
@@ -135,6 +137,12 @@ TEST(TiledStep, EmptyTilesAndParticlesCrossingSeveralTiles) {
   const pic::Results sparse_separate = run_on_emulated(c);
   c.particle_step = "tiled";
   expect_same_physics(run_on_emulated(c), sparse_separate, "40 particles");
+  // Every particle in one tile (1D, 4 cells: one tile, its own neighbour on both sides).
+  c = small(1, 2, "double");
+  c.cells_x = 4;
+  const pic::Results one_separate = run_on_emulated(c);
+  c.particle_step = "tiled";
+  expect_same_physics(run_on_emulated(c), one_separate, "one tile");
   // Particles that move about 20 cells a step, across two or three tiles of 8 cells: the far
   // path (their deposit by global atomics, their reorder past the neighbours), counted.
   c = small(2, 1, "double");

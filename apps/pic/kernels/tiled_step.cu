@@ -135,6 +135,15 @@ CUNUMPY_HD_INLINE bool for_each_region_node(const Geometry& g, const Stencils& s
   return true;
 }
 
+// Whether the stencil's nodes lie in the guarded arrays (the region of a tile at the block's
+// edge reaches past them; tiled_sum reads only nodes of the arrays).
+CUNUMPY_HD_INLINE bool in_block(const Geometry& g, const Stencils& st,
+                                const long long (&block)[3]) {
+  for (int a = 0; a < g.dim; ++a)
+    if (st.s[a].first < -g.guard || st.s[a].first + g.order >= block[a] + g.guard) return false;
+  return true;
+}
+
 // The same over the guarded arrays (a stencil outside every region: a far mover).
 template <typename F>
 CUNUMPY_HD_INLINE void for_each_guarded_node(const Geometry& g, const Stencils& st, F&& f) {
@@ -190,7 +199,10 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
   extern __shared__ double shared[];
   const tiled::Geometry g = TILED_GEOMETRY;
   const long long t = blockIdx.x;
-  long long tc[3], r0[3];
+  long long tc[3], r0[3], block[3] = {1, 1, 1};  // the block's nodes per axis, from the strides
+  block[0] = nodes / g.row - 2 * g.guard;
+  if (g.dim >= 2) block[1] = (g.dim == 2 ? g.row : g.row / g.col) - 2 * g.guard;
+  if (g.dim == 3) block[2] = g.col - 2 * g.guard;
   g.coordinates(t, tc);
   for (int a = 0; a < 3; ++a) r0[a] = a < g.dim ? tc[a] * g.tile[a] - g.h : 0;
   double* e[3] = {shared, shared + g.volume, shared + 2 * g.volume};
@@ -268,10 +280,10 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
       atomicAdd(&rho[k], exact ? tiled::quanta(w) : q * w);
     };
     tiled::Stencils st = tiled::stencils_of(g, s);
-    bool inside = tiled::for_each_region_node(g, st, r0, add);
+    bool inside = tiled::in_block(g, st, block) && tiled::for_each_region_node(g, st, r0, add);
     if (!inside && mode == 1 && !exact) {
       st = tiled::stencils_of(g, moved);
-      inside = tiled::for_each_region_node(g, st, r0, add);
+      inside = tiled::in_block(g, st, block) && tiled::for_each_region_node(g, st, r0, add);
     }
     if (!inside) {  // a far mover: at its stored position, into the guarded arrays
       const tiled::Stencils at = tiled::stencils_of(g, s);
