@@ -19,7 +19,7 @@ extern "C" __attribute__((visibility("default"), used)) const char* __asan_defau
 // LeakSanitizer: what Open MPI allocates for itself and never frees, by design or in its own
 // threads: its state from MPI_Init (components, PMIx, the datatype and operation tables) and
 // from MPI_Finalize, what its progress threads allocate inside libevent's loop, and the few
-// bytes its MPI-IO component (OMPIO) keeps per collective write of parallel HDF5.  Each entry
+// bytes its MPI-IO component (OMPIO) keeps per collective write or read of parallel HDF5.  Each entry
 // names a function of Open MPI or libevent (a leak is suppressed when its allocation stack
 // passes through one); nothing of cunumpy's is listed, so a leak of ours (an MPI object we
 // create and never free, say) is still reported.
@@ -27,5 +27,5 @@ extern "C" __attribute__((visibility("default"), used)) const char* __lsan_defau
   return "leak:ompi_mpi_init\n"      // MPI_Init / MPI_Init_thread: Open MPI's startup state
          "leak:ompi_mpi_finalize\n"  // MPI_Finalize: what it leaves behind
          "leak:event_base_loop\n"    // Open MPI's progress threads (libevent)
-         "leak:PMPI_File_\n";        // Open MPI's MPI-IO (MPI_File_write_at_all & co.)
+         "leak:MPI_File_\n";         // Open MPI's MPI-IO ([P]MPI_File_write_at_all, read_at_all)
 }
