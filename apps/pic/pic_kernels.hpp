@@ -29,7 +29,6 @@ CUNUMPY_HD_INLINE long long node_of(double j) {
 // w adds its quanta, round(w 2^24) with ties away from zero (std::llround's), to an int64 sum,
 // so sums of any order agree to the bit.
 inline constexpr double kQuantum = 16777216.0;  // 2^24
-#if !CUNUMPY_NVRTC()
 // std::llround(w 2^24) without the library call: the truncation and the rest (both exact while
 // |w 2^24| < 4e18), a quantum more when the rest reaches a half; NaN, infinities and larger
 // values take llround.
@@ -40,7 +39,6 @@ CUNUMPY_HD_INLINE long long quanta(double w) {
   const double rest = v - static_cast<double>(t);
   return t + (rest >= 0.5 ? 1 : 0) - (rest <= -0.5 ? 1 : 0);
 }
-#endif
 
 // n / d for 0 <= n < 2^50 and d >= 1 given inv = 1.0 / d, without a division instruction (index
 // loops over grid nodes split an index into its coordinates so, the reciprocal computed once

@@ -32,12 +32,6 @@ double momentum_of(const Particles<Real>& p) {
 
 namespace {
 
-// An array of the dimension, or the x one in its place past it (not read by the kernels).
-template <typename T>
-const cn::Array<T>& or_x(const cn::Array<T>& a, const cn::Array<T>& x) {
-  return a.ndim() == 0 ? x : a;
-}
-
 // The catalog's kernel of the particles' precision: "deposit", or "deposit_single" for float
 // ("deposit_mixed" and so on for mixed precision: push_in_cells).
 template <typename Real>

@@ -39,6 +39,13 @@ struct StepSums {
   double undeposited = 0;  // particles a pushing deposit left out (a count)
 };
 
+// An axis's array of the particles or the grid, or the x one in its place past the dimension
+// (the kernels take three axes and read the first `dim`).
+template <typename T>
+const cunumpy::Array<T>& or_x(const cunumpy::Array<T>& a, const cunumpy::Array<T>& x) {
+  return a.ndim() == 0 ? x : a;
+}
+
 // Real: the particles' precision (double or float, particles.hpp).
 template <typename Real>
 class ParticleStep {

@@ -150,11 +150,6 @@ class TiledStep final : public ParticleStep<Real> {
     return std::string(name) + (std::is_same_v<Real, float> ? "<float>" : "<double>");
   }
 
-  template <typename T>
-  static const cn::Array<T>& or_x(const cn::Array<T>& a, const cn::Array<T>& x) {
-    return a.ndim() == 0 ? x : a;
-  }
-
   void launch_push(Particles<Real>& p, FieldLayout& layout, double dv, int mode) {
     const LocalGrid& g = layout.grid();
     if (dest_.ndim() == 0 || dest_.shape(0) < p.capacity())

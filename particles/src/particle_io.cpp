@@ -67,7 +67,6 @@ void write_particles(OpenPmdIteration& iteration, const std::string& species,
     r.weighting = &weighting;
     r.weighting_name = info.weighting;
   }
-  named.reserve(64);
   std::vector<std::string> names;
   set.for_each_named_column([&](const std::string& name, AnyParticleColumn column) {
     if (name == info.weighting) return;
@@ -100,12 +99,10 @@ ParticleSet<Real> read_particles(const OpenPmdParticleReader& reader, long long 
   ParticleSet<Real> p({.dim = dim, .cells = reader.in_cells(), .ids = reader.has("id")}, capacity,
                       backend);
   auto fill = [&]<typename T>(Array<T>& column, const std::string& record) {
+    if (!column.is_device()) return reader.read<T>(record, first, n, column.data());
     Array<T> h = empty<T>({n}, Backend::host);
     reader.read<T>(record, first, n, h.data());
-    if (column.is_device())
-      copy(column.leading(n), h);
-    else
-      std::copy(h.data(), h.data() + n, column.data());
+    copy(column.leading(n), h);
   };
   Array<Real>* xs[] = {&p.x, &p.y, &p.z};
   Array<Real>* vs[] = {&p.vx, &p.vy, &p.vz};

@@ -30,6 +30,8 @@ struct Geometry {
   long long tile[3], tiles[3], region[3], volume, guard, row, col, origin[3];
   double inv_d[3];
   CUNUMPY_HD_INLINE long long tile_count() const { return tiles[0] * tiles[1] * tiles[2]; }
+  // The directions to a tile's neighbours, 3^dim (offsets -1, 0, +1 per axis).
+  CUNUMPY_HD_INLINE int directions() const { return dim == 1 ? 3 : dim == 2 ? 9 : 27; }
   // Tile index t as coordinates.
   CUNUMPY_HD_INLINE void coordinates(long long t, long long (&c)[3]) const {
     c[2] = t % tiles[2];
@@ -158,16 +160,6 @@ CUNUMPY_HD_INLINE void for_each_guarded_node(const Geometry& g, const Stencils& 
     }
 }
 
-// The deterministic deposit's quanta of a weight (pic::kernels::quanta, also under NVRTC), as a
-// double: sums of them are integers below 2^53, exact in any order.
-CUNUMPY_HD_INLINE double quanta(double w) {
-  const double v = w * pic::kernels::kQuantum;
-  if (!(v > -4.0e18 && v < 4.0e18)) return static_cast<double>(llround(v));
-  const long long t = static_cast<long long>(v);
-  const double rest = v - static_cast<double>(t);
-  return static_cast<double>(t + (rest >= 0.5 ? 1 : 0) - (rest <= -0.5 ? 1 : 0));
-}
-
 }  // namespace tiled
 
 // The geometry arguments every kernel takes after its arrays (written out in each signature:
@@ -277,7 +269,7 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
     // Deterministic (`exact`): each weight's quanta, integers summed exactly in any order, and a
     // particle that wrapped at its stored position (its image's weights round otherwise).
     const auto add = [&](long long k, double w) {
-      atomicAdd(&rho[k], exact ? tiled::quanta(w) : q * w);
+      atomicAdd(&rho[k], exact ? static_cast<double>(pic::kernels::quanta(w)) : q * w);
     };
     tiled::Stencils st = tiled::stencils_of(g, s);
     bool inside = tiled::in_block(g, st, block) && tiled::for_each_region_node(g, st, r0, add);
@@ -292,7 +284,7 @@ __global__ void tiled_push(Real* x, Real* y, Real* z, Real* vx, Real* vy, Real* 
           g, at, [&](long long c, double) { in_arrays = in_arrays && c >= 0 && c < nodes; });
       if (in_arrays)
         tiled::for_each_guarded_node(g, at, [&](long long c, double w) {
-          atomicAdd(&far[c], exact ? tiled::quanta(w) : q * w);
+          atomicAdd(&far[c], exact ? static_cast<double>(pic::kernels::quanta(w)) : q * w);
         });
       else
         undeposited += 1.0;
@@ -390,7 +382,7 @@ CUNUMPY_HD_INLINE int direction(const Geometry& g, long long s, long long d) {
     else if (diff == n - 1)
       o = 0;
     else
-      return g.dim == 1 ? 3 : g.dim == 2 ? 9 : 27;
+      return g.directions();
     k = k * 3 + o;
   }
   return k;
@@ -425,7 +417,7 @@ extern "C" __global__ void tiled_count(const int* dest, const long long* start, 
                                        double inv_dy, double inv_dz) {
   extern __shared__ int directions[];
   const tiled::Geometry g = TILED_GEOMETRY;
-  const int K = g.dim == 1 ? 3 : g.dim == 2 ? 9 : 27;
+  const int K = g.directions();
   const long long t = blockIdx.x;
   for (int k = threadIdx.x; k <= K; k += blockDim.x) directions[k] = 0;
   __syncthreads();
@@ -451,7 +443,7 @@ extern "C" __global__ void tiled_bases(const int* counts, const int* far_counts,
   const long long d = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   const tiled::Geometry g = TILED_GEOMETRY;
   if (d >= g.tile_count()) return;
-  const int K = g.dim == 1 ? 3 : g.dim == 2 ? 9 : 27;
+  const int K = g.directions();
   long long at = 0;
   for (int k = 0; k < K; ++k) {
     // The source s with d in direction k of s: s is in direction K - 1 - k of d.
@@ -478,7 +470,7 @@ extern "C" __global__ void tiled_order(const int* dest, const long long* start,
                                        long long z0, double inv_dx, double inv_dy, double inv_dz) {
   __shared__ long long cursor[28];
   const tiled::Geometry g = TILED_GEOMETRY;
-  const int K = g.dim == 1 ? 3 : g.dim == 2 ? 9 : 27;
+  const int K = g.directions();
   const long long t = blockIdx.x;
   const unsigned lane = threadIdx.x;
   for (int k = lane; k <= K; k += 32) cursor[k] = 0;
