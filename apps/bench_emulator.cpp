@@ -21,6 +21,10 @@
 //                         atomicAdd per thread; with 8 plain __syncthreads (the cost of
 //                         one barrier per thread); and as fibers without reaching a barrier
 //                         (a barrier on a branch never taken);
+//   push/energy_stored    the push with its energy computed and stored, not summed (what
+//                         the summing variants cost beyond computing it);
+//   push/<variant>/fibers the variants with synchronisations run as fibers
+//                         (-DCUNUMPY_EMULATOR_FIBERS) instead of split into regions;
 //   push_host_loop        ... and the same push as a loop on the host (one core)
 #include <benchmark/benchmark.h>
 
@@ -226,15 +230,25 @@ const char* kReductions[] = {
     "    if ((threadIdx.x & 31) == 0) atomicAdd(ek, e);",
     "atomicAdd(ek, e);",
     "for (int b = 0; b < 8; ++b) __syncthreads();",
-    "if (np < 0) __syncthreads();"};
+    "if (np < 0) __syncthreads();",
+    "ek[1 + blockIdx.x] = e;"};
 
-void push_kernel(benchmark::State& state, int reduce) {
+// How each push variant ran: loop, regions or fibers.
+std::map<std::string, std::string>& modes() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+
+void push_kernel(benchmark::State& state, const char* name, int reduce, bool fibers) {
   auto e = cn::use_backend(cn::Backend::emulated);
   OneHostThread one;
   const PushData& d = push_data();
   std::string source = kPush;
   source.replace(source.find("REDUCE"), 6, kReductions[reduce]);
-  cn::CudaKernel k(source, "push", {.block_size = 256});
+  std::vector<std::string> options;
+  if (fibers) options.push_back("-DCUNUMPY_EMULATOR_FIBERS");
+  cn::CudaKernel k(source, "push", {.block_size = 256, .options = options});
+  modes()[name] = k.emulated_as();
   auto part = cn::from_host<float>(d.part, {4 * kParticles}, cn::Backend::emulated);
   auto fxy =
       cn::from_host<float>(d.fxy, {static_cast<long long>(d.fxy.size())}, cn::Backend::emulated);
@@ -305,17 +319,26 @@ class Table : public benchmark::ConsoleReporter {
     const double plain = at("push/none"), host = at("push_host_loop");
     if (plain <= 0.0 || host <= 0.0) return;
     std::printf("\nthe push family, ns a particle (one host thread), and its ratios:\n");
-    std::printf("  %-34s %8s %10s %10s\n", "kernel", "ns", "/ plain", "/ host");
-    for (const char* n :
-         {"push_host_loop", "push/none", "push/block_sum_to", "push/block_sum", "push/warp_shuffle",
-          "push/atomic_per_thread", "push/barriers_x8", "push/as_fibers"}) {
+    std::printf("  %-34s %-8s %8s %10s %10s\n", "kernel", "runs as", "ns", "/ plain", "/ host");
+    for (const char* n : {"push_host_loop", "push/none", "push/energy_stored", "push/block_sum_to",
+                          "push/block_sum", "push/warp_shuffle", "push/atomic_per_thread",
+                          "push/barriers_x8", "push/block_sum/fibers", "push/warp_shuffle/fibers",
+                          "push/barriers_x8/fibers", "push/as_fibers"}) {
       const double t = at(n);
-      if (t > 0.0) std::printf("  %-34s %8.2f %10.2f %10.2f\n", n, t, t / plain, t / host);
+      const auto mode = modes().find(n);
+      if (t > 0.0)
+        std::printf("  %-34s %-8s %8.2f %10.2f %10.2f\n", n,
+                    mode == modes().end() ? "host" : mode->second.c_str(), t, t / plain, t / host);
     }
-    const double b = at("push/barriers_x8"), f = at("push/as_fibers");
-    if (b > 0.0 && f > 0.0)
-      std::printf("  one __syncthreads, per thread: %.2f ns (beside the push as fibers)\n",
-                  (b - f) / 8.0);
+    const double b = at("push/barriers_x8"), bf = at("push/barriers_x8/fibers"),
+                 f = at("push/as_fibers");
+    if (b > 0.0)
+      std::printf("  one __syncthreads, per thread: %.2f ns in regions (beside the plain push)\n",
+                  (b - plain) / 8.0);
+    if (bf > 0.0 && f > 0.0)
+      std::printf(
+          "  one __syncthreads, per thread: %.2f ns as fibers (beside the push as fibers)\n",
+          (bf - f) / 8.0);
   }
 
  private:
@@ -331,21 +354,39 @@ BENCHMARK(module_axpy)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 BENCHMARK(module_axpy_fibers)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 BENCHMARK(warp_reduce_1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(push_host_loop)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, none, 0)->Name("push/none")->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, block_sum_to, 1)
+BENCHMARK_CAPTURE(push_kernel, none, "push/none", 0, false)
+    ->Name("push/none")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, energy_stored, "push/energy_stored", 7, false)
+    ->Name("push/energy_stored")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, block_sum_to, "push/block_sum_to", 1, false)
     ->Name("push/block_sum_to")
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, block_sum, 2)->Name("push/block_sum")->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, warp_shuffle, 3)
+BENCHMARK_CAPTURE(push_kernel, block_sum, "push/block_sum", 2, false)
+    ->Name("push/block_sum")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, warp_shuffle, "push/warp_shuffle", 3, false)
     ->Name("push/warp_shuffle")
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, atomic_per_thread, 4)
+BENCHMARK_CAPTURE(push_kernel, atomic_per_thread, "push/atomic_per_thread", 4, false)
     ->Name("push/atomic_per_thread")
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, barriers_x8, 5)
+BENCHMARK_CAPTURE(push_kernel, barriers_x8, "push/barriers_x8", 5, false)
     ->Name("push/barriers_x8")
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(push_kernel, as_fibers, 6)->Name("push/as_fibers")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, block_sum_fibers, "push/block_sum/fibers", 2, true)
+    ->Name("push/block_sum/fibers")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, warp_shuffle_fibers, "push/warp_shuffle/fibers", 3, true)
+    ->Name("push/warp_shuffle/fibers")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, barriers_x8_fibers, "push/barriers_x8/fibers", 5, true)
+    ->Name("push/barriers_x8/fibers")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(push_kernel, as_fibers, "push/as_fibers", 6, false)
+    ->Name("push/as_fibers")
+    ->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

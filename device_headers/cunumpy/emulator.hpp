@@ -3,7 +3,8 @@
 //
 // The emulator compiles a CudaKernel's source as C++ with this header first: threadIdx,
 // blockIdx, blockDim and gridDim, __shared__ (one copy per block), dynamic shared memory,
-// __syncthreads (the block's threads run as fibers that meet there), the warp functions,
+// __syncthreads (the block's threads run as fibers that meet there, or the kernel is split into
+// regions at it: regions() below), the warp functions,
 // atomics that stay correct while blocks run on several host threads, __ldg, rsqrt, __trap (an
 // exception with the message), and the function qualifiers; cunumpy/emulator_builtins.hpp adds
 // the rest of the device API (vector types, intrinsics, votes, ...) and names what is refused.
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -103,6 +105,33 @@ struct BlockSums {
   BlockSum** sums;
   std::size_t capacity;
 };
+// A block run in regions (a kernel whose barriers and warp operations the emulator's compiler
+// split it at, regions.cpp): every thread runs region `region` to its end, one thread after the
+// other, then the block exchanges what they brought to the synchronisation that ends it.
+struct RegionRun;
+using RegionExchange = void (*)(RegionRun& run, unsigned threads);
+// (Counters of types a kernel rarely stores, so that the compiler forwards the block loop's
+// stores of them to the kernel's loads.)
+struct RegionRun {
+  long region;          // the region the block's threads run now (0 first)
+  std::size_t current;  // the running thread's linear index
+  // Set as the threads arrive (each thread's stores of its own, no count that chains them):
+  // the exchange and the synchronisation of the region's end, for a report.
+  RegionExchange exchange;
+  const char* what;
+  // Where each thread goes on (-1: it returned); set by regions() from these for the report.
+  long* nexts;
+  std::size_t arrived;  // threads at the synchronisation ending the region (the rest returned)
+  bool mismatch;        // some arrived at another synchronisation than the first
+  // By linear thread index: what each thread brings, what it gets; a shuffle's source lane or
+  // offset and its width.
+  unsigned long long* values;
+  unsigned long long* results;
+  int* args;
+  int* widths;
+  unsigned char* state;  // each thread's values that live across regions
+  std::size_t state_capacity;
+};
 struct Hooks {
   void (*syncthreads)();
   void* (*dynamic_shared)();
@@ -118,6 +147,10 @@ struct Hooks {
   // then each atomic operation tells the engine its address.
   const std::atomic<int>* counting;
   void (*count_atomic)(const void* address);
+  // Room for `bytes` of the state of a block run in regions (RegionRun::state).
+  void (*region_state)(std::size_t bytes);
+  // A block run in regions whose threads did not all reach the same synchronisation: throws.
+  void (*region_divergence)(const RegionRun* run, unsigned threads);
 };
 template <typename T>
 inline unsigned long long bits_of(T v) {
@@ -138,6 +171,7 @@ struct Index {
   dim3 block_dim, grid_dim;
   unsigned long serial;  // the block's, unique on its host thread
   BlockSums* sums;       // the host thread's
+  RegionRun* regions;    // the host thread's
 };
 // The calling host thread's index: the engine sets it through the entry points at the end of this
 // header, and a thread suspended at a barrier or a warp operation keeps its own threadIdx on its
@@ -154,6 +188,10 @@ struct Index {
 alignas(64) static thread_local Index index{};
 [[gnu::const, gnu::noinline]] static Index* here() noexcept {
   return &index;
+}
+// The block's RegionRun (see regions() below): the same for the whole block, so a constant.
+[[gnu::const, gnu::noinline]] static RegionRun* region_run() noexcept {
+  return index.regions;
 }
 // A hook that suspends the calling thread (a barrier, a warp operation) and resumes it after
 // the other threads ran: threadIdx back to this thread's.
@@ -415,5 +453,196 @@ void loop(void (*)(P...), void** args, std::index_sequence<I...>) {
 template <auto Kernel, typename... P>
 void loop(void (*k)(P...), void** args) {
   loop<Kernel>(k, args, std::index_sequence_for<P...>{});
+}
+
+// A kernel split into regions at its barriers and warp operations (regions.cpp rewrites its
+// body into a switch over them): each region a loop over the block's threads, as loop() runs a
+// kernel without any, then the exchange of the synchronisation that ended it.  Values that
+// live across regions are each thread's region_state.
+template <auto Kernel, typename... P, std::size_t... I>
+void regions(void (*)(P...), void** args, std::index_sequence<I...>) {
+  const std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...> a(
+      *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
+  Index* const ip = here();
+  RegionRun& run = *region_run();
+  const dim3 b = ip->block_dim;
+  const unsigned threads = b.x * b.y * b.z;
+  run.region = 0;
+  for (;;) {
+    std::fill(run.nexts, run.nexts + threads, -1L);
+    std::size_t t = 0;
+    for (unsigned z = 0; z < b.z; ++z)
+      for (unsigned y = 0; y < b.y; ++y) {
+        ip->thread.z = z;
+        ip->thread.y = y;
+        for (unsigned x = 0; x < b.x; ++x, ++t) {
+          ip->thread.x = x;
+          run.current = t;
+#if defined(CUNUMPY_BOUNDS_CHECK)
+          asm volatile("" : : "r"(ip) : "memory");  // as in loop()
+#endif
+          Kernel(std::get<I>(a)...);
+        }
+      }
+    // Where the threads go on: all to one region (or all returned), else a report.
+    std::size_t arrived = 0;
+    long next = -1, other = -1;
+    for (unsigned u = 0; u < threads; ++u) {
+      const long n = run.nexts[u];
+      arrived += n >= 0;
+      next = next < 0 ? n : next;
+      other = n >= 0 && n != next ? n : other;
+    }
+    if (arrived == 0) return;  // every thread returned
+    if (arrived != threads || other >= 0) {
+      run.arrived = arrived;
+      run.mismatch = other >= 0;
+      hooks->region_divergence(&run, threads);
+    }
+    run.exchange(run, threads);
+    run.region = next;
+  }
+}
+template <auto Kernel, typename... P>
+void regions(void (*k)(P...), void** args) {
+  regions<Kernel>(k, args, std::index_sequence_for<P...>{});
+}
+[[gnu::always_inline]] inline long region_now() {
+  return region_run()->region;
+}
+// The calling thread's values that live across regions: made (default-initialised) in the
+// first region, the same object in the later ones.
+template <typename S>
+[[gnu::always_inline]] inline S& region_state() {
+  RegionRun& run = *region_run();
+  if (run.region == 0 && run.current == 0) {
+    const std::size_t bytes = sizeof(S) * static_cast<std::size_t>(here()->block_dim.x) *
+                              here()->block_dim.y * here()->block_dim.z;
+    if (bytes > run.state_capacity) hooks->region_state(bytes);
+  }
+  void* p = run.state + sizeof(S) * run.current;
+  if (run.region == 0) return *::new (p) S;
+  return *std::launder(static_cast<S*>(p));
+}
+// The calling thread reaches the synchronisation that ends its region, bringing `value`; the
+// block goes on at region `next` once every thread has arrived and `exchange` has run.
+[[gnu::always_inline]] inline void region_arrive(long next, RegionExchange exchange,
+                                                 const char* what, unsigned long long value = 0,
+                                                 int arg = 0, int width = 32) {
+  RegionRun& run = *region_run();
+  const std::size_t t = run.current;
+  run.values[t] = value;
+  run.args[t] = arg;
+  run.widths[t] = width;
+  run.nexts[t] = next;
+  run.exchange = exchange;
+  run.what = what;
+}
+// What the synchronisation that ended the previous region gave the calling thread.
+template <typename T>
+[[gnu::always_inline]] inline T region_result() {
+  RegionRun& run = *region_run();
+  return from_bits<T>(run.results[run.current]);
+}
+
+// The exchanges.  A barrier (and __syncwarp: every thread of the block has arrived) exchanges
+// nothing.
+inline void region_barrier(RegionRun&, unsigned) {}
+// A warp shuffle: each lane the value of its source lane (itself where the source lies outside
+// its segment of `width` lanes, a power of two as CUDA requires), as the fiber engine's.
+template <int Op>
+inline void region_shuffle(RegionRun& run, unsigned threads) {
+  for (unsigned base = 0; base < threads; base += 32) {
+    const unsigned end = std::min(base + 32, threads);
+    for (unsigned l = base; l < end; ++l) {
+      const int lane = static_cast<int>(l - base), arg = run.args[l];
+      const int width = run.widths[l] > 0 && run.widths[l] <= 32 ? run.widths[l] : 32;
+      const int segment = lane & ~(width - 1);
+      int src = lane;
+      if constexpr (Op == warp_shfl)
+        src = segment + (arg & (width - 1));
+      else if constexpr (Op == warp_shfl_up)
+        src = lane - arg >= segment ? lane - arg : lane;
+      else if constexpr (Op == warp_shfl_down)
+        src = lane + arg < segment + width ? lane + arg : lane;
+      else
+        src = (lane ^ arg) < segment + width ? lane ^ arg : lane;
+      const unsigned from = base + static_cast<unsigned>(src);
+      run.results[l] = run.values[from < end ? from : l];
+    }
+  }
+}
+// A loop of shuffles, each combined with the lane's value (regions.cpp's warp-shuffle idiom):
+// for each warp the whole loop (Loop calls its argument with each offset) in lock step, every
+// lane's combination (Combine: value, shuffled value, offset) from the values of the step
+// before, as on a GPU.
+template <typename T, int Op, typename Combine, typename Loop>
+void region_shuffle_loop(RegionRun& run, unsigned threads) {
+  for (unsigned base = 0; base < threads; base += 32) {
+    const int n = static_cast<int>(std::min(base + 32, threads) - base);
+    const int width = run.widths[base] > 0 && run.widths[base] <= 32 ? run.widths[base] : 32;
+    T v[32];
+    for (int l = 0; l < n; ++l) v[l] = from_bits<T>(run.values[base + l]);
+    Loop{}([&](auto offset) {
+      const int arg = static_cast<int>(offset);
+      T x[32];
+      if (n == 32 && width == 32 && arg >= 0 && arg < 32) {  // a whole warp: plain copies
+        if constexpr (Op == warp_shfl_down) {
+          for (int l = 0; l < 32 - arg; ++l) x[l] = v[l + arg];
+          for (int l = 32 - arg; l < 32; ++l) x[l] = v[l];
+        } else if constexpr (Op == warp_shfl_up) {
+          for (int l = 0; l < arg; ++l) x[l] = v[l];
+          for (int l = arg; l < 32; ++l) x[l] = v[l - arg];
+        } else if constexpr (Op == warp_shfl_xor) {
+          for (int l = 0; l < 32; ++l) x[l] = v[l ^ arg];
+        } else {
+          for (int l = 0; l < 32; ++l) x[l] = v[arg];
+        }
+        for (int l = 0; l < 32; ++l) v[l] = static_cast<T>(Combine{}(v[l], x[l], offset));
+        return;
+      }
+      for (int l = 0; l < n; ++l) {
+        const int segment = l & ~(width - 1);
+        int src = l;
+        if constexpr (Op == warp_shfl)
+          src = segment + (arg & (width - 1));
+        else if constexpr (Op == warp_shfl_up)
+          src = l - arg >= segment ? l - arg : l;
+        else if constexpr (Op == warp_shfl_down)
+          src = l + arg < segment + width ? l + arg : l;
+        else
+          src = (l ^ arg) < segment + width ? l ^ arg : l;
+        x[l] = src < n ? v[src] : v[l];
+      }
+      for (int l = 0; l < n; ++l) v[l] = static_cast<T>(Combine{}(v[l], x[l], offset));
+    });
+    for (int l = 0; l < n; ++l) run.results[base + l] = bits_of(v[l]);
+  }
+}
+// __ballot_sync, __any_sync, __all_sync over each warp's lanes.
+template <int Op>
+inline void region_vote(RegionRun& run, unsigned threads) {
+  for (unsigned base = 0; base < threads; base += 32) {
+    const unsigned end = std::min(base + 32, threads);
+    unsigned ballot = 0;
+    for (unsigned l = base; l < end; ++l) ballot |= (run.values[l] != 0 ? 1u : 0u) << (l - base);
+    const unsigned all = end - base == 32 ? ~0u : (1u << (end - base)) - 1;
+    for (unsigned l = base; l < end; ++l) {
+      if constexpr (Op == warp_ballot)
+        run.results[l] = ballot & static_cast<unsigned>(run.args[l]);
+      else if constexpr (Op == warp_any)
+        run.results[l] = ballot != 0;
+      else
+        run.results[l] = ballot == all;
+    }
+  }
+}
+// __syncthreads_count / _and / _or over the block (0, 1, 2).
+template <int Op>
+inline void region_block_vote(RegionRun& run, unsigned threads) {
+  unsigned long long count = 0;
+  for (unsigned t = 0; t < threads; ++t) count += run.values[t] != 0;
+  const unsigned long long r = Op == 0 ? count : Op == 1 ? count == threads : count != 0;
+  for (unsigned t = 0; t < threads; ++t) run.results[t] = r;
 }
 }  // namespace cunumpy_emulator

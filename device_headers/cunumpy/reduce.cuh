@@ -221,6 +221,47 @@ template <typename T>
   atomicAdd(static_cast<T*>(sum->out), cunumpy_emulator::from_bits<T>(results[0]));
 }
 }  // namespace cunumpy::detail
+// A kernel run in regions (the emulator split it at its synchronisations): a block or warp
+// reduction ends a region; the exchange combines the values in the GPU's order.
+namespace cunumpy::detail {
+template <typename T, typename Op>
+inline T identity_of() {
+  if constexpr (std::is_same_v<Op, ReduceMin>)
+    return highest<T>();
+  else if constexpr (std::is_same_v<Op, ReduceMax>)
+    return lowest<T>();
+  else
+    return static_cast<T>(0);
+}
+template <typename T, typename Op>
+void region_block_exchange(cunumpy_emulator::RegionRun& run, unsigned threads) {
+  unsigned long long results[32];
+  block_tree(run.values, static_cast<int>(threads), Op{}, identity_of<T, Op>(), results);
+  for (unsigned t = 0; t < threads; ++t) run.results[t] = results[t & 31];
+}
+template <typename T, typename Op>
+void region_warp_exchange(cunumpy_emulator::RegionRun& run, unsigned threads) {
+  for (unsigned base = 0; base < threads; base += 32) {
+    const unsigned lanes = threads - base < 32 ? threads - base : 32;
+    T all[32];
+    for (unsigned l = 0; l < 32; ++l)
+      all[l] =
+          l < lanes ? cunumpy_emulator::from_bits<T>(run.values[base + l]) : identity_of<T, Op>();
+    butterfly(all, lanes == 32 ? ~0u : (1u << lanes) - 1u, Op{});
+    for (unsigned l = 0; l < lanes; ++l) run.results[base + l] = cunumpy_emulator::bits_of(all[l]);
+  }
+}
+template <typename T, typename Op>
+[[gnu::always_inline]] inline void region_block(long next, T v) {
+  cunumpy_emulator::region_arrive(next, &region_block_exchange<T, Op>, "a block reduction",
+                                  cunumpy_emulator::bits_of(v));
+}
+template <typename T, typename Op>
+[[gnu::always_inline]] inline void region_warp(long next, T v) {
+  cunumpy_emulator::region_arrive(next, &region_warp_exchange<T, Op>, "a warp reduction",
+                                  cunumpy_emulator::bits_of(v));
+}
+}  // namespace cunumpy::detail
 // Inlined into the loop over the block's threads: a few loads and stores a thread.
 template <typename T>
 [[gnu::always_inline]] inline void cunumpy_block_sum_to(T* out, T v) {

@@ -30,6 +30,8 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
 
 // Whether the kernel was loaded from the kernel cache.
 bool from_cache(const EmulatedKernel& kernel) noexcept;
+// "loop", "regions" or "fibers": how the engine runs a block of the kernel.
+std::string emulated_as(const EmulatedKernel& kernel);
 // Whether NVRTC fuses a * b + c into one fma with these options (the emulator follows it).
 bool fuses_multiply_add(const std::vector<std::string>& options);
 

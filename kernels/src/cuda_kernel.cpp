@@ -840,6 +840,10 @@ bool CudaKernel::loaded_from_cache() const noexcept {
   return !p.emulated.empty() && detail::from_cache(*p.emulated.front());
 }
 
+std::string CudaKernel::emulated_as() {
+  return detail::emulated_as(*emulated());
+}
+
 std::string CudaKernel::program_name() const {
   return state_->program->program_name;
 }

@@ -814,7 +814,7 @@ TEST_F(Emulator, MultiplyAddIsFusedAsOnAGpuUnlessFmadIsFalse) {
 
 // In debug mode an emulated device array ends at a guard page: a raw pointer's read or write
 // past its end is an IndexError naming the kernel, the block and the thread, as the loop runs
-// the block's threads and as fibers do; a view's bounds check names the thread too.
+// the block's threads, in regions and as fibers; a view's bounds check names the thread too.
 TEST_F(Emulator, InDebugModeARawPointerPastAnArraysEndIsReported) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer checks the kernels' accesses itself in this build";
@@ -828,15 +828,26 @@ TEST_F(Emulator, InDebugModeARawPointerPastAnArraysEndIsReported) {
       if (write) x[i] = 1.0; else if (x[i] > 1.0) x[0] = 2.0;
     })",
                       "past", {.block_size = 32});  // (debug mode: -DCUNUMPY_BOUNDS_CHECK)
-  cn::CudaKernel past_fibers(R"(
-    extern "C" __global__ void past_fibers(double* x, int n, int write) {
+  cn::CudaKernel past_regions(R"(
+    extern "C" __global__ void past_regions(double* x, int n, int write) {
       const int i = blockIdx.x * blockDim.x + threadIdx.x;
       __syncthreads();
       if (i >= n) return;
       if (write) x[i] = 1.0; else if (x[i] > 1.0) x[0] = 2.0;
     })",
+                              "past_regions", {.block_size = 32});
+  cn::CudaKernel past_fibers(R"(
+    extern "C" __global__ void past_fibers(double* x, int n, int write) {
+      const int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (n > 0) __syncthreads();
+      if (i >= n) return;
+      if (write) x[i] = 1.0; else if (x[i] > 1.0) x[0] = 2.0;
+    })",
                              "past_fibers", {.block_size = 32});
-  for (cn::CudaKernel* k : {&past, &past_fibers})
+  EXPECT_EQ(past.emulated_as(), "loop");
+  EXPECT_EQ(past_regions.emulated_as(), "regions");
+  EXPECT_EQ(past_fibers.emulated_as(), "fibers");
+  for (cn::CudaKernel* k : {&past, &past_regions, &past_fibers})
     for (int write : {1, 0}) {
       // 128 threads over 100 elements: thread 4 of block 3 is the first past the end.
       const std::string what = message_of([&] { (*k)(cn::threads(128), x, 128, write); });

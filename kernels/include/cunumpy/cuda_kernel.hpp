@@ -456,6 +456,12 @@ class CudaKernel : public detail::GlobalValues<CudaKernel> {
   bool is_compiled_for(Backend backend) const noexcept;
   // Whether the image came from the disk cache: NVRTC's once compiled, else the emulator's.
   bool loaded_from_cache() const noexcept;
+  // How the kernel emulator runs a block of this kernel (its library compiled first when
+  // needed): "loop" (no barrier or warp operation: the threads one after the other, as one
+  // loop), "regions" (split at its barriers and warp operations: each piece between two a loop
+  // over the threads, then an exchange) or "fibers" (each thread on a stack of its own, meeting
+  // the others at each synchronisation).  docs/tour.md says what each costs.
+  std::string emulated_as();
   // The file name compile errors give: source_file, else source_dir / name.cu, else name.cu.
   std::string program_name() const;
   const std::string& cubin() const;  // after compile()

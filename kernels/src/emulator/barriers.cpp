@@ -167,7 +167,8 @@ std::string function_name(const std::vector<std::string>& t, std::size_t from, s
 std::vector<bool> kernels_with_barriers(std::string_view source,
                                         const std::vector<std::string>& headers,
                                         const std::vector<std::string>& options,
-                                        const std::vector<std::string>& kernels) {
+                                        const std::vector<std::string>& kernels,
+                                        std::set<std::string>* synchronising) {
   std::map<std::string, Entry> entries;  // functions and macros by name
   bool unattributed = false;             // a sync name outside every function and macro
   std::vector<std::string_view> texts{source};
@@ -258,6 +259,7 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
         }
     }
   }
+  if (synchronising != nullptr) *synchronising = syncing;
   const bool any = unattributed || !syncing.empty();
   std::vector<bool> out;
   for (const std::string& expression : kernels) {
@@ -275,6 +277,10 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
       out.push_back(syncing.contains(name));
   }
   return out;
+}
+
+bool synchronises(std::string_view name, const std::set<std::string>& synchronising) {
+  return !never_sync(name) && (is_sync(name) || synchronising.contains(std::string(name)));
 }
 
 }  // namespace cunumpy::detail

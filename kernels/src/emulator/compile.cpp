@@ -26,6 +26,7 @@
 #include "../kernel_cache.hpp"
 #include "barriers.hpp"
 #include "library.hpp"
+#include "regions.hpp"
 
 namespace cunumpy {
 
@@ -74,12 +75,39 @@ const std::string& cpu_identity() {
   return id;
 }
 
-std::string translation_unit(const CompileRequest& r) {
+// A kernel's own name: "times<double, 3>" -> times, "ns::push" -> push.
+std::string kernel_name(const std::string& expression) {
+  std::string name;
+  for (const auto& tok : tokenize(expression)) {
+    if (tok == "<") break;
+    if (is_identifier(tok)) name = tok;
+  }
+  return name;
+}
+
+// The kernel's file as the emulator compiles it, with the kernel entries.  The kernels named in
+// `to_split` (they synchronise) are split into regions where regions.cpp can (`split` gets
+// their names), the comments then left out of the file.
+std::string translation_unit(const CompileRequest& r, const std::set<std::string>& to_split,
+                             const std::set<std::string>& synchronising,
+                             std::set<std::string>& split) {
   // extern __shared__ T name[];  ->  T* name = (T*)the block's dynamic shared memory;
   static const std::regex dynamic(
       R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;\[]*?)\s+(\w+)\s*\[\s*\]\s*;)");
-  const std::string source = std::regex_replace(
+  std::string source = std::regex_replace(
       r.source, dynamic, "$1* $2 = reinterpret_cast<$1*>(cunumpy_emulator_dynamic_shared());");
+  split.clear();
+  if (!to_split.empty()) {
+    std::set<std::string> made;
+    std::string regions = split_into_regions(
+        strip_comments(source), to_split,
+        [&](std::string_view name) { return synchronises(name, synchronising); }, r.source_name,
+        made);
+    if (!made.empty()) {
+      source = std::move(regions);
+      split = std::move(made);
+    }
+  }
   std::string tu = "#include <cunumpy/emulator.hpp>\n#line 1 \"" + r.source_name + "\"\n" + source +
                    "\n#define CUNUMPY_EMULATOR_EXPORT extern \"C\" "
                    "__attribute__((visibility(\"default\")))\n";
@@ -95,6 +123,9 @@ std::string translation_unit(const CompileRequest& r) {
           "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_block_" + n +
               "(void** args) { ::cunumpy_emulator::loop<&" + e + ">(&" + e + ", args); }\n"})
       tu += piece;
+    if (split.contains(kernel_name(e)))
+      tu += "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_regions_" + n +
+            "(void** args) { ::cunumpy_emulator::regions<&" + e + ">(&" + e + ", args); }\n";
   }
   tu +=
       "CUNUMPY_EMULATOR_EXPORT void cunumpy_emulator_init(const ::cunumpy_emulator::Hooks* h) { "
@@ -268,66 +299,24 @@ const char* contraction_flag(const std::vector<std::string>& options) {
 }
 }  // namespace
 
-std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileRequest& r) {
+// The library of a translation unit `tu` whose key inputs are `text`: from the cache (the entry
+// checked whole before it is loaded: `from_cache`), else compiled by the host compiler (in a
+// private folder when the configured cache cannot be written, or a compilation of its own when
+// the cache is off).  Returns the file to load.
+std::filesystem::path build_library(const std::string& text, const std::string& tu,
+                                    const std::vector<std::string>& flags, const CompileRequest& r,
+                                    bool& from_cache) {
   namespace fs = std::filesystem;
-  const std::string tu = translation_unit(r);
-  std::vector<std::string> flags = {"-std=c++20",
-                                    "-O3",  // kernels are small: -O3's vectoriser costs little
-                                    "-fPIC", "-shared", contraction_flag(r.options),
-                                    "-march=native",  // this CPU: compiled where it runs, as NVRTC
-                                    "-fvisibility=hidden",
-                                    // a fault at a debug-mode guard page is thrown as an
-                                    // exception from the faulting load or store (engine.cpp)
-                                    "-fnon-call-exceptions", "-w"};
-  // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
-  // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
-  // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
-  // access after more libraries were loaded) clobber vector registers, which corrupted the
-  // vectorised block loop.
-  for (std::string& f : kernel_sanitizer_flags()) flags.push_back(std::move(f));
-  std::vector<std::string> kernel_options;  // the request's options the host compiler takes
-  for (const std::string& o : r.options)
-    if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) {
-      kernel_options.push_back(o);
-      flags.push_back(o);
-    }
-  // cunumpy's headers after the kernel's own folders, as NVRTC searches them (and as
-  // resolve_includes tracks them); a repeated -I is ignored.
-  flags.push_back("-I" + cuda_include_dir().string());
-  // (Appended piece by piece: GCC 12 warns, falsely, on "text" + std::string; -Wrestrict.)
-  std::string text = "emulator\n";
-  for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity(),
-                                   toolkit_identity(), std::string("\n")})
-    text += piece;
-  for (const auto& f : flags) {
-    text += f;
-    text += '\n';
-  }
-  // The inputs NVRTC's key covers too (the headers read once: for the key and the search for
-  // barriers), then the translation unit the emulator makes of them and the built-ins header,
-  // part of every emulated kernel: an edit of either recompiles them.
-  const std::vector<std::string> headers = append_key_inputs(text, r, kernel_options);
-  text += "\ntranslation unit\n";
-  text += tu;
-  text += '\n';
-  for (const char* builtins : {"emulator.hpp", "emulator_builtins.hpp"})
-    text += read_file(cuda_include_dir() / "cunumpy" / builtins);
-  // Dynamic shared memory is rewritten in the kernel's own file only.
-  static const std::regex extern_shared(R"(extern\s+__shared__)");
-  for (std::size_t i = 0; i < headers.size(); ++i)
-    if (std::regex_search(strip_comments(headers[i]), extern_shared))
-      throw CompileError(r.owner + ": " + r.headers[i].string() +
-                         " declares extern __shared__ memory; the kernel emulator maps dynamic "
-                         "shared memory where the kernel's own source declares it: declare it "
-                         "there and pass the pointer to the header's device function");
   const std::string key = sha256_hex(text);
-  // The entry in the cache (a private folder when the configured one cannot be written, or a
-  // compilation of its own when the cache is off), checked whole before it is loaded.
   const fs::path dir = usable_cache_dir();
   const fs::path entry = dir.empty() ? fs::path() : dir / (key + ".so");
-  auto lib = std::make_shared<EmulatedLibrary>();
   fs::path load = entry;
-  if (entry.empty() || !read_cache_entry(entry)) {
+  from_cache = false;
+  if (!entry.empty() && read_cache_entry(entry)) {
+    from_cache = true;
+    return load;
+  }
+  {
     // Compiled in a private folder of its own (removed after), so concurrent compilations of one
     // kernel, by threads or processes, never share a file; each writes a whole entry.
     const fs::path work = private_temp_dir() / ("build-" + key.substr(0, 16) + "-" +
@@ -383,10 +372,90 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
       load = private_temp_dir() / (key + "-" + std::to_string(g_builds.fetch_add(1)) + ".so");
       write_file_atomically(load, library);
     }
-  } else {
-    lib->from_cache = true;
   }
-  lib->file = load;
+  return load;
+}
+
+std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileRequest& r) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> flags = {"-std=c++20",
+                                    "-O3",  // kernels are small: -O3's vectoriser costs little
+                                    "-fPIC", "-shared", contraction_flag(r.options),
+                                    "-march=native",  // this CPU: compiled where it runs, as NVRTC
+                                    "-fvisibility=hidden",
+                                    // a fault at a debug-mode guard page is thrown as an
+                                    // exception from the faulting load or store (engine.cpp)
+                                    "-fnon-call-exceptions", "-w"};
+  // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
+  // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
+  // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
+  // access after more libraries were loaded) clobber vector registers, which corrupted the
+  // vectorised block loop.
+  for (std::string& f : kernel_sanitizer_flags()) flags.push_back(std::move(f));
+  std::vector<std::string> kernel_options;  // the request's options the host compiler takes
+  for (const std::string& o : r.options)
+    if (o.rfind("-D", 0) == 0 || o.rfind("-I", 0) == 0 || o.rfind("-U", 0) == 0) {
+      kernel_options.push_back(o);
+      flags.push_back(o);
+    }
+  // cunumpy's headers after the kernel's own folders, as NVRTC searches them (and as
+  // resolve_includes tracks them); a repeated -I is ignored.
+  flags.push_back("-I" + cuda_include_dir().string());
+  // (Appended piece by piece: GCC 12 warns, falsely, on "text" + std::string; -Wrestrict.)
+  std::string text = "emulator\n";
+  for (const std::string& piece : {compiler_identity(), std::string("\n"), cpu_identity(),
+                                   toolkit_identity(), std::string("\n")})
+    text += piece;
+  for (const auto& f : flags) {
+    text += f;
+    text += '\n';
+  }
+  // The inputs NVRTC's key covers too (the headers read once: for the key and the search for
+  // barriers), then the translation unit the emulator makes of them and the built-ins header,
+  // part of every emulated kernel: an edit of either recompiles them.
+  const std::vector<std::string> headers = append_key_inputs(text, r, kernel_options);
+  // Barriers and warp operations need the threads as fibers or the kernel split into regions;
+  // other kernels run as loops.  Kernel by kernel (a module's barrier-free kernels run as loops
+  // beside its tiled ones): the functions and macros each names, in the source, the headers it
+  // includes and the -D options.
+  std::set<std::string> synchronising;
+  const std::vector<bool> barriers =
+      kernels_with_barriers(r.source, headers, r.options, r.expressions, &synchronising);
+  std::set<std::string> to_split;
+  const bool fibers_asked =
+      std::find(r.options.begin(), r.options.end(), "-DCUNUMPY_EMULATOR_FIBERS") != r.options.end();
+  for (std::size_t i = 0; i < r.expressions.size(); ++i)
+    if (barriers[i] && !fibers_asked) to_split.insert(kernel_name(r.expressions[i]));
+  std::set<std::string> split;
+  std::string tu = translation_unit(r, to_split, synchronising, split);
+  text += "\nbuiltins\n";
+  for (const char* builtins : {"emulator.hpp", "emulator_builtins.hpp"})
+    text += read_file(cuda_include_dir() / "cunumpy" / builtins);
+  text += "\ntranslation unit\n";
+  // Dynamic shared memory is rewritten in the kernel's own file only.
+  static const std::regex extern_shared(R"(extern\s+__shared__)");
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    if (std::regex_search(strip_comments(headers[i]), extern_shared))
+      throw CompileError(r.owner + ": " + r.headers[i].string() +
+                         " declares extern __shared__ memory; the kernel emulator maps dynamic "
+                         "shared memory where the kernel's own source declares it: declare it "
+                         "there and pass the pointer to the header's device function");
+  // The library of a translation unit, from the cache or compiled.  A kernel split into regions
+  // that the host compiler refuses (a construct the rewrite misread) is compiled again unsplit,
+  // to run as fibers.
+  auto lib = std::make_shared<EmulatedLibrary>();
+  for (;;) {
+    try {
+      lib->file = build_library(text + tu, tu, flags, r, lib->from_cache);
+      break;
+    } catch (const CompileError&) {
+      if (split.empty()) throw;
+      split.clear();
+      tu = translation_unit(r, {}, synchronising, split);
+    }
+  }
+  const fs::path load = lib->file;
+
   lib->handle = dlopen(load.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib->handle == nullptr)
     throw Error("the kernel emulator: cannot load " + load.string() + ": " + dlerror());
@@ -416,13 +485,17 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
     kernels.push_back(std::move(k));
   }
   init(&emulator_hooks());
-  // Barriers and warp operations need the threads as fibers; other kernels run as loops.  Kernel
-  // by kernel (a module's barrier-free kernels run as loops beside its tiled ones): the
-  // functions and macros each names, in the source, the headers it includes and the -D options.
-  const std::vector<bool> barriers =
-      kernels_with_barriers(r.source, headers, r.options, r.expressions);
-  for (std::size_t i = 0; i < kernels.size(); ++i) kernels[i]->barriers = barriers[i];
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    kernels[i]->barriers = barriers[i];
+    if (split.contains(kernel_name(r.expressions[i])))
+      kernels[i]->regions = reinterpret_cast<void (*)(void**)>(
+          dlsym(lib->handle, ("cunumpy_emulator_regions_" + std::to_string(i)).c_str()));
+  }
   return kernels;
+}
+
+std::string emulated_as(const EmulatedKernel& kernel) {
+  return kernel.regions != nullptr ? "regions" : kernel.barriers ? "fibers" : "loop";
 }
 
 bool from_cache(const EmulatedKernel& kernel) noexcept {

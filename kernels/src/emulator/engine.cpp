@@ -265,6 +265,12 @@ struct BlockRun {
     bool global = false;
   };
   std::array<Page, 64> atomic_pages{};
+  // A kernel run in regions: the block's exchange slots and its threads' state.
+  cunumpy_emulator::RegionRun regions{};
+  std::vector<unsigned long long> region_values, region_results;
+  std::vector<int> region_args, region_widths;
+  std::vector<long> region_nexts;
+  std::vector<std::max_align_t> region_state;
 };
 
 // Blocks begun on this host thread: each block's Index::serial.
@@ -493,9 +499,32 @@ void hook_count_atomic(const void* address) {
   ++(slot.global ? run->atomics_global : run->atomics_shared);
 }
 
-const cunumpy_emulator::Hooks kHooks{hook_syncthreads, hook_dynamic_shared, hook_trap,
-                                     hook_warp,        hook_active_mask,    hook_block_exchange,
-                                     hook_block_sums,  &g_atomic_counters,  hook_count_atomic};
+void hook_region_state(std::size_t bytes) {
+  BlockRun* run = t_run;
+  run->region_state.resize((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+  run->regions.state = reinterpret_cast<unsigned char*>(run->region_state.data());
+  run->regions.state_capacity = run->region_state.size() * sizeof(std::max_align_t);
+}
+
+// The threads of a block run in regions met different synchronisations, or some returned while
+// others wait (a barrier or warp operation under a condition that differs between them).
+[[noreturn]] void hook_region_divergence(const cunumpy_emulator::RegionRun* regions,
+                                         unsigned threads) {
+  BlockRun* run = t_run;
+  throw Error("CUDA kernel '" + run->kernel->name + "': " + std::to_string(regions->arrived) +
+              " of the " + std::to_string(threads) + " threads of block " + block_name(run->block) +
+              " reached " + regions->what +
+              (regions->mismatch ? ", some at another one of its synchronisations"
+                                 : ", the others returned") +
+              "; every thread of a block reaches the same barriers, and every lane of a warp the "
+              "same warp operations (the emulator splits this kernel at them: a loop around one "
+              "runs as often in every thread)");
+}
+
+const cunumpy_emulator::Hooks kHooks{hook_syncthreads,  hook_dynamic_shared,   hook_trap,
+                                     hook_warp,         hook_active_mask,      hook_block_exchange,
+                                     hook_block_sums,   &g_atomic_counters,    hook_count_atomic,
+                                     hook_region_state, hook_region_divergence};
 
 // Completes the warp operation every live lane of the warp at `base` has reached (`released`:
 // how many lanes it frees); returns whether it did.  A warp whose lanes wait at different warp
@@ -715,9 +744,26 @@ void run_block(EmulatedKernel& k, const cunumpy_emulator::Index& index, const Di
   run.block = index.block;
   run.serial = index.serial;
   run.threads = static_cast<std::size_t>(n);
-  if (!k.barriers) {  // no barrier: the threads one after the other, in the kernel's library
+  if (!k.barriers || k.regions != nullptr) {  // the threads one after the other (by regions)
     try {
-      k.block(args);
+      if (k.regions != nullptr) {
+        if (run.region_values.size() < static_cast<std::size_t>(n)) {
+          const auto size = static_cast<std::size_t>(n);
+          run.region_values.resize(size);
+          run.region_results.resize(size);
+          run.region_args.resize(size);
+          run.region_widths.resize(size);
+          run.region_nexts.resize(size);
+          run.regions.nexts = run.region_nexts.data();
+          run.regions.values = run.region_values.data();
+          run.regions.results = run.region_results.data();
+          run.regions.args = run.region_args.data();
+          run.regions.widths = run.region_widths.data();
+        }
+        k.regions(args);
+      } else {
+        k.block(args);
+      }
     } catch (...) {  // the thread that threw: the one the loop was at
       if (!run.failed_thread) run.failed_thread = k.thread();
       throw;
@@ -982,6 +1028,7 @@ void emulate_launch(EmulatedKernel& k, const Dim3& grid, const Dim3& block, void
                        static_cast<unsigned>(b / (grid.x * grid.y))};
       index.serial = ++t_blocks;
       index.sums = &run.sums;
+      index.regions = &run.regions;
       try {
         k.set_index(&index);
         run_block(k, index, block, args, run);

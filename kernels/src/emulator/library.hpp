@@ -37,6 +37,7 @@ class EmulatedKernel {
   std::shared_ptr<EmulatedLibrary> library;
   void (*entry)(void**, const uint3*) = nullptr;  // one thread (its index)
   void (*block)(void**) = nullptr;                // every thread of a block without barriers
+  void (*regions)(void**) = nullptr;  // a block of a kernel split at its barriers (or none)
   void (*set_index)(const cunumpy_emulator::Index*) = nullptr;  // the library's, before each block
   uint3 (*thread)() = nullptr;  // the calling host thread's current threadIdx
   bool barriers = false;
