@@ -59,7 +59,7 @@ TEST_F(Regions, ABlockSumAtTheEndIsSplitAndAgreesWithFibersAndTheHost) {
         w = 0.5 * v[j] * v[j];
         e[j] = w;
       }
-      const double s = cunumpy_block_sum(w);
+      const double s = cunumpy_block_sum(j < n ? w : 0.0);
       if (threadIdx.x == 0) partial[blockIdx.x] = s;
     })",
          "energy", 128);
@@ -229,11 +229,16 @@ TEST_F(Regions, WhatTheSplitCannotFollowRunsAsFibers) {
       const double s = own_sum(j < n ? x[j] : 0.0);
       if (j < n) x[j] = s;
     }
+    extern "C" __global__ void ternary(double* x, int n) {
+      const int j = threadIdx.x + blockDim.x * blockIdx.x;
+      const double y = n > 0 ? __shfl_down_sync(0xffffffffu, 1.0, 1) : 0.0;
+      if (j < n) x[j] += y;
+    }
     extern "C" __global__ void plain(double* x, int n) {
       const int j = threadIdx.x + blockDim.x * blockIdx.x;
       if (j < n) x[j] += 1.0;
     })";
-  for (const char* name : {"early_return", "conditional", "helper"}) {
+  for (const char* name : {"early_return", "conditional", "helper", "ternary"}) {
     cn::CudaKernel k(kernels, name, {.block_size = 32});
     EXPECT_EQ(k.emulated_as(), "fibers") << name;
     auto x = cn::ones<double>({64});

@@ -428,14 +428,22 @@ class Splitter {
   // the call replaced by what the exchange gave the thread.
   void synchronisation(std::size_t from, std::size_t to) {
     std::size_t at = to;
-    for (std::size_t i = from; i < to; ++i) {
-      const std::string_view x = t_[i].text;
-      if (x == "?" || x == "{" || (x == "&" && i + 1 < to && t_[i + 1].text == "&") || x == "|")
-        throw Unsplittable{};  // under a condition, or in a lambda
+    for (std::size_t i = from; i < to; ++i)
       if (is_sync(i)) {
         if (at != to) throw Unsplittable{};  // two in one statement
         at = i;
       }
+    // Not under a condition (?:, && and || around the call; in its arguments they are
+    // evaluated whatever they hold), nor in a lambda or a braced initialiser.
+    std::size_t call_end = at + 1;
+    if (call_end < to && t_[call_end].text == "<") call_end = match(call_end) + 1;
+    if (call_end < to && t_[call_end].text == "(") call_end = match(call_end) + 1;
+    for (std::size_t i = from; i < to; ++i) {
+      const std::string_view x = t_[i].text;
+      const bool outside = i < at || i >= call_end;
+      if (x == "{" ||
+          (outside && (x == "?" || x == "|" || (x == "&" && i + 1 < to && t_[i + 1].text == "&"))))
+        throw Unsplittable{};
     }
     const auto found = syncs().find(t_[at].text);
     if (found == syncs().end()) throw Unsplittable{};  // a function of the kernel's own

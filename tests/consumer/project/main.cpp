@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include <cunumpy/atomic_counter.hpp>
 #include <cunumpy/cuda_kernel.hpp>
 #include <cunumpy/cunumpy.hpp>
 
@@ -28,13 +29,27 @@ int main() {
                                             {.include_dirs = {kernels + "/include"}});
     auto shift = module.kernel("shift");
     shift.set_global("shifted", 0);
+    auto atomics = cn::count_atomics();  // counted by the kernel emulator
     shift(cn::threads(x.size()), x);
     const int shifted = shift.get_global<int>("shifted");
+    if (cn::get_backend() == cn::Backend::emulated) {
+      ok = ok && atomics.global() == x.size() && atomics.shared() == 0;
+      std::printf("atomics: %lld global, %lld shared\n", atomics.global(), atomics.shared());
+    }
     auto seen = cn::zeros<int>({1});  // the module's other kernel reads the same variable
     module.kernel("report")(cn::threads(1), seen);
     ok = ok && cn::to_host(seen)(0) == shifted;
     const auto s = cn::to_host(x);
     ok = ok && s(3) == 9.0 + 1.5 && s(9) == 81.0 + 4.5 && shifted == x.size();
+    // A block reduction: one block's partial sum, the host's (a few exact values).
+    auto total = module.kernel("total");
+    auto partial = cn::zeros<double>({1});
+    total(cn::Launch{.grid = 1, .block = 32}, x, partial, x.size());
+    double want = 0.0;
+    for (long long i = 0; i < x.size(); ++i) want += s(i);
+    ok = ok && cn::to_host(partial)(0) == want;
+    if (cn::get_backend() == cn::Backend::emulated) ok = ok && total.emulated_as() == "regions";
+    std::printf("block sum: %.1f (%.1f)\n", cn::to_host(partial)(0), want);
     std::printf("module data: shifted %d\n", shifted);
     std::printf("kernel shift: s(3) %.1f, s(9) %.1f\ninclude dir: %s\n", s(3), s(9),
                 cn::cuda_include_dir().c_str());
