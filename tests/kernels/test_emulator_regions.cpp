@@ -144,10 +144,13 @@ TEST_F(Regions, SharedMemoryTreeWithBarriersInALoopAndValuesAcrossRegions) {
       const T* base = v + threads * blockIdx.x;
       tile[t] = kept[0];
       __syncthreads();
+      #pragma unroll 1
       for (int s = threads / 2; s > 0; s >>= 1) {
         if (t < s) tile[t] += tile[t + s];
         __syncthreads();
       }
+      #pragma unroll
+      for (int k = 0; k < 2; ++k) kept[k] += 0.0;
       if (j < n) out[j] = tile[0] + kept[1] - 2 * base[t];
     })",
          "tree", cn::Dim3(16, 8, 1), {cn::DType::float64});
@@ -234,16 +237,27 @@ TEST_F(Regions, WhatTheSplitCannotFollowRunsAsFibers) {
       const double y = n > 0 ? __shfl_down_sync(0xffffffffu, 1.0, 1) : 0.0;
       if (j < n) x[j] += y;
     }
+    extern "C" __global__ void shared_in_loop(double* x, int n) {
+      const int j = threadIdx.x + blockDim.x * blockIdx.x;
+      for (int r = 0; r < 2; ++r) {
+        __shared__ double tile[32];
+        tile[threadIdx.x] = j < n ? x[j] : 0.0;
+        __syncthreads();
+        if (j < n) x[j] = tile[threadIdx.x ^ 1] + 1.0 - tile[threadIdx.x ^ 1];
+        __syncthreads();
+      }
+    }
     extern "C" __global__ void plain(double* x, int n) {
       const int j = threadIdx.x + blockDim.x * blockIdx.x;
       if (j < n) x[j] += 1.0;
     })";
-  for (const char* name : {"early_return", "conditional", "helper", "ternary"}) {
+  for (const char* name : {"early_return", "conditional", "helper", "ternary", "shared_in_loop"}) {
     cn::CudaKernel k(kernels, name, {.block_size = 32});
     EXPECT_EQ(k.emulated_as(), "fibers") << name;
     auto x = cn::ones<double>({64});
     k(cn::threads(64), x, 64);
-    EXPECT_EQ(cn::to_host(x)(0), std::string(name) == "helper" ? 32.0 : 2.0) << name;
+    const std::string n = name;
+    EXPECT_EQ(cn::to_host(x)(0), n == "helper" ? 32.0 : n == "shared_in_loop" ? 1.0 : 2.0) << n;
   }
   EXPECT_EQ(cn::CudaKernel(kernels, "plain", {.block_size = 32}).emulated_as(), "loop");
 }

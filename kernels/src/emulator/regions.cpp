@@ -143,7 +143,10 @@ class Splitter {
     // Where the last synchronisation is: a `return` before it leaves the kernel to fibers.
     std::size_t last_sync = open;
     for (std::size_t i = open + 1; i < close; ++i) {
-      if (t_[i].text == "goto" || t_[i].text[0] == '#') throw Unsplittable{};
+      if (t_[i].text == "goto") throw Unsplittable{};
+      if (t_[i].text[0] == '#' &&
+          t_[i].text.substr(1).find_first_not_of(" \t") != t_[i].text.substr(1).find("pragma"))
+        throw Unsplittable{};  // a directive other than a #pragma (unroll, ...)
       if (is_sync(i)) last_sync = i;
     }
     for (std::size_t i = open + 1; i < last_sync; ++i)
@@ -197,6 +200,7 @@ class Splitter {
   std::size_t statement_end(std::size_t i, std::size_t to) const {
     if (i >= to) throw Unsplittable{};
     const std::string_view w = t_[i].text;
+    if (w[0] == '#') return statement_end(i + 1, to);  // a #pragma: with the statement it precedes
     if (w == "{") return match(i) + 1;
     if (w == "if" || w == "while" || w == "for" || w == "switch") {
       if (i + 1 >= to || t_[i + 1].text != "(") throw Unsplittable{};
@@ -234,6 +238,11 @@ class Splitter {
 
   void statement(std::size_t from, std::size_t to, bool top) {
     const std::string_view w = t_[from].text;
+    // A #pragma before a synchronisation's statement or loop (unroll) only tunes the code the
+    // split rewrites: left out.
+    if (w[0] == '#' && has_sync(from, to)) return statement(from + 1, to, top);
+    // Shared or static data in a loop's body would be a variable of each region's own.
+    if (!top && (w == "__shared__" || w == "static")) throw Unsplittable{};
     if (!has_sync(from, to)) {
       static const std::set<std::string_view> hoist = {
           "using", "typedef", "constexpr", "static_assert", "__shared__", "static", "enum"};
