@@ -65,7 +65,7 @@ aarch64-linux-gnu-g++ "${flags[@]}" "$l/sort/line_scatter.cpp" -c -o "$out/line_
 # resolution, the kernel cache, the device headers the library carries).
 cmake -DDIR="$src/device_headers" -DOUT="$out/embedded_headers.cpp" -P "$src/cmake/embed_headers.cmake"
 aarch64-linux-gnu-g++ "${flags[@]}" -fopenmp -w -DCUNUMPY_CUDA_LIBRARY_DIR='""' \
-  -DCUNUMPY_CUDA_INCLUDE_DIR='""' -Wno-psabi -I"$src/tests/support" "$src/tests/arm/emulator_check.cpp" "$k/emulator/engine.cpp" "$k/emulator/compile.cpp" "$k/emulator/symbols.cpp" "$k/emulator/barriers.cpp" \
+  -DCUNUMPY_CUDA_INCLUDE_DIR='""' -Wno-psabi -I"$src/tests/support" "$src/tests/arm/emulator_check.cpp" "$k/emulator/engine.cpp" "$k/emulator/compile.cpp" "$k/emulator/symbols.cpp" "$k/emulator/barriers.cpp" "$k/emulator/regions.cpp" \
   "$k/cuda_signature.cpp" "$k/cuda_compiler.cpp" "$k/kernel_cache.cpp" "$out/embedded_headers.cpp" \
   "$src/core/src/files.cpp" /usr/lib/aarch64-linux-gnu/libboost_context.so.1.* \
   /usr/lib/aarch64-linux-gnu/libcrypto.so -o "$out/emulator_check"

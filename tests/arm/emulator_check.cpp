@@ -25,6 +25,11 @@ bool guarded_by(const void*, const void*&, std::size_t&) noexcept {
   return false;
 }
 }  // namespace cunumpy::detail::emulated_arena
+namespace cunumpy::detail {
+bool emulated_arena_contains(const void*) noexcept {  // atomic counting: none here
+  return false;
+}
+}  // namespace cunumpy::detail
 
 namespace {
 
@@ -41,21 +46,28 @@ void check(bool ok, const std::string& what) {
 
 // `headers`: the files the source includes (CudaKernel resolves them; here they are named),
 // whose text the search for barriers reads.
-auto compile(const char* source, const char* name,
-             std::vector<std::filesystem::path> headers = {}) {
+// `fibers`: with -DCUNUMPY_EMULATOR_FIBERS, a kernel that synchronises runs as fibers instead
+// of split into regions; the checks that synchronise run both ways.
+auto compile(const char* source, const char* name, std::vector<std::filesystem::path> headers = {},
+             bool fibers = false) {
+  std::vector<std::string> options;
+  if (fibers) options.push_back("-DCUNUMPY_EMULATOR_FIBERS");
   return emulate_compile({.source = source,
                           .expressions = {name},
                           .owner = std::string("CudaKernel '") + name + "'",
-                          .options = {},
+                          .options = options,
                           .headers = std::move(headers)})
       .front();
+}
+const char* mode_name(bool fibers) {
+  return fibers ? "fibers" : "regions";
 }
 
 }  // namespace
 
 int main() {
   // Every thread reads its right neighbour's value after each of 9 barriers: 2 blocks of 256.
-  {
+  for (const bool fibers : {false, true}) {
     auto k = compile(R"(
       extern "C" __global__ void rotate(double* x) {
         __shared__ double s[256];
@@ -69,7 +81,8 @@ int main() {
         }
         x[i] = s[threadIdx.x];
       })",
-                     "rotate");
+                     "rotate", {}, fibers);
+    check(cunumpy::detail::emulated_as(*k) == mode_name(fibers), "rotate runs as its mode");
     std::vector<double> x(512);
     for (int i = 0; i < 512; ++i) x[static_cast<std::size_t>(i)] = i;
     double* p = x.data();
@@ -78,11 +91,11 @@ int main() {
     bool ok = true;
     for (int i = 0; i < 512; ++i)
       ok = ok && x[static_cast<std::size_t>(i)] == i / 256 * 256 + (i % 256 + 9) % 256;
-    check(ok, "barriers (2 blocks of 256 threads, 18 barriers)");
+    check(ok, std::string("barriers (2 blocks of 256 threads, 18 barriers), ") + mode_name(fibers));
   }
   // A butterfly sum with __shfl_xor_sync, a __ballot_sync and an __all_sync per warp; 3 warps,
   // the last one partial (80 threads).
-  {
+  for (const bool fibers : {false, true}) {
     auto k = compile(R"(
       extern "C" __global__ void warps(const int* x, int* sum, unsigned* ballot, int* all) {
         const int t = threadIdx.x;
@@ -92,7 +105,8 @@ int main() {
         ballot[t] = __ballot_sync(0xffffffffu, x[t] % 3 == 0);
         all[t] = __all_sync(0xffffffffu, x[t] >= 0);
       })",
-                     "warps");
+                     "warps", {}, fibers);
+    check(cunumpy::detail::emulated_as(*k) == mode_name(fibers), "warps runs as its mode");
     const int n = 80;
     std::vector<int> x(n), sum(n), all(n);
     std::vector<unsigned> ballot(n);
@@ -120,7 +134,7 @@ int main() {
         ok = ok && ballot[u] == bits && all[u] == 1;
       }
     }
-    check(ok, "warp shuffles and votes (80 threads)");
+    check(ok, std::string("warp shuffles and votes (80 threads), ") + mode_name(fibers));
   }
   // The block loop (no barrier), vectorised by the compiler: 1000 elements in blocks of 128.
   {
@@ -157,7 +171,7 @@ int main() {
   }
   // reduce.cuh's reductions: a warp exchange, a block exchange, and cunumpy_block_sum_to
   // without a barrier, each in the GPU's order (integers here: exact in any order).
-  {
+  for (const bool fibers : {false, true}) {
     const std::vector<std::filesystem::path> reduce_headers = {
         cunumpy::cuda_include_dir() / "cunumpy" / "reduce.cuh",
         cunumpy::cuda_include_dir() / "cunumpy" / "config.cuh"};
@@ -170,7 +184,8 @@ int main() {
         if (threadIdx.x == 0) block[0] = s;
         cunumpy_block_sum_to(to, v);
       })",
-                     "sums", reduce_headers);
+                     "sums", reduce_headers, fibers);
+    check(cunumpy::detail::emulated_as(*k) == mode_name(fibers), "sums runs as its mode");
     auto to = compile(R"(
       #include <cunumpy/reduce.cuh>
       extern "C" __global__ void to(long long* out) { cunumpy_block_sum_to(out, 1LL); })",
@@ -184,7 +199,8 @@ int main() {
     bool ok = block[0] == 128 * 129 / 2 && total[0] == block[0] && loop[0] == 7 * 128;
     for (int w = 0; w < 4; ++w)
       for (int l = 0; l < 32; ++l) ok = ok && warp[32 * w + l] == 32 * (32 * w) + 32 * 33 / 2;
-    check(ok, "warp and block reductions, block_sum_to without a barrier");
+    check(ok, std::string("warp and block reductions, block_sum_to without a barrier, ") +
+                  mode_name(fibers));
   }
   std::printf("%s\n", failures == 0 ? "emulator all equal" : "emulator DIFFERENT");
   return failures == 0 ? 0 : 1;
