@@ -141,6 +141,9 @@ TEST_F(Regions, SharedMemoryTreeWithBarriersInALoopAndValuesAcrossRegions) {
       T kept[2];
       kept[0] = j < n ? v[j] : T(0);
       kept[1] = 2 * kept[0];
+      const int offsets[3] = {0, 1, 2};  // an array's initialiser, living across regions
+      auto guard = [&](int k) { if (k < 0) return T(0); return T(k); };  // a lambda's return
+      kept[1] += guard(-1);
       const T* base = v + threads * blockIdx.x;
       tile[t] = kept[0];
       __syncthreads();
@@ -151,7 +154,7 @@ TEST_F(Regions, SharedMemoryTreeWithBarriersInALoopAndValuesAcrossRegions) {
       }
       #pragma unroll
       for (int k = 0; k < 2; ++k) kept[k] += 0.0;
-      if (j < n) out[j] = tile[0] + kept[1] - 2 * base[t];
+      if (j < n) out[j] = tile[0] + kept[1] - 2 * base[t] + T(offsets[2] - 2);
     })",
          "tree", cn::Dim3(16, 8, 1), {cn::DType::float64});
   EXPECT_EQ(k.split.emulated_as(), "regions");

@@ -188,6 +188,15 @@ TEST(TiledStep, RefusesTheHostBackend) {
 }
 
 // The kernels compile for the GPU (NVRTC) where there is none to run them.
+// On the emulated device the step's kernels that synchronise run split into regions (each
+// piece between two barriers a loop over the block's threads), not as fibers.
+TEST(TiledStep, TheEmulatorSplitsTheKernelsThatSynchronise) {
+  auto module = pic::tiled_step_module<double>();
+  for (const char* name : {"tiled_push<double>", "tiled_count"})
+    EXPECT_EQ(module.kernel(name).emulated_as(), "regions") << name;
+  EXPECT_EQ(module.kernel("tiled_starts").emulated_as(), "loop");
+}
+
 TEST(TiledStep, KernelsCompileWithNvrtc) {
   if (!cunumpy_test::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available";
   pic::tiled_step_module<double>().compile_for(cn::Backend::cuda);

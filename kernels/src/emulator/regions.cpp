@@ -149,8 +149,10 @@ class Splitter {
         throw Unsplittable{};  // a directive other than a #pragma (unroll, ...)
       if (is_sync(i)) last_sync = i;
     }
-    for (std::size_t i = open + 1; i < last_sync; ++i)
-      if (t_[i].text == "return") throw Unsplittable{};
+    for (std::size_t i = open + 1; i < last_sync; ++i) {
+      if (t_[i].text == "]") i = past_lambda_body(i);  // a lambda's own return is its own
+      if (i < last_sync && t_[i].text == "return") throw Unsplittable{};
+    }
     regions_.emplace_back();
     for (std::size_t k = 0; k + 1 < statements.size(); ++k)
       statement(statements[k], statements[k + 1], true);
@@ -176,6 +178,15 @@ class Splitter {
   std::vector<Region> regions_;
   std::vector<std::string> hoisted_;
 
+  // At a lambda's capture list's ']': the last token of its body ('}'); else `i`.
+  std::size_t past_lambda_body(std::size_t i) const {
+    std::size_t j = i + 1;
+    if (j < t_.size() && t_[j].text == "(") j = match(j) + 1;
+    while (j < t_.size() && (is_name(t_[j].text) || t_[j].text == "->" || t_[j].text == "::" ||
+                             t_[j].text == "*" || t_[j].text == "&"))
+      ++j;  // mutable, noexcept, a trailing return type
+    return j < t_.size() && t_[j].text == "{" ? match(j) : i;
+  }
   std::string_view text(std::size_t from, std::size_t to) const {  // tokens [from, to)
     if (from >= to) return {};
     return src_.substr(t_[from].begin, t_[to - 1].end - t_[from].begin);
@@ -666,7 +677,8 @@ class Splitter {
           for (std::size_t o = 0; o < regions_.size() && !elsewhere; ++o)
             elsewhere = o != r && region_mentions(regions_[o], d.name);
           if (!elsewhere) continue;
-          if (unsupported || (!d.array.empty() && !d.init.empty())) throw Unsplittable{};
+          if (unsupported || (!d.array.empty() && !d.init.empty() && d.init_kind != "="))
+            throw Unsplittable{};
           for (const Living& l : living)
             if (l.name == d.name) throw Unsplittable{};
           living.push_back({d.name, d.type, d.array, r});
@@ -704,7 +716,11 @@ class Splitter {
                    ";\n";
             continue;
           }
-          if (d.init_kind == "=")
+          if (!d.array.empty() && !d.init.empty())  // an array's initialiser: through a copy
+            out += "{ std::remove_const_t<" + d.type + "> cunumpy_init" + d.array + " = " + d.init +
+                   "; std::memcpy(&cunumpy_state." + d.name +
+                   ", &cunumpy_init, sizeof cunumpy_init); }\n";
+          else if (d.init_kind == "=")
             out += "cunumpy_state." + d.name + " = " + d.init + ";\n";
           else if (!d.init_kind.empty())
             out += "cunumpy_state." + d.name + " = std::remove_const_t<" + d.type + ">" + d.init +
