@@ -119,10 +119,8 @@ struct RegionRun {
   // the exchange and the synchronisation of the region's end, for a report.
   RegionExchange exchange;
   const char* what;
-  // Where each thread goes on (-1: it returned); set by regions() from these for the report.
+  // Where each thread goes on (-1: it returned).
   long* nexts;
-  std::size_t arrived;  // threads at the synchronisation ending the region (the rest returned)
-  bool mismatch;        // some arrived at another synchronisation than the first
   // By linear thread index: what each thread brings, what it gets; a shuffle's source lane or
   // offset and its width.
   unsigned long long* values;
@@ -494,11 +492,7 @@ void regions(void (*)(P...), void** args, std::index_sequence<I...>) {
       other = n >= 0 && n != next ? n : other;
     }
     if (arrived == 0) return;  // every thread returned
-    if (arrived != threads || other >= 0) {
-      run.arrived = arrived;
-      run.mismatch = other >= 0;
-      hooks->region_divergence(&run, threads);
-    }
+    if (arrived != threads || other >= 0) hooks->region_divergence(&run, threads);
     run.exchange(run, threads);
     run.region = next;
   }
@@ -548,26 +542,31 @@ template <typename T>
 // The exchanges.  A barrier (and __syncwarp: every thread of the block has arrived) exchanges
 // nothing.
 inline void region_barrier(RegionRun&, unsigned) {}
-// A warp shuffle: each lane the value of its source lane (itself where the source lies outside
-// its segment of `width` lanes, a power of two as CUDA requires), as the fiber engine's.
+// The lane a shuffle of kind Op reads for `lane` (`arg`: the source lane or the offset), within
+// its segment of `width` lanes (a power of two up to 32, as CUDA requires; other widths are
+// taken as 32); a source outside the segment gives the lane itself.
+template <int Op>
+inline int shuffle_source(int lane, int arg, int width) {
+  width = width > 0 && width <= 32 ? width : 32;
+  const int segment = lane & ~(width - 1);
+  if constexpr (Op == warp_shfl)
+    return segment + (arg & (width - 1));
+  else if constexpr (Op == warp_shfl_up)
+    return lane - arg >= segment ? lane - arg : lane;
+  else if constexpr (Op == warp_shfl_down)
+    return lane + arg < segment + width ? lane + arg : lane;
+  else
+    return (lane ^ arg) < segment + width ? lane ^ arg : lane;
+}
+// A warp shuffle: each lane the value of its source lane (its own where that lane lies past the
+// block's last thread), as the fiber engine's.
 template <int Op>
 inline void region_shuffle(RegionRun& run, unsigned threads) {
   for (unsigned base = 0; base < threads; base += 32) {
     const unsigned end = std::min(base + 32, threads);
     for (unsigned l = base; l < end; ++l) {
-      const int lane = static_cast<int>(l - base), arg = run.args[l];
-      const int width = run.widths[l] > 0 && run.widths[l] <= 32 ? run.widths[l] : 32;
-      const int segment = lane & ~(width - 1);
-      int src = lane;
-      if constexpr (Op == warp_shfl)
-        src = segment + (arg & (width - 1));
-      else if constexpr (Op == warp_shfl_up)
-        src = lane - arg >= segment ? lane - arg : lane;
-      else if constexpr (Op == warp_shfl_down)
-        src = lane + arg < segment + width ? lane + arg : lane;
-      else
-        src = (lane ^ arg) < segment + width ? lane ^ arg : lane;
-      const unsigned from = base + static_cast<unsigned>(src);
+      const unsigned from = base + static_cast<unsigned>(shuffle_source<Op>(
+                                       static_cast<int>(l - base), run.args[l], run.widths[l]));
       run.results[l] = run.values[from < end ? from : l];
     }
   }
@@ -602,16 +601,7 @@ void region_shuffle_loop(RegionRun& run, unsigned threads) {
         return;
       }
       for (int l = 0; l < n; ++l) {
-        const int segment = l & ~(width - 1);
-        int src = l;
-        if constexpr (Op == warp_shfl)
-          src = segment + (arg & (width - 1));
-        else if constexpr (Op == warp_shfl_up)
-          src = l - arg >= segment ? l - arg : l;
-        else if constexpr (Op == warp_shfl_down)
-          src = l + arg < segment + width ? l + arg : l;
-        else
-          src = (l ^ arg) < segment + width ? l ^ arg : l;
+        const int src = shuffle_source<Op>(l, arg, width);
         x[l] = src < n ? v[src] : v[l];
       }
       for (int l = 0; l < n; ++l) v[l] = static_cast<T>(Combine{}(v[l], x[l], offset));

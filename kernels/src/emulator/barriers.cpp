@@ -263,20 +263,22 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
   const bool any = unattributed || !syncing.empty();
   std::vector<bool> out;
   for (const std::string& expression : kernels) {
-    // The kernel's own name: "times<double, 3>" -> times, "ns::push" -> push.
-    const auto tokens = tokenize(expression);
-    std::string name;
-    for (const auto& tok : tokens) {
-      if (tok == "<") break;
-      if (is_identifier(tok)) name = tok;
-    }
-    const auto found = entries.find(name);
+    const auto found = entries.find(kernel_name(expression));
     if (unattributed || found == entries.end() || !found->second.function)
       out.push_back(any);  // cannot tell: fibers whenever the source synchronises anywhere
     else
-      out.push_back(syncing.contains(name));
+      out.push_back(syncing.contains(found->first));
   }
   return out;
+}
+
+std::string kernel_name(std::string_view expression) {
+  std::string name;
+  for (const auto& tok : tokenize(expression)) {
+    if (tok == "<") break;
+    if (is_identifier(tok)) name = tok;
+  }
+  return name;
 }
 
 bool synchronises(std::string_view name, const std::set<std::string>& synchronising) {

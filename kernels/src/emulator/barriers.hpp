@@ -21,6 +21,9 @@ std::vector<bool> kernels_with_barriers(std::string_view source,
                                         const std::vector<std::string>& kernels,
                                         std::set<std::string>* synchronising = nullptr);
 
+// A kernel's own name in a name expression: "times<double, 3>" -> times, "ns::push" -> push.
+std::string kernel_name(std::string_view expression);
+
 // Whether a name a kernel's body uses may synchronise: a barrier or warp operation itself, or a
 // function or macro of `synchronising` (kernels_with_barriers).
 bool synchronises(std::string_view name, const std::set<std::string>& synchronising);

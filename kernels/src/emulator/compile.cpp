@@ -75,16 +75,6 @@ const std::string& cpu_identity() {
   return id;
 }
 
-// A kernel's own name: "times<double, 3>" -> times, "ns::push" -> push.
-std::string kernel_name(const std::string& expression) {
-  std::string name;
-  for (const auto& tok : tokenize(expression)) {
-    if (tok == "<") break;
-    if (is_identifier(tok)) name = tok;
-  }
-  return name;
-}
-
 // The kernel's file as the emulator compiles it, with the kernel entries.  The kernels named in
 // `to_split` (they synchronise) are split into regions where regions.cpp can (`split` gets
 // their names), the comments then left out of the file.

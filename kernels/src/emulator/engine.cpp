@@ -511,14 +511,19 @@ void hook_region_state(std::size_t bytes) {
 [[noreturn]] void hook_region_divergence(const cunumpy_emulator::RegionRun* regions,
                                          unsigned threads) {
   BlockRun* run = t_run;
-  throw Error("CUDA kernel '" + run->kernel->name + "': " + std::to_string(regions->arrived) +
-              " of the " + std::to_string(threads) + " threads of block " + block_name(run->block) +
-              " reached " + regions->what +
-              (regions->mismatch ? ", some at another one of its synchronisations"
-                                 : ", the others returned") +
-              "; every thread of a block reaches the same barriers, and every lane of a warp the "
-              "same warp operations (the emulator splits this kernel at them: a loop around one "
-              "runs as often in every thread)");
+  const std::span<const long> nexts(regions->nexts, threads);
+  const long first = *std::find_if(nexts.begin(), nexts.end(), [](long n) { return n >= 0; });
+  const auto arrived = std::count_if(nexts.begin(), nexts.end(), [](long n) { return n >= 0; });
+  const bool elsewhere =
+      std::any_of(nexts.begin(), nexts.end(), [&](long n) { return n >= 0 && n != first; });
+  throw Error(
+      "CUDA kernel '" + run->kernel->name + "': " + std::to_string(arrived) + " of the " +
+      std::to_string(threads) + " threads of block " + block_name(run->block) + " reached " +
+      regions->what +
+      (elsewhere ? ", some at another one of its synchronisations" : ", the others returned") +
+      "; every thread of a block reaches the same barriers, and every lane of a warp the "
+      "same warp operations (the emulator splits this kernel at them: a loop around one "
+      "runs as often in every thread)");
 }
 
 const cunumpy_emulator::Hooks kHooks{hook_syncthreads,  hook_dynamic_shared,   hook_trap,

@@ -207,6 +207,23 @@ class Splitter {
     }
     throw Unsplittable{};
   }
+  // The token ranges of a call's arguments, its parentheses at `open` and `close`.
+  std::vector<std::pair<std::size_t, std::size_t>> arguments(std::size_t open,
+                                                             std::size_t close) const {
+    std::vector<std::pair<std::size_t, std::size_t>> args;
+    int depth = 0;
+    std::size_t from = open + 1;
+    for (std::size_t i = open + 1; i <= close; ++i) {
+      const std::string_view x = t_[i].text;
+      if (x == "(" || x == "[") ++depth;
+      if ((x == ")" || x == "]") && i < close) --depth;
+      if ((depth == 0 && x == ",") || i == close) {
+        if (i > from) args.emplace_back(from, i);
+        from = i + 1;
+      }
+    }
+    return args;
+  }
   // Where the statement that starts at `i` ends (the token after it).
   std::size_t statement_end(std::size_t i, std::size_t to) const {
     if (i >= to) throw Unsplittable{};
@@ -390,18 +407,7 @@ class Splitter {
     const auto op = ops.find(t_[shuffle].text);
     if (op == ops.end() || shuffle + 1 >= to || t_[shuffle + 1].text != "(") return false;
     const std::size_t args_close = match(shuffle + 1);
-    std::vector<std::pair<std::size_t, std::size_t>> args;
-    int depth = 0;
-    std::size_t arg_from = shuffle + 2;
-    for (std::size_t j = shuffle + 2; j <= args_close; ++j) {
-      const std::string_view x = t_[j].text;
-      if (x == "(" || x == "[") ++depth;
-      if ((x == ")" || x == "]") && j < args_close) --depth;
-      if ((depth == 0 && x == ",") || j == args_close) {
-        args.emplace_back(arg_from, j);
-        arg_from = j + 1;
-      }
-    }
+    const auto args = arguments(shuffle + 1, args_close);
     if (args.size() < 3 || args.size() > 4) return false;
     if (args[1].second != args[1].first + 1 || t_[args[1].first].text != v) return false;
     if (!constant_of(args[0].first, args[0].second, {}) ||
@@ -477,21 +483,10 @@ class Splitter {
     }
     if (open >= to || t_[open].text != "(") throw Unsplittable{};
     const std::size_t close = match(open);
-    std::vector<std::string> args;
-    int depth = 0;
-    std::size_t arg_from = open + 1;
-    for (std::size_t i = open + 1; i <= close; ++i) {
-      const std::string_view x = t_[i].text;
-      if (x == "(" || x == "[") ++depth;
-      if ((x == ")" || x == "]") && i < close) --depth;
-      if ((depth == 0 && x == ",") || i == close) {
-        if (i > arg_from) args.emplace_back(text(arg_from, i));
-        arg_from = i + 1;
-      }
-    }
+    const auto args = arguments(open, close);
     auto arg = [&](std::size_t k) -> std::string {
       if (k >= args.size()) throw Unsplittable{};
-      return "(" + args[k] + ")";
+      return "(" + std::string(text(args[k].first, args[k].second)) + ")";
     };
     const std::size_t value_arg = sync.kind == Sync::shuffle || sync.kind == Sync::vote ? 1 : 0;
     std::string type = sync.result;
