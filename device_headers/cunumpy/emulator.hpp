@@ -483,16 +483,11 @@ void regions(void (*)(P...), void** args, std::index_sequence<I...>) {
         }
       }
     // Where the threads go on: all to one region (or all returned), else a report.
-    std::size_t arrived = 0;
-    long next = -1, other = -1;
-    for (unsigned u = 0; u < threads; ++u) {
-      const long n = run.nexts[u];
-      arrived += n >= 0;
-      next = next < 0 ? n : next;
-      other = n >= 0 && n != next ? n : other;
-    }
-    if (arrived == 0) return;  // every thread returned
-    if (arrived != threads || other >= 0) hooks->region_divergence(&run, threads);
+    const long next = run.nexts[0];
+    long differ = 0;  // (a long's bits, not a bool: the compiler vectorises this loop)
+    for (unsigned u = 1; u < threads; ++u) differ |= run.nexts[u] ^ next;
+    if (differ != 0) hooks->region_divergence(&run, threads);
+    if (next < 0) return;  // every thread returned
     run.exchange(run, threads);
     run.region = next;
   }
@@ -518,19 +513,32 @@ template <typename S>
   if (run.region == 0) return *::new (p) S;
   return *std::launder(static_cast<S*>(p));
 }
-// The calling thread reaches the synchronisation that ends its region, bringing `value`; the
-// block goes on at region `next` once every thread has arrived and `exchange` has run.
+// The calling thread reaches the synchronisation that ends its region (a barrier: nothing
+// brought); the block goes on at region `next` once every thread has arrived and `exchange` has
+// run.
 [[gnu::always_inline]] inline void region_arrive(long next, RegionExchange exchange,
-                                                 const char* what, unsigned long long value = 0,
-                                                 int arg = 0, int width = 32) {
+                                                 const char* what) {
   RegionRun& run = *region_run();
-  const std::size_t t = run.current;
-  run.values[t] = value;
-  run.args[t] = arg;
-  run.widths[t] = width;
-  run.nexts[t] = next;
+  run.nexts[run.current] = next;
   run.exchange = exchange;
   run.what = what;
+}
+// The same bringing `value` (a reduction, a vote of the block).
+[[gnu::always_inline]] inline void region_arrive(long next, RegionExchange exchange,
+                                                 const char* what, unsigned long long value) {
+  RegionRun& run = *region_run();
+  run.values[run.current] = value;
+  region_arrive(next, exchange, what);
+}
+// The same with a shuffle's source lane or offset (a vote's mask) and its width: the exchanges
+// that read args and widths follow this form alone.
+[[gnu::always_inline]] inline void region_arrive(long next, RegionExchange exchange,
+                                                 const char* what, unsigned long long value,
+                                                 int arg, int width = 32) {
+  RegionRun& run = *region_run();
+  run.args[run.current] = arg;
+  run.widths[run.current] = width;
+  region_arrive(next, exchange, what, value);
 }
 // What the synchronisation that ended the previous region gave the calling thread.
 template <typename T>
@@ -581,32 +589,44 @@ void region_shuffle_loop(RegionRun& run, unsigned threads) {
     const int n = static_cast<int>(std::min(base + 32, threads) - base);
     const int width = run.widths[base] > 0 && run.widths[base] <= 32 ? run.widths[base] : 32;
     T v[32];
-    for (int l = 0; l < n; ++l) v[l] = from_bits<T>(run.values[base + l]);
+    // (8-byte values whole: copies of whole vectors, which the stores before them forward to.)
+    if constexpr (sizeof(T) == 8)
+      std::memcpy(v, run.values + base, static_cast<std::size_t>(n) * 8);
+    else
+      for (int l = 0; l < n; ++l) v[l] = from_bits<T>(run.values[base + l]);
     Loop{}([&](auto offset) {
       const int arg = static_cast<int>(offset);
-      T x[32];
-      if (n == 32 && width == 32 && arg >= 0 && arg < 32) {  // a whole warp: plain copies
+      const auto combine = [&](T a, T b) { return static_cast<T>(Combine{}(a, b, offset)); };
+      if (n == 32 && width == 32 && arg >= 0 && arg < 32) {
+        // A whole warp in place, no copy: each lane reads a source the loop has not yet
+        // combined (upwards for a shuffle down, downwards for one up).
         if constexpr (Op == warp_shfl_down) {
-          for (int l = 0; l < 32 - arg; ++l) x[l] = v[l + arg];
-          for (int l = 32 - arg; l < 32; ++l) x[l] = v[l];
+          for (int l = 0; l < 32 - arg; ++l) v[l] = combine(v[l], v[l + arg]);
+          for (int l = 32 - arg; l < 32; ++l) v[l] = combine(v[l], v[l]);
         } else if constexpr (Op == warp_shfl_up) {
-          for (int l = 0; l < arg; ++l) x[l] = v[l];
-          for (int l = arg; l < 32; ++l) x[l] = v[l - arg];
+          for (int l = 31; l >= arg; --l) v[l] = combine(v[l], v[l - arg]);
+          for (int l = 0; l < arg; ++l) v[l] = combine(v[l], v[l]);
         } else if constexpr (Op == warp_shfl_xor) {
+          T x[32];
           for (int l = 0; l < 32; ++l) x[l] = v[l ^ arg];
+          for (int l = 0; l < 32; ++l) v[l] = combine(v[l], x[l]);
         } else {
-          for (int l = 0; l < 32; ++l) x[l] = v[arg];
+          const T from = v[arg];
+          for (int l = 0; l < 32; ++l) v[l] = combine(v[l], from);
         }
-        for (int l = 0; l < 32; ++l) v[l] = static_cast<T>(Combine{}(v[l], x[l], offset));
         return;
       }
+      T x[32];
       for (int l = 0; l < n; ++l) {
         const int src = shuffle_source<Op>(l, arg, width);
         x[l] = src < n ? v[src] : v[l];
       }
-      for (int l = 0; l < n; ++l) v[l] = static_cast<T>(Combine{}(v[l], x[l], offset));
+      for (int l = 0; l < n; ++l) v[l] = combine(v[l], x[l]);
     });
-    for (int l = 0; l < n; ++l) run.results[base + l] = bits_of(v[l]);
+    if constexpr (sizeof(T) == 8)
+      std::memcpy(run.results + base, v, static_cast<std::size_t>(n) * 8);
+    else
+      for (int l = 0; l < n; ++l) run.results[base + l] = bits_of(v[l]);
   }
 }
 // __ballot_sync, __any_sync, __all_sync over each warp's lanes.

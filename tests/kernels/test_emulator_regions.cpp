@@ -87,7 +87,7 @@ TEST_F(Regions, WarpShuffleLoopsRunInOneExchangeAndRoundAsAGpu) {
   // width, float and double; then lane 0's result, as every lane's.
   Both k(R"(
     extern "C" __global__ void warps(const double* v, double* sums, double* maxima,
-                                     float* halves, int n) {
+                                     float* halves, double* ups, double* picks, int n) {
       const int j = threadIdx.x + blockDim.x * blockIdx.x;
       double s = j < n ? v[j] : 0.0;
       for (int offset = 16; offset > 0; offset >>= 1)
@@ -99,9 +99,15 @@ TEST_F(Regions, WarpShuffleLoopsRunInOneExchangeAndRoundAsAGpu) {
       for (unsigned o = 8; o >= 1; o /= 2) {
         h = h + __shfl_xor_sync(0xffffffffu, h, o, 16);
       }
+      double u = j < n ? v[j] : 0.0;
+      for (int o = 1; o < 32; o *= 2) u += __shfl_up_sync(0xffffffffu, u, o);
+      double p = j < n ? v[j] : 0.0;
+      for (int src = 3; src < 5; ++src) p = p * 0.5 + __shfl_sync(0xffffffffu, p, src);
       if (j < n) {
         maxima[j] = m;
         halves[j] = h;
+        ups[j] = u;
+        picks[j] = p;
       }
       if ((threadIdx.x & 31) == 0) sums[j / 32] = s;
     })",
@@ -112,11 +118,15 @@ TEST_F(Regions, WarpShuffleLoopsRunInOneExchangeAndRoundAsAGpu) {
   auto s1 = cn::zeros<double>({n / 32}), s2 = cn::zeros<double>({n / 32});
   auto m1 = cn::zeros<double>({n}), m2 = cn::zeros<double>({n});
   auto h1 = cn::zeros<float>({n}), h2 = cn::zeros<float>({n});
-  k.split(cn::threads(n), v, s1, m1, h1, static_cast<int>(n));
-  k.fibers(cn::threads(n), v, s2, m2, h2, static_cast<int>(n));
+  auto u1 = cn::zeros<double>({n}), u2 = cn::zeros<double>({n});
+  auto p1 = cn::zeros<double>({n}), p2 = cn::zeros<double>({n});
+  k.split(cn::threads(n), v, s1, m1, h1, u1, p1, static_cast<int>(n));
+  k.fibers(cn::threads(n), v, s2, m2, h2, u2, p2, static_cast<int>(n));
   expect_same(s1, s2, "shuffle-down sums");
   expect_same(m1, m2, "xor maxima");
   expect_same(h1, h2, "xor sums over 16 lanes");
+  expect_same(u1, u2, "shuffle-up sums");
+  expect_same(p1, p2, "indexed shuffles");
   // The shuffle-down tree's order, as a GPU adds: lane l adds lane l + o at each step.
   const auto hv = cn::to_host(v);
   const auto hs = cn::to_host(s1);
@@ -126,6 +136,16 @@ TEST_F(Regions, WarpShuffleLoopsRunInOneExchangeAndRoundAsAGpu) {
     for (int o = 16; o > 0; o >>= 1)
       for (int l = 0; l < 32; ++l) lane[l] += l + o < 32 ? lane[l + o] : lane[l];
     EXPECT_EQ(hs(w), lane[0]) << "warp " << w;
+  }
+  // The shuffle-up loop: lane l adds lane l - o, the lanes below o keep doubling their own.
+  const auto hu = cn::to_host(u1);
+  for (long long w = 0; w < n / 32; ++w) {
+    double lane[32];
+    for (int l = 0; l < 32; ++l) lane[l] = hv(w * 32 + l);
+    for (int o = 1; o < 32; o *= 2)
+      for (int l = 31; l >= 0; --l) lane[l] += l >= o ? lane[l - o] : lane[l];
+    for (int l = 0; l < 32; ++l)
+      EXPECT_EQ(hu(w * 32 + l), lane[l]) << "warp " << w << " lane " << l;
   }
 }
 
