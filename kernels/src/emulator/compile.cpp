@@ -372,10 +372,12 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
                                     "-O3",  // kernels are small: -O3's vectoriser costs little
                                     "-fPIC", "-shared", contraction_flag(r.options),
                                     "-march=native",  // this CPU: compiled where it runs, as NVRTC
-                                    "-fvisibility=hidden",
-                                    // a fault at a debug-mode guard page is thrown as an
-                                    // exception from the faulting load or store (engine.cpp)
-                                    "-fnon-call-exceptions", "-w"};
+                                    "-fvisibility=hidden", "-w"};
+  // Debug mode (CUNUMPY_BOUNDS_CHECK): a fault at a guard page is thrown as an exception from
+  // the faulting load or store (engine.cpp).  Only then: every load and store a possible
+  // throw keeps the compiler from moving stores across loads in the split kernels.
+  if (std::find(r.options.begin(), r.options.end(), "-DCUNUMPY_BOUNDS_CHECK") != r.options.end())
+    flags.push_back("-fnon-call-exceptions");
   // The kernel's threadIdx & co. are a thread_local of the loaded library, reached with the
   // default TLS dialect: its address is computed once per block (emulator.hpp).  Not with TLS
   // descriptors (-mtls-dialect=gnu2): glibc before 2.40 lets their slow path (a thread's first
