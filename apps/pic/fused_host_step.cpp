@@ -76,7 +76,7 @@ class FusedHostStep final : public ParticleStep<Real> {
     const LocalGrid& g = layout.grid();
     grids_.ensure(threads_, g.nodes(), deterministic_);
     host_step::Step<Real> s = step_of(p, layout, -factor * dt_);
-    const bool vectors = g.two() && g.order == 1 && !p.cells, floats = s.floats;
+    const bool floats = s.floats;
     if (floats && g.has_z()) {  // E from its float nodes alone (cic3_floats)
       host_step::fill_node_fields(g.nodes(), layout.ex.data(), layout.ey.data(), layout.ez.data(),
                                   nodes32_);
@@ -86,14 +86,11 @@ class FusedHostStep final : public ParticleStep<Real> {
       host_step::interleave_fields(g.nodes(), layout.ex.data(),
                                    g.has_y() ? layout.ey.data() : nullptr,
                                    g.has_z() ? layout.ez.data() : nullptr, exy_);
-      if (vectors)
-        host_step::fill_cell_fields(g.nodes(), g.row, layout.ex.data(), layout.ey.data(), cells_);
     }
     s.exy = floats ? nullptr : exy_.data();
-    s.cells = vectors && !floats ? cells_.data() : nullptr;
     s.cells32 = floats && !g.has_z() ? cells32_.data() : nullptr;
     s.nodes32 = floats && g.has_z() ? nodes32_.data() : nullptr;
-    s.vectors3 = g.has_z() && g.order == 1 && !p.cells;
+    s.vectors = g.has_y() && g.order == 1 && !p.cells;
     if (deterministic_) {
       s.energies = p.work.data();
       s.half_mass = 0.5 * p.mass;
@@ -200,7 +197,7 @@ class FusedHostStep final : public ParticleStep<Real> {
   int threads_ = 1;
   bool pushed_ = false;  // the last push deposited into grids_ (not folded yet)
   host_step::ThreadGrids grids_;
-  std::vector<double> exy_, cells_;
+  std::vector<double> exy_;
   std::vector<float> cells32_, nodes32_;
 };
 

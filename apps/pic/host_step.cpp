@@ -405,7 +405,7 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
     if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
       if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);  // every particle
     } else {
-      if (s.vectors3) begin = cic3_vectors(s, begin, end, ne, v);
+      if (s.vectors) begin = cic3_vectors(s, begin, end, ne, v);
     }
     const Sums rest = range_3d_cic<false>(s, begin, end, ne);
     return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
@@ -423,7 +423,7 @@ Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
       assert(begin == end);
     }
   } else {
-    if (s.cells != nullptr) begin = cic_vectors(s, begin, end, ne, v);
+    if (s.vectors) begin = cic_vectors(s, begin, end, ne, v);
   }
   const Sums rest = range_2d_cic<false>(s, begin, end, ne);
   return Sums{v.energy + rest.energy, v.momentum + rest.momentum, v.undeposited + rest.undeposited};

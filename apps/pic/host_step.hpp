@@ -53,9 +53,9 @@ struct StepGeometry {
   // null with `floats`, whose loops (cic_floats, cic3_floats: every particle) read cells32 (2D)
   // or nodes32 (3D).
   const double* exy;
-  // 2D CIC: fill_cell_fields (host_step_simd.hpp), for the loop over whole vectors of
-  // particles; null: the scalar loop alone.
-  const double* cells = nullptr;
+  // 2D and 3D CIC: whole vectors of particles first (cic_vectors, cic3_vectors), then the
+  // scalar loop.
+  bool vectors = false;
   // Float particles, 2D and 3D CIC, real grids (`floats`): each particle's arithmetic in float,
   // the loop over float lanes (cic_floats, cic3_floats) reading E in float, in 2D from the cells
   // (fill_cell_fields), in 3D from the nodes (fill_node_fields: E_x, E_y, E_z and a zero, 16
@@ -65,8 +65,6 @@ struct StepGeometry {
   bool one_lane = false;
   const float* cells32 = nullptr;
   const float* nodes32 = nullptr;
-  // 3D CIC: whole vectors of particles first (cic3_vectors), gathering from exy.
-  bool vectors3 = false;
   // Deterministic: integer grids, and the particles' kinetic energies (mass / 2 v_old . v_new)
   // into `energies` instead of a sum.
   bool integer = false;

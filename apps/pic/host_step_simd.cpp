@@ -32,104 +32,58 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace cv = cunumpy::HWY_NAMESPACE;  // host_vectors-inl.h
 
-// 2D CIC: the cells' entries (E_x at the four corners, then E_y: fill_cell_fields) of `count`
-// particles, E_x's into ex_at and E_y's into ey_at, four values a particle.
-template <typename T>
-HWY_INLINE void CopyCells(const T* HWY_RESTRICT cells, const std::int32_t* HWY_RESTRICT cell,
-                          long long count, T* HWY_RESTRICT ex_at, T* HWY_RESTRICT ey_at) {
-  for (long long l = 0; l < count; ++l) {
-    const T* HWY_RESTRICT from = cells + 8 * static_cast<long long>(cell[l]);
-    std::memcpy(ex_at + 4 * l, from, 4 * sizeof(T));
-    std::memcpy(ey_at + 4 * l, from + 4, 4 * sizeof(T));
-  }
-}
 // 2D CIC, float cells: the cells' whole entries (8 floats, 32 bytes) of `count` particles, one
-// after the other from `to` (one copy a particle where CopyCells takes two).
+// after the other from `to`.
 HWY_INLINE void CopyEntries(const float* HWY_RESTRICT cells, const std::int32_t* HWY_RESTRICT cell,
                             long long count, float* HWY_RESTRICT to) {
   for (long long l = 0; l < count; ++l)
     std::memcpy(to + 8 * l, cells + 8 * static_cast<long long>(cell[l]), 8 * sizeof(float));
 }
-// The rows [p, p + lanes) whose stored position lies outside the stay region (2D), appended to
+// The rows [p, p + lanes) whose stored position lies outside the stay region, appended to
 // `leavers` in increasing order: the exact test in double, after a vector test found one.
-template <typename R>
-HWY_INLINE void AppendLeavers2(const StepGeometry& s, const R* x, const R* y, long long p,
-                               long long lanes) {
-  for (long long l = p; l < p + lanes; ++l)
-    if (!(x[l] >= s.stay_lo[0] && x[l] <= s.stay_hi[0] && y[l] >= s.stay_lo[1] &&
-          y[l] <= s.stay_hi[1]))
-      s.leavers->push_back(l);
-}
-// 2D CIC: the first node (in the guarded grid) of the stencils whose cells are (kx, ky), at
-// their images in the block, stored at `out`; -1 for a stencil beyond the guards, counted in
-// `sums` and flagged in `missed`.  DI: int32 lanes.
-template <class DI>
-HWY_INLINE void StoreImageNodes2(DI di, const StepGeometry& s, hn::Vec<DI> kx, hn::Vec<DI> ky,
-                                 std::int32_t* HWY_RESTRICT out, Sums& sums, bool& missed) {
-  const auto set = [&](long long v) { return hn::Set(di, static_cast<std::int32_t>(v)); };
-  const auto rows = set(s.row), base = set(s.base);
-  if (s.whole_box) {
-    hn::StoreU(hn::Add(hn::Add(hn::Mul(kx, rows), ky), base), di, out);
-    return;
-  }
-  const auto i_lo = set(s.i_lo), i_hi = set(s.i_hi - 1), j_lo = set(s.j_lo), j_hi = set(s.j_hi - 1),
-             nxs = set(s.nx), nys = set(s.ny);
-  kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
-  kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
-  ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
-  ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
-  const auto reach = hn::Not(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
-                                    hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))));
-  const auto c = hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
-  hn::StoreU(hn::IfThenElse(reach, c, set(-1)), di, out);
-  if (!hn::AllTrue(di, reach)) [[unlikely]] {
-    sums.undeposited += static_cast<long long>(hn::CountTrue(di, hn::Not(reach)));
-    missed = true;
-  }
-}
-
-// 3D CIC likewise: the first node of the stencils whose cells are (kx, ky, kz).
-template <class DI>
-HWY_INLINE void StoreImageNodes3(DI di, const StepGeometry& s, hn::Vec<DI> kx, hn::Vec<DI> ky,
-                                 hn::Vec<DI> kz, std::int32_t* HWY_RESTRICT out, Sums& sums,
-                                 bool& missed) {
-  const auto set = [&](long long v) { return hn::Set(di, static_cast<std::int32_t>(v)); };
-  const auto rows = set(s.row), cols = set(s.col), base = set(s.base);
-  if (s.whole_box) {
-    hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base), di, out);
-    return;
-  }
-  const auto i_lo = set(s.i_lo), i_hi = set(s.i_hi - 1), j_lo = set(s.j_lo), j_hi = set(s.j_hi - 1),
-             k_lo = set(s.k_lo), k_hi = set(s.k_hi - 1), nxs = set(s.nx), nys = set(s.ny),
-             nzs = set(s.nz);
-  kx = hn::IfThenElse(hn::Lt(kx, i_lo), hn::Add(kx, nxs), kx);
-  kx = hn::IfThenElse(hn::Gt(kx, i_hi), hn::Sub(kx, nxs), kx);
-  ky = hn::IfThenElse(hn::Lt(ky, j_lo), hn::Add(ky, nys), ky);
-  ky = hn::IfThenElse(hn::Gt(ky, j_hi), hn::Sub(ky, nys), ky);
-  kz = hn::IfThenElse(hn::Lt(kz, k_lo), hn::Add(kz, nzs), kz);
-  kz = hn::IfThenElse(hn::Gt(kz, k_hi), hn::Sub(kz, nzs), kz);
-  const auto out_of = hn::Or(hn::Or(hn::Or(hn::Lt(kx, i_lo), hn::Gt(kx, i_hi)),
-                                    hn::Or(hn::Lt(ky, j_lo), hn::Gt(ky, j_hi))),
-                             hn::Or(hn::Lt(kz, k_lo), hn::Gt(kz, k_hi)));
-  const auto reach = hn::Not(out_of);
-  const auto c = hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base);
-  hn::StoreU(hn::IfThenElse(reach, c, set(-1)), di, out);
-  if (!hn::AllTrue(di, reach)) [[unlikely]] {
-    sums.undeposited += static_cast<long long>(hn::CountTrue(di, out_of));
-    missed = true;
-  }
-}
-// The rows [p, p + lanes) whose stored position lies outside the stay region (3D), as
-// AppendLeavers2.
-template <typename R>
-HWY_INLINE void AppendLeavers3(const StepGeometry& s, const R* x, const R* y, const R* z,
-                               long long p, long long lanes) {
+template <int Dim, typename R>
+HWY_INLINE void AppendLeavers(const StepGeometry& s, const R* x, const R* y, const R* z,
+                              long long p, long long lanes) {
   const R* coord[3] = {x, y, z};
   for (long long l = p; l < p + lanes; ++l) {
     bool in = true;
-    for (int a = 0; a < 3; ++a)
+    for (int a = 0; a < Dim; ++a)
       in = in && coord[a][l] >= s.stay_lo[a] && coord[a][l] <= s.stay_hi[a];
     if (!in) s.leavers->push_back(l);
+  }
+}
+// 2D and 3D CIC: the first node (in the guarded grid) of the stencils whose cells are (kx, ky[,
+// kz]), at their images in the block, stored at `out`; -1 for a stencil beyond the guards,
+// counted in `sums` and flagged in `missed`.  DI: int32 lanes (kz unused in 2D).
+template <int Dim, class DI>
+HWY_INLINE void StoreImageNodes(DI di, const StepGeometry& s, hn::Vec<DI> kx, hn::Vec<DI> ky,
+                                hn::Vec<DI> kz, std::int32_t* HWY_RESTRICT out, Sums& sums,
+                                bool& missed) {
+  const auto set = [&](long long v) { return hn::Set(di, static_cast<std::int32_t>(v)); };
+  const auto rows = set(s.row), cols = set(s.col), base = set(s.base);
+  const auto first = [&] {
+    if constexpr (Dim == 3)
+      return hn::Add(hn::Add(hn::Add(hn::Mul(kx, rows), hn::Mul(ky, cols)), kz), base);
+    else
+      return hn::Add(hn::Add(hn::Mul(kx, rows), ky), base);
+  };
+  if (s.whole_box) {
+    hn::StoreU(first(), di, out);
+    return;
+  }
+  // Each axis's cell moved by a box length into [lo, hi - 1] where that reaches it.
+  const auto image = [&](hn::Vec<DI>& k, long long lo, long long hi, long long n) {
+    const auto l = set(lo), h = set(hi - 1), len = set(n);
+    k = hn::IfThenElse(hn::Lt(k, l), hn::Add(k, len), k);
+    k = hn::IfThenElse(hn::Gt(k, h), hn::Sub(k, len), k);
+    return hn::Or(hn::Lt(k, l), hn::Gt(k, h));
+  };
+  auto out_of = hn::Or(image(kx, s.i_lo, s.i_hi, s.nx), image(ky, s.j_lo, s.j_hi, s.ny));
+  if constexpr (Dim == 3) out_of = hn::Or(out_of, image(kz, s.k_lo, s.k_hi, s.nz));
+  hn::StoreU(hn::IfThenElse(out_of, set(-1), first()), di, out);
+  if (!hn::AllFalse(di, out_of)) [[unlikely]] {
+    sums.undeposited += static_cast<long long>(hn::CountTrue(di, out_of));
+    missed = true;
   }
 }
 
@@ -493,7 +447,7 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
                 leavers->push_back(l);
         }
         // The stencil at x_{n+1}: the new cell and offset.
-        StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
+        StoreImageNodes<2>(di, s, kx, ky, ky, node + k, sums, missed);
         hn::Store(gx, d, along_x + k);
         hn::Store(gy, d, along_y + k);
         continue;
@@ -523,13 +477,13 @@ long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
         const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
                                    hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
         if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
-          AppendLeavers2(s, x, y, p, lanes);
+          AppendLeavers<2>(s, x, y, y, p, lanes);
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
       const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
       const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty);
       const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
-      StoreImageNodes2(di, s, kx, ky, node + k, sums, missed);
+      StoreImageNodes<2>(di, s, kx, ky, ky, node + k, sums, missed);
       hn::Store(gx, d, along_x + k);
       hn::Store(gy, d, along_y + k);
     }
@@ -591,16 +545,16 @@ long long CicFloats(const Step<float>& s, long long begin, long long end, double
                          : CicFloatsIn<false>(s, begin, end, ne, sums);
 }
 
-// 3D CIC: the stencils of `count` particles (first node first[l]) copied from the four lines
-// along z they touch (offsets 0, col, row, row + col), each line's two nodes (kPer values of
-// T a node: E's components, then any padding) into at_node[2 * line + node along z], kPer a
+// The stencils of `count` particles (first node first[l]) copied from the lines along the last
+// axis they touch (2D: offsets 0, row; 3D: 0, col, row, row + col), each line's two nodes (kPer
+// values of T a node: E's components, then any padding) into at_node[2 * line + node], kPer a
 // particle, for de-interleaving loads.
-template <int kPer, typename T, size_t kN>
+template <int kPer, int kLines, typename T, size_t kN>
 HWY_INLINE void CopyLines(const T* HWY_RESTRICT nodes, const std::int32_t* HWY_RESTRICT first,
                           long long count, long long row, long long col, T (*at_node)[kN]) {
-  const long long line[4] = {0, col, row, row + col};
+  const long long line[4] = {0, kLines == 4 ? col : row, row, row + col};
   for (long long l = 0; l < count; ++l)
-    for (int a = 0; a < 4; ++a) {
+    for (int a = 0; a < kLines; ++a) {
       const T* HWY_RESTRICT from = nodes + kPer * (first[l] + line[a]);
       std::memcpy(at_node[2 * a] + kPer * l, from, kPer * sizeof(T));
       std::memcpy(at_node[2 * a + 1] + kPer * l, from + kPer, kPer * sizeof(T));
@@ -768,7 +722,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), di,
                      first + l);
         }
-        CopyLines<4>(nodes, first, sub, row, col, at_node);
+        CopyLines<4, 4>(nodes, first, sub, row, col, at_node);
       }
       const long long p = i + k;
       // The field at x_n (truncation is floor for x >= 0).
@@ -898,7 +852,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
                                              hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
                                      hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
           if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
-            AppendLeavers3(s, x, y, z, p, lanes);
+            AppendLeavers<3>(s, x, y, z, p, lanes);
         }
         // The stencil at x_{n+1}.
         const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
@@ -910,7 +864,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
         gz = hn::Sub(tz, hn::ConvertTo(d, kz));
       }
       // The deposit's stencil at x_{n+1}, at the image of it in the block.
-      StoreImageNodes3(di, s, kx, ky, kz, node + k, sums, missed);
+      StoreImageNodes<3>(di, s, kx, ky, kz, node + k, sums, missed);
       StoreWeights3(d, q, gx, gy, gz, share, k, WideLanes<D>());
     }
     // The deposit (add_float_cic3), particle after particle.
@@ -1003,193 +957,30 @@ HWY_INLINE void StoreQuanta(D d, hn::Vec<D> w, std::int64_t* HWY_RESTRICT to) {
   hn::StoreU(hn::ConvertTo(di, hn::Sub(hn::Add(t, up), down)), di, to);
 }
 
-template <typename R, typename G>
-long long CicVectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne,
-                       Sums& sums) {
+// 2D and 3D CIC by double vectors (double particles, or float ones promoted and demoted as
+// stored): lane by lane host_step.cpp's scalar loop.  Chunks of particles whose stencils at
+// x_{n+1} wait in L1 for the deposit; E at x_n without gathers: a sub-chunk's stencils copied,
+// particle after particle, from the lines along the last axis they touch (two nodes of Dim
+// components each: CopyLines) and read back de-interleaved, a component a vector.  The deposit's
+// terms: a real grid's fractions (their weights and the charge taken as it adds), an integer
+// grid's quanta at the corners (kernels::quanta; corner 4a + 2b + c of the stencil in 3D,
+// 2a + b in 2D).
+template <int Dim, typename R, typename G>
+long long VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne,
+                    Sums& sums) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<std::int32_t, decltype(d)> d32;
   using V = hn::Vec<decltype(d)>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
-  // Chunks whose stencils at x_{n+1} wait in L1 for the deposit.
-  constexpr long long kChunk = 512;
-  if (lanes > kChunk) return begin;
-  alignas(64) std::int32_t node[kChunk];
-  // The deposit's terms at x_{n+1}: a real grid's weights along each axis (their products and
-  // the charge taken as it adds), an integer grid's quanta at the four corners (kernels::quanta).
-  constexpr bool kQuanta = !std::is_same_v<G, double>;
-  constexpr long long kWeights = kQuanta ? 1 : kChunk, kCorners = kQuanta ? kChunk : 1;
-  alignas(64) double wx0[kWeights], wx1[kWeights], wy0[kWeights], wy1[kWeights];
-  alignas(64) std::int64_t q00[kCorners], q01[kCorners], q10[kCorners], q11[kCorners];
-  // The field at x_n without gathers: a sub-chunk's cells (their 64-byte entries) are copied
-  // into two arrays, E_x's four corners then E_y's, particle after particle, and read back
-  // de-interleaved (four corners a vector each): two vector loads and copies a particle where
-  // eight gathers of single elements cost several times as much (the same values, the same
-  // bits).
-  constexpr long long kSub = 64;
+  constexpr long long kChunk = 512, kSub = Dim == 3 ? 32 : 64;
+  constexpr int kLines = Dim == 3 ? 4 : 2, kCorners = 2 * kLines;
   if (lanes > kSub) return begin;
-  alignas(64) std::int32_t cell[kSub];
-  alignas(64) double ex_at[4 * kSub], ey_at[4 * kSub];
-  const int row = static_cast<int>(s.row);
-  const V inv_dx = hn::Set(d, s.inv_dx), inv_dy = hn::Set(d, s.inv_dy), lx = hn::Set(d, s.lx),
-          ly = hn::Set(d, s.ly), dv = hn::Set(d, s.dv), dt = hn::Set(d, s.dt),
-          one = hn::Set(d, 1.0), zero = hn::Zero(d), half_mass = hn::Set(d, s.half_mass);
-  const auto rows = hn::Set(d32, row), base = hn::Set(d32, static_cast<std::int32_t>(s.base));
-  V energy = zero, momentum = zero;
-  R* HWY_RESTRICT x = s.x;
-  R* HWY_RESTRICT y = s.y;
-  R* HWY_RESTRICT vx = s.vx;
-  R* HWY_RESTRICT vy = s.vy;
-  const V below_lx = hn::Set(d, below_of<R>(s.lx)), below_ly = hn::Set(d, below_of<R>(s.ly));
-  const double* HWY_RESTRICT cells = s.cells;
-  const double q = s.charge;
-  // The stay region, for the rows a migration must examine.
-  const V stay_x0 = hn::Set(d, s.stay_lo[0]), stay_x1 = hn::Set(d, s.stay_hi[0]),
-          stay_y0 = hn::Set(d, s.stay_lo[1]), stay_y1 = hn::Set(d, s.stay_hi[1]);
-  std::vector<std::int64_t>* leavers = s.leavers;
-  long long i = begin;
-  while (end - i >= lanes) {
-    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
-    bool missed = false;
-    for (long long k = 0; k < m; k += lanes) {
-      if (k % kSub == 0) {  // the next sub-chunk's cells, copied in particle order
-        const long long sub = std::min(kSub, m - k);
-        for (long long l = 0; l < sub; l += lanes) {
-          const long long p = i + k + l;
-          const auto jx = cv::TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
-                     jy = cv::TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy));
-          hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), d32, cell + l);
-        }
-        CopyCells(cells, cell, sub, ex_at, ey_at);
-      }
-      const long long p = i + k;
-      // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0).
-      const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy);
-      const auto jx = cv::TruncInRange(d, sx), jy = cv::TruncInRange(d, sy);
-      const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy));
-      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
-      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
-              w11 = hn::Mul(fx, fy);
-      V c0, c1, c2, c3;  // a component at the four corners, a vector each
-      const long long at = 4 * (k % kSub);
-      hn::LoadInterleaved4(d, ex_at + at, c0, c1, c2, c3);
-      V e0 = hn::Add(zero, hn::Mul(w00, c0));
-      e0 = hn::Add(e0, hn::Mul(w01, c1));
-      e0 = hn::Add(e0, hn::Mul(w10, c2));
-      e0 = hn::Add(e0, hn::Mul(w11, c3));
-      hn::LoadInterleaved4(d, ey_at + at, c0, c1, c2, c3);
-      V e1 = hn::Add(zero, hn::Mul(w00, c0));
-      e1 = hn::Add(e1, hn::Mul(w01, c1));
-      e1 = hn::Add(e1, hn::Mul(w10, c2));
-      e1 = hn::Add(e1, hn::Mul(w11, c3));
-      // The push and the move.
-      const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p);
-      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
-      StoreP(d, nx, vx + p);
-      StoreP(d, ny, vy + p);
-      const V e = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
-      if (s.energies != nullptr)
-        hn::StoreU(hn::Mul(half_mass, e), d, s.energies + p);
-      else
-        energy = hn::Add(energy, e);
-      momentum = hn::Add(momentum, nx);
-      V px = hn::Add(LoadP(d, x + p), hn::Mul(dt, nx));
-      V py = hn::Add(LoadP(d, y + p), hn::Mul(dt, ny));
-      px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
-      px = hn::IfThenElse(hn::Ge(px, lx), hn::Sub(px, lx), px);
-      py = hn::IfThenElse(hn::Lt(py, zero), hn::Add(py, ly), py);
-      py = hn::IfThenElse(hn::Ge(py, ly), hn::Sub(py, ly), py);
-      const auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
-                                  hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
-      if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
-        px = PeriodicLanes(d, px, s.lx);
-        py = PeriodicLanes(d, py, s.ly);
-      }
-      px = AsStored<R>(d, px, lx, below_lx);
-      py = AsStored<R>(d, py, ly, below_ly);
-      StoreP(d, px, x + p);
-      StoreP(d, py, y + p);
-      if (leavers != nullptr) {  // NaN fails the tests: it leaves
-        const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
-                                   hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
-        if (!hn::AllTrue(d, stays)) [[unlikely]]
-          AppendLeavers2(s, x, y, p, lanes);
-      }
-      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
-      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty);
-      const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky));
-      StoreImageNodes2(d32, s, kx, ky, node + k, sums, missed);
-      if constexpr (kQuanta) {
-        const V hx = hn::Sub(one, gx), hy = hn::Sub(one, gy);
-        StoreQuanta(d, hn::Mul(hx, hy), q00 + k);
-        StoreQuanta(d, hn::Mul(hx, gy), q01 + k);
-        StoreQuanta(d, hn::Mul(gx, hy), q10 + k);
-        StoreQuanta(d, hn::Mul(gx, gy), q11 + k);
-      } else {
-        hn::StoreU(hn::Sub(one, gx), d, wx0 + k);
-        hn::StoreU(gx, d, wx1 + k);
-        hn::StoreU(hn::Sub(one, gy), d, wy0 + k);
-        hn::StoreU(gy, d, wy1 + k);
-      }
-    }
-    for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
-      const int c = node[k];
-      if (missed && c < 0) continue;  // beyond the guards: counted above
-      if constexpr (kQuanta) {  // the deterministic deposit's quantised weights (host_step.cpp)
-        ne[c] += q00[k];
-        ne[c + 1] += q01[k];
-        ne[c + row] += q10[k];
-        ne[c + row + 1] += q11[k];
-      } else {
-        ne[c] += q * (wx0[k] * wy0[k]);
-        ne[c + 1] += q * (wx0[k] * wy1[k]);
-        ne[c + row] += q * (wx1[k] * wy0[k]);
-        ne[c + row + 1] += q * (wx1[k] * wy1[k]);
-      }
-    }
-    i += m;
-  }
-  sums.energy += hn::GetLane(hn::SumOfLanes(d, energy));
-  sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
-  return i;
-}
-// The entry points HWY_EXPORT names: 2D and 3D, double and float particles, real and integer
-// grids.
-#define PIC_VECTORS_OF(name, of, R, G)                                                 \
-  long long name(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne, \
-                 Sums& sums) {                                                         \
-    return of(s, begin, end, ne, sums);                                                \
-  }
-PIC_VECTORS_OF(CicVectors, CicVectorsOf, double, double)
-PIC_VECTORS_OF(CicVectorsInt, CicVectorsOf, double, std::int64_t)
-PIC_VECTORS_OF(CicVectorsIntF, CicVectorsOf, float, std::int64_t)
-
-// 3D CIC: the same scheme with E's three components interleaved at the guarded nodes (3
-// doubles a node, gathered from the 8 corners: the pairs along z share a line), the weights in
-// kernels::for_each_node's order ((w_x w_y) w_z), the deposit one particle at a time.
-template <typename R, typename G>
-long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne,
-                        Sums& sums) {
-  const hn::ScalableTag<double> d;
-  const hn::Rebind<std::int32_t, decltype(d)> d32;
-  using V = hn::Vec<decltype(d)>;
-  const auto lanes = static_cast<long long>(hn::Lanes(d));
-  constexpr long long kChunk = 512;
-  if (lanes > kChunk) return begin;
-  alignas(64) std::int32_t node[kChunk];
-  // The deposit's terms, as in 2D: a real grid's fractions, an integer grid's quanta at the
-  // eight corners (quanta_at[4a + 2b + c]: node (a, b, c) of the stencil).
   constexpr bool kQuanta = !std::is_same_v<G, double>;
-  constexpr long long kFractions = kQuanta ? 1 : kChunk, kCorners = kQuanta ? kChunk : 1;
-  alignas(64) double fxs[kFractions], fys[kFractions], fzs[kFractions];
-  alignas(64) std::int64_t quanta_at[8][kCorners];
-  // The field at x_n without gathers, as in 2D: a sub-chunk's stencils copied, particle after
-  // particle, from the four lines along z they touch (two nodes of three components each) into
-  // one array per line and node, and read back de-interleaved (a component a vector).
-  constexpr long long kSub = 32;
-  if (lanes > kSub) return begin;
-  alignas(64) std::int32_t first[kSub];
-  alignas(64) double at_node[8][3 * kSub];  // [2 * line + node along z][3 * particle + component]
+  constexpr long long kFractions = kQuanta ? 1 : kChunk, kQuantaAt = kQuanta ? kChunk : 1;
+  alignas(64) std::int32_t node[kChunk], first[kSub];
+  alignas(64) double fractions[Dim][kFractions];
+  alignas(64) std::int64_t quanta_at[kCorners][kQuantaAt];
+  alignas(64) double at_node[kCorners][Dim * kSub];  // [2 * line + node][Dim * particle + axis]
   const int row = static_cast<int>(s.row), col = static_cast<int>(s.col);
   const V inv_dx = hn::Set(d, s.inv_dx), inv_dy = hn::Set(d, s.inv_dy),
           inv_dz = hn::Set(d, s.inv_dz), lx = hn::Set(d, s.lx), ly = hn::Set(d, s.ly),
@@ -1205,13 +996,17 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
   R* HWY_RESTRICT vy = s.vy;
   R* HWY_RESTRICT vz = s.vz;
   const V below_lx = hn::Set(d, below_of<R>(s.lx)), below_ly = hn::Set(d, below_of<R>(s.ly)),
-          below_lz = hn::Set(d, below_of<R>(s.lz));
-  const double* HWY_RESTRICT exyz = s.exy;
+          below_lz = hn::Set(d, Dim == 3 ? below_of<R>(s.lz) : 0.0);
+  const double* HWY_RESTRICT exy = s.exy;
   const double q = s.charge;
   // (No arrays of vectors: SVE's vectors have no size.)
   const V stay_x0 = hn::Set(d, s.stay_lo[0]), stay_x1 = hn::Set(d, s.stay_hi[0]),
           stay_y0 = hn::Set(d, s.stay_lo[1]), stay_y1 = hn::Set(d, s.stay_hi[1]),
           stay_z0 = hn::Set(d, s.stay_lo[2]), stay_z1 = hn::Set(d, s.stay_hi[2]);
+  const auto first_node = [&](auto jx, auto jy, auto jz) {  // of a stencil's cells
+    const auto c = hn::Add(hn::Mul(jx, rows), Dim == 3 ? hn::Mul(jy, cols) : jy);
+    return hn::Add(Dim == 3 ? hn::Add(c, jz) : c, base);
+  };
   std::vector<std::int64_t>* leavers = s.leavers;
   long long i = begin;
   while (end - i >= lanes) {
@@ -1224,115 +1019,146 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
           const long long p = i + k + l;
           const auto jx = cv::TruncInRange(d, hn::Mul(LoadP(d, x + p), inv_dx)),
                      jy = cv::TruncInRange(d, hn::Mul(LoadP(d, y + p), inv_dy)),
-                     jz = cv::TruncInRange(d, hn::Mul(LoadP(d, z + p), inv_dz));
-          hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), d32,
-                     first + l);
+                     jz = Dim == 3 ? cv::TruncInRange(d, hn::Mul(LoadP(d, z + p), inv_dz)) : jy;
+          hn::StoreU(first_node(jx, jy, jz), d32, first + l);
         }
-        CopyLines<3>(exyz, first, sub, row, col, at_node);
+        CopyLines<Dim, kLines>(exy, first, sub, row, col, at_node);
       }
       const long long p = i + k;
-      // The field at x_n.
+      // The field at x_n: kernels::stencil's CIC weights (truncation is floor for x >= 0),
+      // summed over the corners in kernels::for_each_node's order.
       const V sx = hn::Mul(LoadP(d, x + p), inv_dx), sy = hn::Mul(LoadP(d, y + p), inv_dy),
-              sz = hn::Mul(LoadP(d, z + p), inv_dz);
-      const auto jx = cv::TruncInRange(d, sx), jy = cv::TruncInRange(d, sy),
-                 jz = cv::TruncInRange(d, sz);
-      const V fx = hn::Sub(sx, hn::PromoteTo(d, jx)), fy = hn::Sub(sy, hn::PromoteTo(d, jy)),
-              fz = hn::Sub(sz, hn::PromoteTo(d, jz));
+              sz = Dim == 3 ? hn::Mul(LoadP(d, z + p), inv_dz) : zero;
+      const V fx = hn::Sub(sx, hn::PromoteTo(d, cv::TruncInRange(d, sx))),
+              fy = hn::Sub(sy, hn::PromoteTo(d, cv::TruncInRange(d, sy))),
+              fz = Dim == 3 ? hn::Sub(sz, hn::PromoteTo(d, cv::TruncInRange(d, sz))) : zero;
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
       V e0 = zero, e1 = zero, e2 = zero;
-      const long long at = 3 * (k % kSub);
-      GatherCorners3(
-          w00, w01, w10, w11, az, fz,
-          [&](int line_node, V& c0, V& c1, V& c2) {
-            hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
-          },
-          e0, e1, e2);
+      const long long at = Dim * (k % kSub);
+      const auto corner = [&](const V w, int line_node) {
+        V c0, c1, c2;
+        if constexpr (Dim == 3) {
+          hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
+          e2 = hn::Add(e2, hn::Mul(w, c2));
+        } else {
+          hn::LoadInterleaved2(d, at_node[line_node] + at, c0, c1);
+        }
+        e0 = hn::Add(e0, hn::Mul(w, c0));
+        e1 = hn::Add(e1, hn::Mul(w, c1));
+      };
+      if constexpr (Dim == 3) {
+        corner(hn::Mul(w00, az), 0);
+        corner(hn::Mul(w00, fz), 1);
+        corner(hn::Mul(w01, az), 2);
+        corner(hn::Mul(w01, fz), 3);
+        corner(hn::Mul(w10, az), 4);
+        corner(hn::Mul(w10, fz), 5);
+        corner(hn::Mul(w11, az), 6);
+        corner(hn::Mul(w11, fz), 7);
+      } else {
+        corner(w00, 0);
+        corner(w01, 1);
+        corner(w10, 2);
+        corner(w11, 3);
+      }
       // The push and the move.
-      const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p), oz = LoadP(d, vz + p);
+      const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p), oz = Dim == 3 ? LoadP(d, vz + p) : zero;
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
               nz = hn::Add(oz, hn::Mul(dv, e2));
       StoreP(d, nx, vx + p);
       StoreP(d, ny, vy + p);
-      StoreP(d, nz, vz + p);
-      const V en = hn::Add(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), hn::Mul(oz, nz));
+      V en = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
+      if constexpr (Dim == 3) {
+        StoreP(d, nz, vz + p);
+        en = hn::Add(en, hn::Mul(oz, nz));
+      }
       if (s.energies != nullptr)
         hn::StoreU(hn::Mul(half_mass, en), d, s.energies + p);
       else
         energy = hn::Add(energy, en);
       momentum = hn::Add(momentum, nx);
-      const auto wrap = [&](V q, const V l) {
-        q = hn::IfThenElse(hn::Lt(q, zero), hn::Add(q, l), q);
-        return hn::IfThenElse(hn::Ge(q, l), hn::Sub(q, l), q);
+      const auto wrap = [&](V v, const V l) {
+        v = hn::IfThenElse(hn::Lt(v, zero), hn::Add(v, l), v);
+        return hn::IfThenElse(hn::Ge(v, l), hn::Sub(v, l), v);
       };
       V px = wrap(hn::Add(LoadP(d, x + p), hn::Mul(dt, nx)), lx);
       V py = wrap(hn::Add(LoadP(d, y + p), hn::Mul(dt, ny)), ly);
-      V pz = wrap(hn::Add(LoadP(d, z + p), hn::Mul(dt, nz)), lz);
-      const auto inside = hn::And(hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
-                                          hn::And(hn::Ge(py, zero), hn::Lt(py, ly))),
-                                  hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
+      V pz = Dim == 3 ? wrap(hn::Add(LoadP(d, z + p), hn::Mul(dt, nz)), lz) : zero;
+      auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
+                            hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
+      if constexpr (Dim == 3) inside = hn::And(inside, hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
       if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
         px = PeriodicLanes(d, px, s.lx);
         py = PeriodicLanes(d, py, s.ly);
-        pz = PeriodicLanes(d, pz, s.lz);
+        if constexpr (Dim == 3) pz = PeriodicLanes(d, pz, s.lz);
       }
       px = AsStored<R>(d, px, lx, below_lx);
       py = AsStored<R>(d, py, ly, below_ly);
-      pz = AsStored<R>(d, pz, lz, below_lz);
       StoreP(d, px, x + p);
       StoreP(d, py, y + p);
-      StoreP(d, pz, z + p);
+      if constexpr (Dim == 3) {
+        pz = AsStored<R>(d, pz, lz, below_lz);
+        StoreP(d, pz, z + p);
+      }
       if (leavers != nullptr) {  // NaN fails the tests: it leaves
-        const auto stays = hn::And(hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
-                                           hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
-                                   hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
+        auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                             hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
+        if constexpr (Dim == 3)
+          stays = hn::And(stays, hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
         if (!hn::AllTrue(d, stays)) [[unlikely]]
-          AppendLeavers3(s, x, y, z, p, lanes);
+          AppendLeavers<Dim>(s, x, y, z, p, lanes);
       }
       // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
-      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
+      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy),
+              tz = Dim == 3 ? hn::Mul(pz, inv_dz) : zero;
       const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty),
-                 kz = cv::TruncInRange(d, tz);
+                 kz = Dim == 3 ? cv::TruncInRange(d, tz) : ky;
       const V gx = hn::Sub(tx, hn::PromoteTo(d, kx)), gy = hn::Sub(ty, hn::PromoteTo(d, ky)),
-              gz = hn::Sub(tz, hn::PromoteTo(d, kz));
+              gz = Dim == 3 ? hn::Sub(tz, hn::PromoteTo(d, kz)) : zero;
+      StoreImageNodes<Dim>(d32, s, kx, ky, kz, node + k, sums, missed);
       if constexpr (kQuanta) {  // the weights in kernels::for_each_node's order: (w_x w_y) w_z
         const V hx = hn::Sub(one, gx), hy = hn::Sub(one, gy), hz = hn::Sub(one, gz);
-        const auto along_z = [&](V wab, int at) {  // (a, b)'s two nodes along z, at 4a + 2b
-          StoreQuanta(d, hn::Mul(wab, hz), quanta_at[at] + k);
-          StoreQuanta(d, hn::Mul(wab, gz), quanta_at[at + 1] + k);
+        const auto corner_quanta = [&](V wab, int c) {
+          if constexpr (Dim == 3) {
+            StoreQuanta(d, hn::Mul(wab, hz), quanta_at[2 * c] + k);
+            StoreQuanta(d, hn::Mul(wab, gz), quanta_at[2 * c + 1] + k);
+          } else {
+            StoreQuanta(d, wab, quanta_at[c] + k);
+          }
         };
-        along_z(hn::Mul(hx, hy), 0);
-        along_z(hn::Mul(hx, gy), 2);
-        along_z(hn::Mul(gx, hy), 4);
-        along_z(hn::Mul(gx, gy), 6);
+        corner_quanta(hn::Mul(hx, hy), 0);
+        corner_quanta(hn::Mul(hx, gy), 1);
+        corner_quanta(hn::Mul(gx, hy), 2);
+        corner_quanta(hn::Mul(gx, gy), 3);
       } else {
-        hn::StoreU(gx, d, fxs + k);
-        hn::StoreU(gy, d, fys + k);
-        hn::StoreU(gz, d, fzs + k);
+        hn::StoreU(gx, d, fractions[0] + k);
+        hn::StoreU(gy, d, fractions[1] + k);
+        if constexpr (Dim == 3) hn::StoreU(gz, d, fractions[Dim - 1] + k);
       }
-      StoreImageNodes3(d32, s, kx, ky, kz, node + k, sums, missed);
     }
     for (long long k = 0; k < m; ++k) {  // the deposit, in host_step.cpp's order
       const int n0 = node[k];
-      if (missed && n0 < 0) continue;  // beyond the guards: counted above
-      if constexpr (kQuanta) {  // the deterministic deposit's quantised weights (host_step.cpp)
-        for (int a = 0; a < 2; ++a)
-          for (int b = 0; b < 2; ++b) {
-            G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
-            line[0] += quanta_at[4 * a + 2 * b][k];
-            line[1] += quanta_at[4 * a + 2 * b + 1][k];
+      if (missed && n0 < 0) continue;       // beyond the guards: counted above
+      constexpr int kZ = Dim == 3 ? 2 : 1;  // nodes along z
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+          G* HWY_RESTRICT line = ne + n0 + a * row + b * (Dim == 3 ? col : 1);
+          if constexpr (kQuanta) {  // the deterministic deposit's quantised weights
+            for (int c = 0; c < kZ; ++c) line[c] += quanta_at[kZ * (2 * a + b) + c][k];
+          } else {
+            const double wx = a == 0 ? 1.0 - fractions[0][k] : fractions[0][k],
+                         wy = b == 0 ? 1.0 - fractions[1][k] : fractions[1][k], wab = wx * wy;
+            if constexpr (Dim == 3) {
+              const double fz = fractions[Dim - 1][k];
+              line[0] += q * (wab * (1.0 - fz));
+              line[1] += q * (wab * fz);
+            } else {
+              line[0] += q * wab;
+            }
           }
-      } else {
-        const double wx[2] = {1.0 - fxs[k], fxs[k]}, wy[2] = {1.0 - fys[k], fys[k]},
-                     wz[2] = {1.0 - fzs[k], fzs[k]};
-        for (int a = 0; a < 2; ++a)
-          for (int b = 0; b < 2; ++b) {
-            const double wab = wx[a] * wy[b];
-            G* HWY_RESTRICT line = ne + n0 + a * row + b * col;
-            for (int c = 0; c < 2; ++c) line[c] += q * (wab * wz[c]);
-          }
-      }
+        }
     }
     i += m;
   }
@@ -1340,9 +1166,19 @@ long long Cic3VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY
   sums.momentum += hn::GetLane(hn::SumOfLanes(d, momentum));
   return i;
 }
-PIC_VECTORS_OF(Cic3Vectors, Cic3VectorsOf, double, double)
-PIC_VECTORS_OF(Cic3VectorsInt, Cic3VectorsOf, double, std::int64_t)
-PIC_VECTORS_OF(Cic3VectorsIntF, Cic3VectorsOf, float, std::int64_t)
+// The entry points HWY_EXPORT names: 2D and 3D, double and float particles, real and integer
+// grids.
+#define PIC_VECTORS_OF(name, dim, R, G)                                                \
+  long long name(const Step<R>& s, long long begin, long long end, G* HWY_RESTRICT ne, \
+                 Sums& sums) {                                                         \
+    return VectorsOf<dim>(s, begin, end, ne, sums);                                    \
+  }
+PIC_VECTORS_OF(CicVectors, 2, double, double)
+PIC_VECTORS_OF(CicVectorsInt, 2, double, std::int64_t)
+PIC_VECTORS_OF(CicVectorsIntF, 2, float, std::int64_t)
+PIC_VECTORS_OF(Cic3Vectors, 3, double, double)
+PIC_VECTORS_OF(Cic3VectorsInt, 3, double, std::int64_t)
+PIC_VECTORS_OF(Cic3VectorsIntF, 3, float, std::int64_t)
 #undef PIC_VECTORS_OF
 #else
 // One lane: host_step.cpp's scalar loop does the work.
@@ -1370,61 +1206,39 @@ void Quanta(const double* HWY_RESTRICT w, long long n, std::int64_t* HWY_RESTRIC
 }
 
 // Cells [begin, end) of the cells (fill_cell_fields), every corner inside the grid: each
-// component's two pairs of adjacent corners (rounded to float for T = float) written as one
-// entry, streamed to memory.  Streamed: the table (8 MB in float, 16 in double, on a 512^2
-// grid, rewritten every step) is not read before it is written, so its writes skip the reads
-// of ordinary stores.  Fenced before the threads meet.  Measured by scripts/compare_picksc.sh.
-template <typename T>
-void CellsOf(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
-             long long begin, long long end, T* HWY_RESTRICT out) {
+// component's two pairs of adjacent corners rounded to float and written as one entry, streamed
+// to memory (the table, 8 MB on a 512^2 grid, is rewritten every step and not read before),
+// fenced before the threads meet.
+void FloatCells(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
+                long long begin, long long end, float* HWY_RESTRICT out) {
 #if !CUNUMPY_WIDE_VECTORS
   for (long long c = begin; c < end; ++c) {
     const long long at[4] = {c, c + 1, c + row, c + row + 1};
     for (int k = 0; k < 4; ++k) {
-      out[8 * c + k] = static_cast<T>(ex[at[k]]);
-      out[8 * c + 4 + k] = static_cast<T>(ey[at[k]]);
+      out[8 * c + k] = static_cast<float>(ex[at[k]]);
+      out[8 * c + 4 + k] = static_cast<float>(ey[at[k]]);
     }
   }
 #else
   const hn::CappedTag<double, 2> d2;
+  const hn::Rebind<float, decltype(d2)> f2;
+  const hn::CappedTag<float, 4> f4;
   const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 16 == 0;  // (a vector's storage)
-  if constexpr (std::is_same_v<T, float>) {
-    const hn::Rebind<float, decltype(d2)> f2;
-    const hn::CappedTag<float, 4> f4;
-    const auto entry = [&](const double* e, long long c) {
-      return hn::Combine(f4, hn::DemoteTo(f2, hn::LoadU(d2, e + c + row)),
-                         hn::DemoteTo(f2, hn::LoadU(d2, e + c)));
-    };
-    for (long long c = begin; c < end; ++c) {
-      if (aligned) {
-        hn::Stream(entry(ex, c), f4, out + 8 * c);
-        hn::Stream(entry(ey, c), f4, out + 8 * c + 4);
-      } else {
-        hn::StoreU(entry(ex, c), f4, out + 8 * c);
-        hn::StoreU(entry(ey, c), f4, out + 8 * c + 4);
-      }
-    }
-  } else {
-    for (long long c = begin; c < end; ++c) {
-      const double* from[4] = {ex + c, ex + c + row, ey + c, ey + c + row};
-      for (int k = 0; k < 4; ++k) {
-        if (aligned)
-          hn::Stream(hn::LoadU(d2, from[k]), d2, out + 8 * c + 2 * k);
-        else
-          hn::StoreU(hn::LoadU(d2, from[k]), d2, out + 8 * c + 2 * k);
-      }
+  const auto entry = [&](const double* e, long long c) {
+    return hn::Combine(f4, hn::DemoteTo(f2, hn::LoadU(d2, e + c + row)),
+                       hn::DemoteTo(f2, hn::LoadU(d2, e + c)));
+  };
+  for (long long c = begin; c < end; ++c) {
+    if (aligned) {
+      hn::Stream(entry(ex, c), f4, out + 8 * c);
+      hn::Stream(entry(ey, c), f4, out + 8 * c + 4);
+    } else {
+      hn::StoreU(entry(ex, c), f4, out + 8 * c);
+      hn::StoreU(entry(ey, c), f4, out + 8 * c + 4);
     }
   }
   hwy::FlushStream();
 #endif
-}
-void FloatCells(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
-                long long begin, long long end, float* HWY_RESTRICT out) {
-  CellsOf(ex, ey, row, begin, end, out);
-}
-void DoubleCells(const double* HWY_RESTRICT ex, const double* HWY_RESTRICT ey, long long row,
-                 long long begin, long long end, double* HWY_RESTRICT out) {
-  CellsOf(ex, ey, row, begin, end, out);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -1443,7 +1257,6 @@ HWY_EXPORT(Cic3VectorsInt);
 HWY_EXPORT(CicFloats3);
 HWY_EXPORT(Cic3VectorsIntF);
 HWY_EXPORT(FloatCells);
-HWY_EXPORT(DoubleCells);
 HWY_EXPORT(Quanta);
 
 bool host_vectors() {
@@ -1488,14 +1301,15 @@ void quanta(const double* w, long long n, std::int64_t* out) {
     HWY_STATIC_DISPATCH(Quanta)(w, n, out);
 }
 
-// Cell c's entry: E_x at its four corners (c, c + 1, c + row, c + row + 1), then E_y, in T:
-// the interior's cells by vectors (FloatCells, DoubleCells), the last row and column's (their
-// entries are never read) with zeros past the grid.
-template <typename T, typename Interior>
-void fill_cells(long long nodes, long long row, const double* ex, const double* ey,
-                std::vector<T>& cells, Interior interior_cells) {
+// Cell c's entry: E_x at its four corners (c, c + 1, c + row, c + row + 1), then E_y, in float:
+// the interior's cells by vectors (FloatCells, on the library's target, the baseline's under
+// `portable`), the last row and column's (their entries are never read) with zeros past the grid.
+void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
+                      std::vector<float>& cells) {
+  const auto interior_cells =
+      host_vectors() ? CUNUMPY_HOST_DISPATCH(FloatCells) : HWY_STATIC_DISPATCH(FloatCells);
   cells.resize(static_cast<std::size_t>(8 * nodes));
-  T* out = cells.data();
+  float* out = cells.data();
   const long long interior = std::max(0LL, nodes - row - 1);  // cells whose corners all exist
   constexpr long long kPart = 4096;
 #pragma omp parallel for schedule(static)
@@ -1504,26 +1318,10 @@ void fill_cells(long long nodes, long long row, const double* ex, const double* 
   for (long long c = interior; c < nodes; ++c) {
     const long long at[4] = {c, c + 1, c + row, c + row + 1};
     for (int k = 0; k < 4; ++k) {
-      out[8 * c + k] = at[k] < nodes ? static_cast<T>(ex[at[k]]) : T(0);
-      out[8 * c + 4 + k] = at[k] < nodes ? static_cast<T>(ey[at[k]]) : T(0);
+      out[8 * c + k] = at[k] < nodes ? static_cast<float>(ex[at[k]]) : 0.0f;
+      out[8 * c + 4 + k] = at[k] < nodes ? static_cast<float>(ey[at[k]]) : 0.0f;
     }
   }
-}
-
-// (The library's choice of target, as for the loops: the baseline's under `portable`.)
-void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
-                      std::vector<double>& cells) {
-  if (host_vectors())
-    fill_cells(nodes, row, ex, ey, cells, CUNUMPY_HOST_DISPATCH(DoubleCells));
-  else
-    fill_cells(nodes, row, ex, ey, cells, HWY_STATIC_DISPATCH(DoubleCells));
-}
-void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
-                      std::vector<float>& cells) {
-  if (host_vectors())
-    fill_cells(nodes, row, ex, ey, cells, CUNUMPY_HOST_DISPATCH(FloatCells));
-  else
-    fill_cells(nodes, row, ex, ey, cells, HWY_STATIC_DISPATCH(FloatCells));
 }
 
 }  // namespace pic::host_step

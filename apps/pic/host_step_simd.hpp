@@ -9,18 +9,15 @@
 
 namespace pic::host_step {
 
-// The field as the vector loop reads it: guarded node c (the cell whose lower corner it is)
-// holds the field at its four corners, E_x then E_y, in kernels::for_each_node's order (c,
-// c + 1, c + row, c + row + 1): 64 bytes, one load per particle and component gathered from one
-// line.  The last row and column of the guarded grid have no cell (their entries are unused).
-void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
-                      std::vector<double>& cells);
-
-// The same in float (32 bytes a cell), for the float lanes of cic_floats.
+// The field as the 2D float loop (cic_floats) reads it: guarded node c (the cell whose lower
+// corner it is) holds the field at its four corners, E_x then E_y, in kernels::for_each_node's
+// order (c, c + 1, c + row, c + row + 1), rounded to float: 32 bytes.  The last row and column
+// of the guarded grid have no cell (their entries are unused).
 void fill_cell_fields(long long nodes, long long row, const double* ex, const double* ey,
                       std::vector<float>& cells);
 
-// 2D CIC particles [begin, end) by whole vectors: the gather, push and move of a chunk with
+// 2D CIC particles [begin, end) by whole vectors (E from Step::exy): the gather, push and move
+// of a chunk with
 // vector instructions, its deposit (into the thread's guarded grid, double or int64) one
 // particle at a time.  Returns where it stopped (the rest is the scalar loop's); adds to
 // `sums`.  Returns begin when the CPU offers no vector target.

@@ -128,7 +128,7 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   for (auto& e : gex) e = u(gen) - 0.5;
   for (auto& e : gey) e = u(gen) - 0.5;
   for (auto& e : gez) e = u(gen) - 0.5;
-  std::vector<double> ex(g.nodes()), ey(g.nodes()), ez(g.nodes()), exy, cells;
+  std::vector<double> ex(g.nodes()), ey(g.nodes()), ez(g.nodes()), exy;
   std::vector<float> cells32, nodes32;
   const long long lz = three ? g.lnz + 2 * g.guard : 1;
   for (long long i = 0; i < g.lnx + 2 * g.guard; ++i)
@@ -143,7 +143,6 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
         ez[at] = gez[from];
       }
   interleave_fields(g.nodes(), ex.data(), ey.data(), three ? ez.data() : nullptr, exy);
-  if (!three) fill_cell_fields(g.nodes(), g.row(), ex.data(), ey.data(), cells);
   // Float particles on real grids: the step's arithmetic in float (the mini-app's fused step);
   // the scalar loop is the float loop one lane at a time.
   const bool floats = std::is_same_v<Real, float> && !integer && float_lanes;
@@ -236,8 +235,7 @@ CaseResult run_case(bool vectors, const CaseGrid& g = {}, bool integer = false,
   s.k_hi = g.z0 + g.lnz + g.guard - 1;
   s.whole_box = g.whole();
   s.exy = exy.data();
-  s.cells = vectors && !three ? cells.data() : nullptr;
-  s.vectors3 = vectors && three;
+  s.vectors = vectors;
   s.integer = integer;
   s.floats = floats;
   s.one_lane = floats && !vectors;
