@@ -271,280 +271,6 @@ HWY_INLINE void AddCell(double* HWY_RESTRICT sums, const double* HWY_RESTRICT w)
     hn::Store(hn::Add(hn::Load(d4, sums + k), hn::Load(d4, w + k)), d4, sums + k);
 }
 
-// Cells (mixed precision: Step::cx, cy): a particle's stencil is its cell and its offset, read
-// as they are; the move adds cell_dt v to the offset in float, moves the cell by the floor of
-// the sum and keeps the rest, below 1, as the new offset (a lane that left the box's cells
-// after the wrap, moved more than a box length or not finite, takes kernels::move_along).
-// Its deposit's weights come from the offsets as deposit_float_cic2 computes them, as the
-// deposit alone (host_step.cpp) does.
-template <bool Cells, class D>
-long long CicFloatsOf(D d, const Step<float>& s, long long begin, long long end,
-                      double* HWY_RESTRICT ne, Sums& sums) {
-  const hn::RebindToSigned<D> di;
-  using V = hn::Vec<D>;
-  const auto lanes = static_cast<long long>(hn::Lanes(d));
-  constexpr long long kChunk = kFloatChunk, kSub = 64;
-  // The entries straight from the table (x86's vectors of 8 or 16 floats), or copied first.
-  constexpr bool kFromTable = PIC_ENTRIES_FROM_TABLE && hn::MaxLanes(D()) >= 8;
-  if (lanes > kSub) return begin;
-  alignas(64) std::int32_t node[kChunk], cell[kSub];
-  // A chunk in four passes, each loop's dependency chains short so that more of its iterations
-  // overlap: E at each particle (into along_x, along_y); the push and the move (the new
-  // stencils' fractions into along_x, along_y, each particle's energy term v_old . v_new into
-  // terms); the deposit's weights (each particle's four side by side, add_float_cell's order)
-  // and the energy and momentum sums; the deposit.
-  alignas(64) float along_x[kChunk], along_y[kChunk], terms[kChunk];
-  alignas(64) double weights[4 * kChunk];
-  alignas(64) float entries[8 * kSub];
-  const int row = static_cast<int>(s.row);
-  const FloatStep f = float_step(s);
-  const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy), lx = hn::Set(d, f.lx),
-          ly = hn::Set(d, f.ly), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
-          below_lx = hn::Set(d, f.below_lx), below_ly = hn::Set(d, f.below_ly),
-          one = hn::Set(d, 1.0f), zero = hn::Zero(d);
-  // The stay region rounded inwards: a float inside it is inside the region in double.
-  const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
-          stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]);
-  const auto rows = hn::Set(di, row), base = hn::Set(di, static_cast<std::int32_t>(s.base));
-  auto energy = hn::Zero(hn::DFromV<decltype(Promoted(d, zero, WideLanes<D>()))>());
-  auto momentum = energy;
-  float* HWY_RESTRICT x = s.x;
-  float* HWY_RESTRICT y = s.y;
-  float* HWY_RESTRICT vx = s.vx;
-  float* HWY_RESTRICT vy = s.vy;
-  // Cells: the cells, the moves' factors (dt / cell size) and the cells per axis.
-  std::int32_t* HWY_RESTRICT cx = s.cx;
-  std::int32_t* HWY_RESTRICT cy = s.cy;
-  const V cdt_x = hn::Set(d, static_cast<float>(s.cell_dt[0])),
-          cdt_y = hn::Set(d, static_cast<float>(s.cell_dt[1])), below_one = hn::Set(d, 0.99999994f),
-          big = hn::Set(d, 8388608.0f);
-  // (Without cells, lx and ly are lengths, which need not fit an int32: unused then.)
-  const auto ncx = hn::Set(di, Cells ? static_cast<std::int32_t>(s.lx) : 0),
-             ncy = hn::Set(di, Cells ? static_cast<std::int32_t>(s.ly) : 0), zero_i = hn::Zero(di),
-             last_x = hn::Sub(ncx, hn::Set(di, 1)), last_y = hn::Sub(ncy, hn::Set(di, 1)),
-             minus_one = hn::Set(di, -1);
-  // The stay region's cells: (cell_lo, cell_hi) exclusive, the block's first cell - 1 and its
-  // end.
-  const auto cell_at = [&](double v) { return Cells ? static_cast<std::int32_t>(v) : 0; };
-  const std::int32_t cell_lo[2] = {cell_at(s.stay_lo[0]) - 1, cell_at(s.stay_lo[1]) - 1},
-                     cell_hi[2] = {cell_at(std::ceil(s.stay_hi[0])),
-                                   cell_at(std::ceil(s.stay_hi[1]))};
-  const auto cell_x0 = hn::Set(di, cell_lo[0]), cell_x1 = hn::Set(di, cell_hi[0]),
-             cell_y0 = hn::Set(di, cell_lo[1]), cell_y1 = hn::Set(di, cell_hi[1]);
-  const float* HWY_RESTRICT cells = s.cells32;
-  const double q = s.charge;
-  std::vector<std::int64_t>* leavers = s.leavers;
-  long long i = begin;
-  while (end - i >= lanes) {
-    const long long m = std::min(kChunk, (end - i) / lanes * lanes);
-    bool missed = false;
-    for (long long k = 0; k < m; k += lanes) {
-      if (k % kSub == 0) {  // the next sub-chunk's cells (their entries copied, or not)
-        const long long sub = std::min(kSub, m - k);
-        for (long long l = 0; l < sub; l += lanes) {
-          const long long p = i + k + l;
-          hn::Vec<decltype(di)> jx, jy;
-          if constexpr (Cells) {
-            jx = hn::LoadU(di, cx + p);
-            jy = hn::LoadU(di, cy + p);
-          } else {
-            jx = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
-            jy = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
-          }
-          hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, cell + l);
-        }
-        if constexpr (!kFromTable) CopyEntries(cells, cell, sub, entries);
-      }
-      const long long p = i + k;
-      // The field at x_n (truncation is floor for x >= 0).
-      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
-      V fx, fy;
-      if constexpr (Cells) {  // the offsets are the fractions
-        fx = x0;
-        fy = y0;
-      } else {
-        const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy);
-        fx = hn::Sub(sx, hn::ConvertTo(d, cv::TruncInRange(d, sx)));
-        fy = hn::Sub(sy, hn::ConvertTo(d, cv::TruncInRange(d, sy)));
-      }
-      const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy);
-      const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
-              w11 = hn::Mul(fx, fy);
-      V ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3;  // the components at the four corners
-#if PIC_ENTRIES_FROM_TABLE
-      if constexpr (kFromTable)
-        TableEntries(d, cells, cell + k % kSub, ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3);
-      else
-#endif
-        LoadEntries(d, entries + 8 * (k % kSub), ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3,
-                    WideLanes<D>());
-      const V e0 = hn::Add(hn::Add(hn::Mul(w00, ex0), hn::Mul(w01, ex1)),
-                           hn::Add(hn::Mul(w10, ex2), hn::Mul(w11, ex3)));
-      const V e1 = hn::Add(hn::Add(hn::Mul(w00, ey0), hn::Mul(w01, ey1)),
-                           hn::Add(hn::Mul(w10, ey2), hn::Mul(w11, ey3)));
-      hn::Store(e0, d, along_x + k);
-      hn::Store(e1, d, along_y + k);
-    }
-    for (long long k = 0; k < m; k += lanes) {
-      const long long p = i + k;
-      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p);
-      const V e0 = hn::Load(d, along_x + k), e1 = hn::Load(d, along_y + k);
-      // The push and the move.
-      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p);
-      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1));
-      hn::StoreU(nx, d, vx + p);
-      hn::StoreU(ny, d, vy + p);
-      hn::Store(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), d, terms + k);
-      if constexpr (Cells) {
-        const V tx = hn::Add(x0, hn::Mul(cdt_x, nx)), ty = hn::Add(y0, hn::Mul(cdt_y, ny));
-        // A sum of sane size (NaN fails the test) moves the cell by its floor; the other lanes
-        // are redone below.
-        const auto sane = hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big));
-        const V flx = hn::IfThenElseZero(sane, hn::Floor(tx)),
-                fly = hn::IfThenElseZero(sane, hn::Floor(ty));
-        auto kx = hn::Add(hn::LoadU(di, cx + p), cv::TruncInRange(d, flx));
-        auto ky = hn::Add(hn::LoadU(di, cy + p), cv::TruncInRange(d, fly));
-        kx = hn::IfThenElse(hn::Lt(kx, zero_i), hn::Add(kx, ncx), kx);
-        kx = hn::IfThenElse(hn::Gt(kx, last_x), hn::Sub(kx, ncx), kx);
-        ky = hn::IfThenElse(hn::Lt(ky, zero_i), hn::Add(ky, ncy), ky);
-        ky = hn::IfThenElse(hn::Gt(ky, last_y), hn::Sub(ky, ncy), ky);
-        V gx = hn::Min(hn::Sub(tx, flx), below_one), gy = hn::Min(hn::Sub(ty, fly), below_one);
-        // Lanes of sane sums that moved less than a box length (a cell index back in
-        // [0, cells) after one wrap).
-        const auto in_box = hn::And(hn::And(hn::Gt(kx, minus_one), hn::Lt(kx, ncx)),
-                                    hn::And(hn::Gt(ky, minus_one), hn::Lt(ky, ncy)));
-        const auto ok = hn::And(hn::RebindMask(d, in_box), sane);
-        if (!hn::AllTrue(d, ok)) [[unlikely]] {
-          // The others: kernels::move_along, lane by lane, from the stored cells and offsets.
-          constexpr long long kMax = HWY_MAX_BYTES / sizeof(float);
-          alignas(64) float ox_l[kMax], oy_l[kMax];
-          alignas(64) std::int32_t kx_l[kMax], ky_l[kMax];
-          for (long long l = 0; l < lanes; ++l) {
-            ox_l[l] = x[p + l];
-            oy_l[l] = y[p + l];
-            kx_l[l] = cx[p + l];
-            ky_l[l] = cy[p + l];
-            kernels::move_along(ox_l[l], kx_l + l, s.cell_dt[0] * vx[p + l], s.lx);
-            kernels::move_along(oy_l[l], ky_l + l, s.cell_dt[1] * vy[p + l], s.ly);
-          }
-          const auto ok_i = hn::RebindMask(di, ok);
-          gx = hn::IfThenElse(ok, gx, hn::LoadU(d, ox_l));
-          gy = hn::IfThenElse(ok, gy, hn::LoadU(d, oy_l));
-          kx = hn::IfThenElse(ok_i, kx, hn::LoadU(di, kx_l));
-          ky = hn::IfThenElse(ok_i, ky, hn::LoadU(di, ky_l));
-        }
-        hn::StoreU(gx, d, x + p);
-        hn::StoreU(gy, d, y + p);
-        hn::StoreU(kx, di, cx + p);
-        hn::StoreU(ky, di, cy + p);
-        if (leavers != nullptr) {  // the block's cells (StepGeometry::stay_lo in cell units)
-          const auto stays = hn::And(hn::And(hn::Gt(kx, cell_x0), hn::Lt(kx, cell_x1)),
-                                     hn::And(hn::Gt(ky, cell_y0), hn::Lt(ky, cell_y1)));
-          if (!hn::AllTrue(di, stays)) [[unlikely]]
-            for (long long l = p; l < p + lanes; ++l)
-              if (!(cx[l] > cell_lo[0] && cx[l] < cell_hi[0] && cy[l] > cell_lo[1] &&
-                    cy[l] < cell_hi[1]))
-                leavers->push_back(l);
-        }
-        // The stencil at x_{n+1}: the new cell and offset.
-        StoreImageNodes<2>(di, s, kx, ky, ky, node + k, sums, missed);
-        hn::Store(gx, d, along_x + k);
-        hn::Store(gy, d, along_y + k);
-        continue;
-      }
-      V px = hn::Add(x0, hn::Mul(dt, nx));
-      V py = hn::Add(y0, hn::Mul(dt, ny));
-      px = hn::IfThenElse(hn::Lt(px, zero), hn::Add(px, lx), px);
-      px = hn::IfThenElse(hn::Ge(px, lx), hn::Sub(px, lx), px);
-      py = hn::IfThenElse(hn::Lt(py, zero), hn::Add(py, ly), py);
-      py = hn::IfThenElse(hn::Ge(py, ly), hn::Sub(py, ly), py);
-      const auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
-                                  hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
-      if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
-        alignas(64) float lane[HWY_MAX_BYTES / sizeof(float)];
-        hn::StoreU(px, d, lane);
-        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.lx, s.lx);
-        px = hn::LoadU(d, lane);
-        hn::StoreU(py, d, lane);
-        for (long long l = 0; l < lanes; ++l) lane[l] = float_periodic(lane[l], f.ly, s.ly);
-        py = hn::LoadU(d, lane);
-      }
-      px = hn::Min(px, below_lx);  // a float in [0, L) as the arrays keep it
-      py = hn::Min(py, below_ly);
-      hn::StoreU(px, d, x + p);
-      hn::StoreU(py, d, y + p);
-      if (leavers != nullptr) {
-        const auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
-                                   hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
-        if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
-          AppendLeavers<2>(s, x, y, y, p, lanes);
-      }
-      // The stencil at x_{n+1}, for the deposit, at the image of it in the block.
-      const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy);
-      const auto kx = cv::TruncInRange(d, tx), ky = cv::TruncInRange(d, ty);
-      const V gx = hn::Sub(tx, hn::ConvertTo(d, kx)), gy = hn::Sub(ty, hn::ConvertTo(d, ky));
-      StoreImageNodes<2>(di, s, kx, ky, ky, node + k, sums, missed);
-      hn::Store(gx, d, along_x + k);
-      hn::Store(gy, d, along_y + k);
-    }
-    // The weights, and the sums of the energy terms and of the new v_x, lane by lane in order.
-    for (long long k = 0; k < m; k += lanes) {
-      const V gx = hn::Load(d, along_x + k), gy = hn::Load(d, along_y + k);
-#if PIC_WEIGHTS_PERMUTED
-      if constexpr (hn::MaxLanes(D()) == 16)
-        StoreWeightsPermuted(d, q, gx, gy, weights + 4 * k);
-      else
-#endif
-        StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
-      energy = hn::Add(energy, Promoted(d, hn::Load(d, terms + k), WideLanes<D>()));
-      momentum = hn::Add(momentum, Promoted(d, hn::LoadU(d, vx + i + k), WideLanes<D>()));
-    }
-    // The deposit into cell sums (add_float_cell, in double) in float_deposit_order: a whole
-    // chunk's quarters in turn, a shorter one (the range's last) in order; the test for
-    // stencils beyond the guards (counted above) only in chunks that have them.  (Written out
-    // with constant offsets: calling float_deposit_order per particle costs six instructions
-    // of an index where the deposit itself takes seven; the host-step tests compare the two.)
-    const auto deposit = [&](auto check) {
-      const auto one = [&](long long k) {
-        const long long c = node[k];
-        if (decltype(check)::value && c < 0) return;
-        AddCell(ne + 4 * c, weights + 4 * k);
-      };
-      if (m == kFloatChunk) {
-        for (long long k = 0; k < kFloatQuarter; ++k) {
-          one(k);
-          one(k + kFloatQuarter);
-          one(k + 2 * kFloatQuarter);
-          one(k + 3 * kFloatQuarter);
-        }
-      } else {
-        for (long long k = 0; k < m; ++k) one(k);
-      }
-    };
-    if (missed)
-      deposit(std::true_type{});
-    else
-      deposit(std::false_type{});
-    i += m;
-  }
-  const hn::DFromV<decltype(energy)> dd;
-  sums.energy += hn::GetLane(hn::SumOfLanes(dd, energy));
-  sums.momentum += hn::GetLane(hn::SumOfLanes(dd, momentum));
-  return i;
-}
-// Whole vectors, then the rest one lane at a time (or every particle so: Step::one_lane).
-template <bool Cells>
-long long CicFloatsIn(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
-                      Sums& sums) {
-  if (!s.one_lane) begin = CicFloatsOf<Cells>(hn::ScalableTag<float>(), s, begin, end, ne, sums);
-  return CicFloatsOf<Cells>(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
-}
-long long CicFloats(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
-                    Sums& sums) {
-  return s.cx != nullptr ? CicFloatsIn<true>(s, begin, end, ne, sums)
-                         : CicFloatsIn<false>(s, begin, end, ne, sums);
-}
-
 // The stencils of `count` particles (first node first[l]) copied from the lines along the last
 // axis they touch (2D: offsets 0, row; 3D: 0, col, row, row + col), each line's two nodes (kPer
 // values of T a node: E's components, then any padding) into at_node[2 * line + node], kPer a
@@ -641,27 +367,49 @@ HWY_INLINE void LoadNodes(D d, const float* HWY_RESTRICT at, V& c0, V& c1, V& c2
 }
 #endif
 
-// Cells (mixed precision): the 2D loop's moves along three axes.
-template <bool Cells, class D>
-long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end,
-                       double* HWY_RESTRICT ne, Sums& sums) {
+// Float particles with real grids (Step::floats), 2D and 3D CIC, in float lanes (twice
+// double's): each particle's gather, push, move and stencil in float (host_step.hpp's
+// float_stencil), the deposit's weights (from the float fractions, a vector at a time) and every
+// sum in double.  E in float: in 2D from the cells (Step::cells32: each particle's 32-byte entry,
+// read from the table on x86's wide vectors, elsewhere copied, then transposed a vector at a
+// time; the corners summed in pairs), in 3D from the nodes (Step::nodes32: a stencil's four
+// lines along z copied, the corners summed in for_each_node's order); the deposit into cell sums
+// in 2D (add_float_cell, in float_deposit_order), into nodes in 3D (add_float_cic3).  A chunk in
+// four passes, each loop's dependency chains short so that more of its iterations overlap: E at
+// each particle; the push and the move (the new stencils' fractions, each particle's energy term
+// v_old . v_new); the deposit's weights and the energy and momentum sums; the deposit.
+// D: the full vector, or one lane (CappedTag<float, 1>) for the rest of the particles: lane by
+// lane the same operations, so the same bits either way.
+// Cells (mixed precision: Step::cx, cy, cz): a particle's stencil is its cell and its offset,
+// read as they are; the move adds cell_dt v to the offset in float, moves the cell by the floor
+// of the sum and keeps the rest, below 1, as the new offset (a lane that left the box's cells
+// after the wrap, moved more than a box length or not finite, takes kernels::move_along).
+template <int Dim, bool Cells, class D>
+long long FloatsOf(D d, const Step<float>& s, long long begin, long long end,
+                   double* HWY_RESTRICT ne, Sums& sums) {
   const hn::RebindToSigned<D> di;
   using V = hn::Vec<D>;
   using VI = hn::Vec<decltype(di)>;
   const auto lanes = static_cast<long long>(hn::Lanes(d));
   // (A sub-chunk of 64: every vector up to SVE's 2048 bits, 64 floats, fits.)
-  constexpr long long kChunk = kChunk3, kSub = 64;
+  constexpr long long kChunk = Dim == 3 ? kChunk3 : kFloatChunk, kSub = 64;
+  // 2D: the entries straight from the table (x86's vectors of 8 or 16 floats), or copied first.
+  constexpr bool kFromTable = Dim == 2 && PIC_ENTRIES_FROM_TABLE && hn::MaxLanes(D()) >= 8;
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], first[kSub];
-  alignas(64) double share[8][kChunk];     // node (a, b, l) of the stencil at 4a + 2b + l
-  alignas(64) float at_node[8][4 * kSub];  // [2 * line + node along z][4 * particle + component]
+  alignas(64) float along_x[kChunk], along_y[kChunk], along_z[Dim == 3 ? kChunk : 1], terms[kChunk];
+  alignas(64) double weights[4 * kChunk];  // 2D: four a particle, add_float_cell's order
+  alignas(64) double share[Dim == 3 ? 8 : 1][kChunk];     // 3D: node (a, b, l) at 4a + 2b + l
+  alignas(64) float entries[Dim == 3 ? 1 : 8 * kSub];     // 2D: the copied entries
+  alignas(64) float at_node[Dim == 3 ? 8 : 1][4 * kSub];  // 3D: [2 line + node][4 p + axis]
   const long long row = s.row, col = s.col;
-  const FloatStep3 f = float_step3(s);
+  const FloatStep3 f = Dim == 3 ? float_step3(s) : FloatStep3{float_step(s), 0, 0, 0, 0, 0};
   const V inv_dx = hn::Set(d, f.inv_dx), inv_dy = hn::Set(d, f.inv_dy),
           inv_dz = hn::Set(d, f.inv_dz), lx = hn::Set(d, f.lx), ly = hn::Set(d, f.ly),
           lz = hn::Set(d, f.lz), dv = hn::Set(d, f.dv), dt = hn::Set(d, f.dt),
           below_lx = hn::Set(d, f.below_lx), below_ly = hn::Set(d, f.below_ly),
           below_lz = hn::Set(d, f.below_lz), one = hn::Set(d, 1.0f), zero = hn::Zero(d);
+  // The stay region rounded inwards: a float inside it is inside the region in double.
   const V stay_x0 = hn::Set(d, f.stay_lo[0]), stay_x1 = hn::Set(d, f.stay_hi[0]),
           stay_y0 = hn::Set(d, f.stay_lo[1]), stay_y1 = hn::Set(d, f.stay_hi[1]),
           stay_z0 = hn::Set(d, f.stay_lo_z), stay_z1 = hn::Set(d, f.stay_hi_z);
@@ -676,6 +424,8 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
   float* HWY_RESTRICT vx = s.vx;
   float* HWY_RESTRICT vy = s.vy;
   float* HWY_RESTRICT vz = s.vz;
+  // Cells: the cells, the moves' factors (dt / cell size) and the cells per axis (without
+  // cells, lx, ly, lz are lengths, which need not fit an int32: unused then).
   std::int32_t* HWY_RESTRICT cx = s.cx;
   std::int32_t* HWY_RESTRICT cy = s.cy;
   std::int32_t* HWY_RESTRICT cz = s.cz;
@@ -686,26 +436,26 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
   const auto cells_of = [&](double l) {
     return hn::Set(di, Cells ? static_cast<std::int32_t>(l) : 0);
   };
-  const VI ncx = cells_of(s.lx), ncy = cells_of(s.ly), ncz = cells_of(s.lz), zero_i = hn::Zero(di),
-           minus_one = hn::Set(di, -1);
+  const VI ncx = cells_of(s.lx), ncy = cells_of(s.ly), ncz = cells_of(Dim == 3 ? s.lz : 0.0),
+           zero_i = hn::Zero(di), minus_one = hn::Set(di, -1);
+  // The stay region's cells: (cell_lo, cell_hi) exclusive, the block's first cell - 1 and its end.
   const auto cell_at = [&](double v) { return Cells ? static_cast<std::int32_t>(v) : 0; };
-  std::int32_t cell_lo[3], cell_hi[3];
-  for (int a = 0; a < 3; ++a) {
+  std::int32_t cell_lo[3] = {0, 0, 0}, cell_hi[3] = {0, 0, 0};
+  for (int a = 0; a < Dim; ++a) {
     cell_lo[a] = cell_at(s.stay_lo[a]) - 1;
     cell_hi[a] = cell_at(std::ceil(s.stay_hi[a]));
   }
   const VI cell_x0 = hn::Set(di, cell_lo[0]), cell_x1 = hn::Set(di, cell_hi[0]),
            cell_y0 = hn::Set(di, cell_lo[1]), cell_y1 = hn::Set(di, cell_hi[1]),
            cell_z0 = hn::Set(di, cell_lo[2]), cell_z1 = hn::Set(di, cell_hi[2]);
-  const float* HWY_RESTRICT nodes = s.nodes32;
   const double q = s.charge;
   std::vector<std::int64_t>* leavers = s.leavers;
   long long i = begin;
   while (end - i >= lanes) {
     const long long m = std::min(kChunk, (end - i) / lanes * lanes);
     bool missed = false;
-    for (long long k = 0; k < m; k += lanes) {
-      if (k % kSub == 0) {  // the next sub-chunk's stencils, copied in particle order
+    for (long long k = 0; k < m; k += lanes) {  // E at x_n
+      if (k % kSub == 0) {  // the next sub-chunk's stencils (their E copied, or not)
         const long long sub = std::min(kSub, m - k);
         for (long long l = 0; l < sub; l += lanes) {
           const long long p = i + k + l;
@@ -713,61 +463,92 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           if constexpr (Cells) {
             jx = hn::LoadU(di, cx + p);
             jy = hn::LoadU(di, cy + p);
-            jz = hn::LoadU(di, cz + p);
+            jz = Dim == 3 ? hn::LoadU(di, cz + p) : jy;
           } else {
             jx = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, x + p), inv_dx));
             jy = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, y + p), inv_dy));
-            jz = cv::TruncInRange(d, hn::Mul(hn::LoadU(d, z + p), inv_dz));
+            jz = Dim == 3 ? cv::TruncInRange(d, hn::Mul(hn::LoadU(d, z + p), inv_dz)) : jy;
           }
-          hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base), di,
-                     first + l);
+          if constexpr (Dim == 3)
+            hn::StoreU(hn::Add(hn::Add(hn::Add(hn::Mul(jx, rows), hn::Mul(jy, cols)), jz), base),
+                       di, first + l);
+          else
+            hn::StoreU(hn::Add(hn::Add(hn::Mul(jx, rows), jy), base), di, first + l);
         }
-        CopyLines<4, 4>(nodes, first, sub, row, col, at_node);
+        if constexpr (Dim == 3)
+          CopyLines<4, 4>(s.nodes32, first, sub, row, col, at_node);
+        else if constexpr (!kFromTable)
+          CopyEntries(s.cells32, first, sub, entries);
       }
       const long long p = i + k;
-      // The field at x_n (truncation is floor for x >= 0).
-      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p), z0 = hn::LoadU(d, z + p);
-      V fx, fy, fz;
-      if constexpr (Cells) {  // the offsets are the fractions
-        fx = x0;
-        fy = y0;
-        fz = z0;
-      } else {
-        const V sx = hn::Mul(x0, inv_dx), sy = hn::Mul(y0, inv_dy), sz = hn::Mul(z0, inv_dz);
-        fx = hn::Sub(sx, hn::ConvertTo(d, cv::TruncInRange(d, sx)));
-        fy = hn::Sub(sy, hn::ConvertTo(d, cv::TruncInRange(d, sy)));
-        fz = hn::Sub(sz, hn::ConvertTo(d, cv::TruncInRange(d, sz)));
-      }
+      // (Truncation is floor for x >= 0; with cells the offsets are the fractions.)
+      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p),
+              z0 = Dim == 3 ? hn::LoadU(d, z + p) : zero;
+      const auto fraction = [&](V p0, V inv) {
+        if constexpr (Cells) return p0;
+        const V t = hn::Mul(p0, inv);
+        return hn::Sub(t, hn::ConvertTo(d, cv::TruncInRange(d, t)));
+      };
+      const V fx = fraction(x0, inv_dx), fy = fraction(y0, inv_dy),
+              fz = Dim == 3 ? fraction(z0, inv_dz) : zero;
       const V ax = hn::Sub(one, fx), ay = hn::Sub(one, fy), az = hn::Sub(one, fz);
       const V w00 = hn::Mul(ax, ay), w01 = hn::Mul(ax, fy), w10 = hn::Mul(fx, ay),
               w11 = hn::Mul(fx, fy);
-      V e0 = zero, e1 = zero, e2 = zero;
-      const long long at = 4 * (k % kSub);
-      GatherCorners3(
-          w00, w01, w10, w11, az, fz,
-          [&](int line_node, V& c0, V& c1, V& c2) {
-            LoadNodes(d, at_node[line_node] + at, c0, c1, c2, WideLanes<D>());
-          },
-          e0, e1, e2);
-      // The push and the move.
-      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p), oz = hn::LoadU(d, vz + p);
-      const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
-              nz = hn::Add(oz, hn::Mul(dv, e2));
+      if constexpr (Dim == 3) {
+        V e0 = zero, e1 = zero, e2 = zero;
+        const long long at = 4 * (k % kSub);
+        GatherCorners3(
+            w00, w01, w10, w11, az, fz,
+            [&](int line_node, V& c0, V& c1, V& c2) {
+              LoadNodes(d, at_node[line_node] + at, c0, c1, c2, WideLanes<D>());
+            },
+            e0, e1, e2);
+        hn::Store(e0, d, along_x + k);
+        hn::Store(e1, d, along_y + k);
+        hn::Store(e2, d, along_z + k);
+      } else {
+        V ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3;  // the components at the four corners
+#if PIC_ENTRIES_FROM_TABLE
+        if constexpr (kFromTable)
+          TableEntries(d, s.cells32, first + k % kSub, ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3);
+        else
+#endif
+          LoadEntries(d, entries + 8 * (k % kSub), ex0, ex1, ex2, ex3, ey0, ey1, ey2, ey3,
+                      WideLanes<D>());
+        hn::Store(hn::Add(hn::Add(hn::Mul(w00, ex0), hn::Mul(w01, ex1)),
+                          hn::Add(hn::Mul(w10, ex2), hn::Mul(w11, ex3))),
+                  d, along_x + k);
+        hn::Store(hn::Add(hn::Add(hn::Mul(w00, ey0), hn::Mul(w01, ey1)),
+                          hn::Add(hn::Mul(w10, ey2), hn::Mul(w11, ey3))),
+                  d, along_y + k);
+      }
+    }
+    for (long long k = 0; k < m; k += lanes) {  // the push, the move, the new stencils
+      const long long p = i + k;
+      const V x0 = hn::LoadU(d, x + p), y0 = hn::LoadU(d, y + p),
+              z0 = Dim == 3 ? hn::LoadU(d, z + p) : zero;
+      const V ox = hn::LoadU(d, vx + p), oy = hn::LoadU(d, vy + p),
+              oz = Dim == 3 ? hn::LoadU(d, vz + p) : zero;
+      const V nx = hn::Add(ox, hn::Mul(dv, hn::Load(d, along_x + k))),
+              ny = hn::Add(oy, hn::Mul(dv, hn::Load(d, along_y + k))),
+              nz = Dim == 3 ? hn::Add(oz, hn::Mul(dv, hn::Load(d, along_z + k))) : zero;
       hn::StoreU(nx, d, vx + p);
       hn::StoreU(ny, d, vy + p);
-      hn::StoreU(nz, d, vz + p);
-      const V e = hn::Add(hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny)), hn::Mul(oz, nz));
-      energy = hn::Add(energy, Promoted(d, e, WideLanes<D>()));
-      momentum = hn::Add(momentum, Promoted(d, nx, WideLanes<D>()));
-      V gx, gy, gz;
-      VI kx, ky, kz;
+      V term = hn::Add(hn::Mul(ox, nx), hn::Mul(oy, ny));
+      if constexpr (Dim == 3) {
+        hn::StoreU(nz, d, vz + p);
+        term = hn::Add(term, hn::Mul(oz, nz));
+      }
+      hn::Store(term, d, terms + k);
+      V gx, gy, gz = zero;
+      VI kx, ky, kz = zero_i;
       if constexpr (Cells) {
         const V tx = hn::Add(x0, hn::Mul(cdt_x, nx)), ty = hn::Add(y0, hn::Mul(cdt_y, ny)),
-                tz = hn::Add(z0, hn::Mul(cdt_z, nz));
+                tz = Dim == 3 ? hn::Add(z0, hn::Mul(cdt_z, nz)) : zero;
         // A sum of sane size (NaN fails the test) moves the cell by its floor, once wrapped;
         // the other lanes are redone below.
-        const auto sane = hn::And(hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big)),
-                                  hn::Lt(hn::Abs(tz), big));
+        auto sane = hn::And(hn::Lt(hn::Abs(tx), big), hn::Lt(hn::Abs(ty), big));
+        if constexpr (Dim == 3) sane = hn::And(sane, hn::Lt(hn::Abs(tz), big));
         const auto along = [&](V t, const std::int32_t* HWY_RESTRICT c, VI n, V& g, VI& cell) {
           const V fl = hn::IfThenElseZero(sane, hn::Floor(t));
           cell = hn::Add(hn::LoadU(di, c + p), cv::TruncInRange(d, fl));
@@ -776,9 +557,9 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           g = hn::Min(hn::Sub(t, fl), below_one);
           return hn::And(hn::Gt(cell, minus_one), hn::Lt(cell, n));
         };
-        const auto in_x = along(tx, cx, ncx, gx, kx), in_y = along(ty, cy, ncy, gy, ky),
-                   in_z = along(tz, cz, ncz, gz, kz);
-        const auto ok = hn::And(hn::RebindMask(d, hn::And(hn::And(in_x, in_y), in_z)), sane);
+        auto in_box = hn::And(along(tx, cx, ncx, gx, kx), along(ty, cy, ncy, gy, ky));
+        if constexpr (Dim == 3) in_box = hn::And(in_box, along(tz, cz, ncz, gz, kz));
+        const auto ok = hn::And(hn::RebindMask(d, in_box), sane);
         if (!hn::AllTrue(d, ok)) [[unlikely]] {
           // The others: kernels::move_along, lane by lane, from the stored cells and offsets.
           constexpr long long kMax = HWY_MAX_BYTES / sizeof(float);
@@ -788,7 +569,7 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           std::int32_t* HWY_RESTRICT cell[3] = {cx, cy, cz};
           const float* HWY_RESTRICT velocity[3] = {vx, vy, vz};
           const double length[3] = {s.lx, s.ly, s.lz};
-          for (int a = 0; a < 3; ++a)
+          for (int a = 0; a < Dim; ++a)
             for (long long l = 0; l < lanes; ++l) {
               o_l[a][l] = offset[a][p + l];
               k_l[a][l] = cell[a][p + l];
@@ -798,26 +579,33 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           const auto ok_i = hn::RebindMask(di, ok);
           gx = hn::IfThenElse(ok, gx, hn::LoadU(d, o_l[0]));
           gy = hn::IfThenElse(ok, gy, hn::LoadU(d, o_l[1]));
-          gz = hn::IfThenElse(ok, gz, hn::LoadU(d, o_l[2]));
           kx = hn::IfThenElse(ok_i, kx, hn::LoadU(di, k_l[0]));
           ky = hn::IfThenElse(ok_i, ky, hn::LoadU(di, k_l[1]));
-          kz = hn::IfThenElse(ok_i, kz, hn::LoadU(di, k_l[2]));
+          if constexpr (Dim == 3) {
+            gz = hn::IfThenElse(ok, gz, hn::LoadU(d, o_l[2]));
+            kz = hn::IfThenElse(ok_i, kz, hn::LoadU(di, k_l[2]));
+          }
         }
         hn::StoreU(gx, d, x + p);
         hn::StoreU(gy, d, y + p);
-        hn::StoreU(gz, d, z + p);
         hn::StoreU(kx, di, cx + p);
         hn::StoreU(ky, di, cy + p);
-        hn::StoreU(kz, di, cz + p);
+        if constexpr (Dim == 3) {
+          hn::StoreU(gz, d, z + p);
+          hn::StoreU(kz, di, cz + p);
+        }
         if (leavers != nullptr) {  // the block's cells (StepGeometry::stay_lo in cell units)
-          const auto stays = hn::And(hn::And(hn::And(hn::Gt(kx, cell_x0), hn::Lt(kx, cell_x1)),
-                                             hn::And(hn::Gt(ky, cell_y0), hn::Lt(ky, cell_y1))),
-                                     hn::And(hn::Gt(kz, cell_z0), hn::Lt(kz, cell_z1)));
+          auto stays = hn::And(hn::And(hn::Gt(kx, cell_x0), hn::Lt(kx, cell_x1)),
+                               hn::And(hn::Gt(ky, cell_y0), hn::Lt(ky, cell_y1)));
+          if constexpr (Dim == 3)
+            stays = hn::And(stays, hn::And(hn::Gt(kz, cell_z0), hn::Lt(kz, cell_z1)));
+          const std::int32_t* c[3] = {cx, cy, cz};
           if (!hn::AllTrue(di, stays)) [[unlikely]]
-            for (long long l = p; l < p + lanes; ++l)
-              if (!(cx[l] > cell_lo[0] && cx[l] < cell_hi[0] && cy[l] > cell_lo[1] &&
-                    cy[l] < cell_hi[1] && cz[l] > cell_lo[2] && cz[l] < cell_hi[2]))
-                leavers->push_back(l);
+            for (long long l = p; l < p + lanes; ++l) {
+              bool in = true;
+              for (int a = 0; a < Dim; ++a) in = in && c[a][l] > cell_lo[a] && c[a][l] < cell_hi[a];
+              if (!in) leavers->push_back(l);
+            }
         }
       } else {
         const auto wrap = [&](V t, const V l) {
@@ -826,10 +614,10 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
         };
         V px = wrap(hn::Add(x0, hn::Mul(dt, nx)), lx);
         V py = wrap(hn::Add(y0, hn::Mul(dt, ny)), ly);
-        V pz = wrap(hn::Add(z0, hn::Mul(dt, nz)), lz);
-        const auto inside = hn::And(hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
-                                            hn::And(hn::Ge(py, zero), hn::Lt(py, ly))),
-                                    hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
+        V pz = Dim == 3 ? wrap(hn::Add(z0, hn::Mul(dt, nz)), lz) : zero;
+        auto inside = hn::And(hn::And(hn::Ge(px, zero), hn::Lt(px, lx)),
+                              hn::And(hn::Ge(py, zero), hn::Lt(py, ly)));
+        if constexpr (Dim == 3) inside = hn::And(inside, hn::And(hn::Ge(pz, zero), hn::Lt(pz, lz)));
         if (!hn::AllTrue(d, inside)) [[unlikely]] {  // moved more than a box length
           const auto periodic = [&](V v, float lf, double l) {
             alignas(64) float lane[HWY_MAX_BYTES / sizeof(float)];
@@ -839,41 +627,91 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
           };
           px = periodic(px, f.lx, s.lx);
           py = periodic(py, f.ly, s.ly);
-          pz = periodic(pz, f.lz, s.lz);
+          if constexpr (Dim == 3) pz = periodic(pz, f.lz, s.lz);
         }
         px = hn::Min(px, below_lx);  // a float in [0, L) as the arrays keep it
         py = hn::Min(py, below_ly);
-        pz = hn::Min(pz, below_lz);
         hn::StoreU(px, d, x + p);
         hn::StoreU(py, d, y + p);
-        hn::StoreU(pz, d, z + p);
+        if constexpr (Dim == 3) {
+          pz = hn::Min(pz, below_lz);
+          hn::StoreU(pz, d, z + p);
+        }
         if (leavers != nullptr) {
-          const auto stays = hn::And(hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
-                                             hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1))),
-                                     hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
+          auto stays = hn::And(hn::And(hn::Ge(px, stay_x0), hn::Le(px, stay_x1)),
+                               hn::And(hn::Ge(py, stay_y0), hn::Le(py, stay_y1)));
+          if constexpr (Dim == 3)
+            stays = hn::And(stays, hn::And(hn::Ge(pz, stay_z0), hn::Le(pz, stay_z1)));
           if (!hn::AllTrue(d, stays)) [[unlikely]]  // NaN fails the tests: it leaves
-            AppendLeavers<3>(s, x, y, z, p, lanes);
+            AppendLeavers<Dim>(s, x, y, z, p, lanes);
         }
         // The stencil at x_{n+1}.
         const V tx = hn::Mul(px, inv_dx), ty = hn::Mul(py, inv_dy), tz = hn::Mul(pz, inv_dz);
         kx = cv::TruncInRange(d, tx);
         ky = cv::TruncInRange(d, ty);
-        kz = cv::TruncInRange(d, tz);
         gx = hn::Sub(tx, hn::ConvertTo(d, kx));
         gy = hn::Sub(ty, hn::ConvertTo(d, ky));
-        gz = hn::Sub(tz, hn::ConvertTo(d, kz));
+        if constexpr (Dim == 3) {
+          kz = cv::TruncInRange(d, tz);
+          gz = hn::Sub(tz, hn::ConvertTo(d, kz));
+        }
       }
       // The deposit's stencil at x_{n+1}, at the image of it in the block.
-      StoreImageNodes<3>(di, s, kx, ky, kz, node + k, sums, missed);
-      StoreWeights3(d, q, gx, gy, gz, share, k, WideLanes<D>());
+      StoreImageNodes<Dim>(di, s, kx, ky, kz, node + k, sums, missed);
+      hn::Store(gx, d, along_x + k);
+      hn::Store(gy, d, along_y + k);
+      if constexpr (Dim == 3) hn::Store(gz, d, along_z + k);
     }
-    // The deposit (add_float_cic3), particle after particle.
-    for (long long k = 0; k < m; ++k) {
-      const long long c = node[k];
-      if (missed && c < 0) continue;  // beyond the guards: counted above
-      const double w[8] = {share[0][k], share[1][k], share[2][k], share[3][k],
-                           share[4][k], share[5][k], share[6][k], share[7][k]};
-      add_float_cic3(ne, c, row, col, w);
+    // The weights, and the sums of the energy terms and of the new v_x, lane by lane in order.
+    for (long long k = 0; k < m; k += lanes) {
+      const V gx = hn::Load(d, along_x + k), gy = hn::Load(d, along_y + k);
+      if constexpr (Dim == 3) {
+        StoreWeights3(d, q, gx, gy, hn::Load(d, along_z + k), share, k, WideLanes<D>());
+      } else {
+#if PIC_WEIGHTS_PERMUTED
+        if constexpr (hn::MaxLanes(D()) == 16)
+          StoreWeightsPermuted(d, q, gx, gy, weights + 4 * k);
+        else
+#endif
+          StoreWeights(d, q, gx, gy, weights + 4 * k, WideLanes<D>());
+      }
+      energy = hn::Add(energy, Promoted(d, hn::Load(d, terms + k), WideLanes<D>()));
+      momentum = hn::Add(momentum, Promoted(d, hn::LoadU(d, vx + i + k), WideLanes<D>()));
+    }
+    if constexpr (Dim == 3) {  // the deposit (add_float_cic3), particle after particle
+      for (long long k = 0; k < m; ++k) {
+        const long long c = node[k];
+        if (missed && c < 0) continue;  // beyond the guards: counted above
+        const double w[8] = {share[0][k], share[1][k], share[2][k], share[3][k],
+                             share[4][k], share[5][k], share[6][k], share[7][k]};
+        add_float_cic3(ne, c, row, col, w);
+      }
+    } else {
+      // The deposit into cell sums (add_float_cell) in float_deposit_order: a whole chunk's
+      // quarters in turn, a shorter one (the range's last) in order; the test for stencils
+      // beyond the guards (counted above) only in chunks that have them.  (Written out with
+      // constant offsets; the host-step tests compare it with float_deposit_order.)
+      const auto deposit = [&](auto check) {
+        const auto one = [&](long long k) {
+          const long long c = node[k];
+          if (decltype(check)::value && c < 0) return;
+          AddCell(ne + 4 * c, weights + 4 * k);
+        };
+        if (m == kFloatChunk) {
+          for (long long k = 0; k < kFloatQuarter; ++k) {
+            one(k);
+            one(k + kFloatQuarter);
+            one(k + 2 * kFloatQuarter);
+            one(k + 3 * kFloatQuarter);
+          }
+        } else {
+          for (long long k = 0; k < m; ++k) one(k);
+        }
+      };
+      if (missed)
+        deposit(std::true_type{});
+      else
+        deposit(std::false_type{});
     }
     i += m;
   }
@@ -882,16 +720,22 @@ long long CicFloats3Of(D d, const Step<float>& s, long long begin, long long end
   sums.momentum += hn::GetLane(hn::SumOfLanes(dd, momentum));
   return i;
 }
-template <bool Cells>
-long long CicFloats3In(const Step<float>& s, long long begin, long long end,
-                       double* HWY_RESTRICT ne, Sums& sums) {
-  if (!s.one_lane) begin = CicFloats3Of<Cells>(hn::ScalableTag<float>(), s, begin, end, ne, sums);
-  return CicFloats3Of<Cells>(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+// Whole vectors, then the rest one lane at a time (or every particle so: Step::one_lane).
+template <int Dim, bool Cells>
+long long FloatsIn(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                   Sums& sums) {
+  if (!s.one_lane) begin = FloatsOf<Dim, Cells>(hn::ScalableTag<float>(), s, begin, end, ne, sums);
+  return FloatsOf<Dim, Cells>(hn::CappedTag<float, 1>(), s, begin, end, ne, sums);
+}
+long long CicFloats(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
+                    Sums& sums) {
+  return s.cx != nullptr ? FloatsIn<2, true>(s, begin, end, ne, sums)
+                         : FloatsIn<2, false>(s, begin, end, ne, sums);
 }
 long long CicFloats3(const Step<float>& s, long long begin, long long end, double* HWY_RESTRICT ne,
                      Sums& sums) {
-  return s.cx != nullptr ? CicFloats3In<true>(s, begin, end, ne, sums)
-                         : CicFloats3In<false>(s, begin, end, ne, sums);
+  return s.cx != nullptr ? FloatsIn<3, true>(s, begin, end, ne, sums)
+                         : FloatsIn<3, false>(s, begin, end, ne, sums);
 }
 
 // The double loops below need more than one lane (the scalar target runs the scalar loop).
