@@ -332,104 +332,58 @@ PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G
   return sums;
 }
 
-template <bool Cells, typename R, typename G>
-CUNUMPY_HOST_CLONES Sums range_1d_cic(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<1, 1, Cells>(s, b, e, ne);
-}
-template <bool Cells, typename R, typename G>
-CUNUMPY_HOST_CLONES Sums range_1d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<1, 2, Cells>(s, b, e, ne);
-}
-template <bool Cells, typename R, typename G>
-CUNUMPY_HOST_CLONES Sums range_2d_cic(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<2, 1, Cells>(s, b, e, ne);
-}
-template <bool Cells, typename R, typename G>
-CUNUMPY_HOST_CLONES Sums range_2d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<2, 2, Cells>(s, b, e, ne);
+// The scalar loop of a dimension and order, compiled for the host's x86-64 levels.
+template <int Dim, int Order, bool Cells, typename R, typename G>
+CUNUMPY_HOST_CLONES Sums scalar_range(const Step<R>& s, long long b, long long e, G* ne) {
+  return range<Dim, Order, Cells>(s, b, e, ne);
 }
 
-template <bool Cells, typename R, typename G>
-CUNUMPY_HOST_CLONES Sums range_3d_cic(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<3, 1, Cells>(s, b, e, ne);
-}
-template <bool Cells, typename R, typename G>
-CUNUMPY_HOST_CLONES Sums range_3d_tsc(const Step<R>& s, long long b, long long e, G* ne) {
-  return range<3, 2, Cells>(s, b, e, ne);
+// f(Dim, Order, Cells) as integral constants, for the step's dimension, order and particles
+// (cells: mixed precision's cells and offsets).
+template <typename R, typename F>
+decltype(auto) by_shape(const StepGeometry& s, const R* cx, F&& f) {
+  using std::integral_constant;
+  const auto order = [&](auto dim) -> decltype(auto) {
+    const auto cells = [&](auto o) -> decltype(auto) {
+      return cx != nullptr ? f(dim, o, std::true_type{}) : f(dim, o, std::false_type{});
+    };
+    return s.order == 1 ? cells(integral_constant<int, 1>{}) : cells(integral_constant<int, 2>{});
+  };
+  if (s.dim == 3) return order(integral_constant<int, 3>{});
+  if (s.dim == 2) return order(integral_constant<int, 2>{});
+  return order(integral_constant<int, 1>{});
 }
 
-// The float step's loops run (float particles, StepGeometry::floats on a 2D CIC step with
-// real grids), and deposit into cell sums.
+// The float step's loops run (float particles, StepGeometry::floats on a 2D or 3D CIC step
+// with real grids): 2D deposits into cell sums.
 template <typename R>
 bool float_lanes(const Step<R>& s) {
   return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 2 && s.order == 1;
 }
-// The same in 3D (cic3_floats), into node grids.
 template <typename R>
 bool float_lanes3(const Step<R>& s) {
   return std::is_same_v<R, float> && s.floats && !s.integer && s.dim == 3 && s.order == 1;
 }
 
-// Mixed precision's particles (cells and offsets): the scalar loops.
-template <typename R, typename G>
-Sums range_in_cells(const Step<R>& s, long long begin, long long end, G* ne) {
-  if (s.dim == 3)
-    return s.order == 1 ? range_3d_cic<true>(s, begin, end, ne)
-                        : range_3d_tsc<true>(s, begin, end, ne);
-  if (s.dim == 1)
-    return s.order == 1 ? range_1d_cic<true>(s, begin, end, ne)
-                        : range_1d_tsc<true>(s, begin, end, ne);
-  return s.order == 1 ? range_2d_cic<true>(s, begin, end, ne)
-                      : range_2d_tsc<true>(s, begin, end, ne);
-}
-
+// Whole vectors of particles first (2D and 3D CIC: the float lanes take every particle, the
+// double vectors stop before the last partial vector), the rest by the scalar loop.
 template <typename R, typename G>
 Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
-  if constexpr (std::is_same_v<R, float>)
-    if (s.cx != nullptr) {
-      Sums v;  // 2D and 3D CIC, real grids: the float lanes
-      if constexpr (std::is_same_v<G, double>) {
-        if (float_lanes(s)) {
-          begin = cic_floats(s, begin, end, ne, v);
-          assert(begin == end);  // the rest would be deposited into nodes
-        }
-        if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);
-      }
-      const Sums rest = range_in_cells(s, begin, end, ne);
-      return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
-                  v.undeposited + rest.undeposited};
-    }
-  if (s.dim == 3) {
-    if (s.order == 2) return range_3d_tsc<false>(s, begin, end, ne);
-    Sums v;  // 3D CIC: whole vectors of particles first, the rest by the scalar loop
-    if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
-      if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);  // every particle
-    } else {
-      if (s.vectors) begin = cic3_vectors(s, begin, end, ne, v);
-    }
-    const Sums rest = range_3d_cic<false>(s, begin, end, ne);
-    return Sums{v.energy + rest.energy, v.momentum + rest.momentum,
-                v.undeposited + rest.undeposited};
-  }
-  if (s.dim == 1)
-    return s.order == 1 ? range_1d_cic<false>(s, begin, end, ne)
-                        : range_1d_tsc<false>(s, begin, end, ne);
-  if (s.order == 2) return range_2d_tsc<false>(s, begin, end, ne);
-  // 2D CIC: whole vectors of particles first (host_step_simd.cpp), the rest by the scalar loop.
   Sums v;
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
-    if (float_lanes(s)) {  // float arithmetic, every particle (into cell sums)
-      begin = cic_floats(s, begin, end, ne, v);
-      assert(begin == end);
-    }
+    if (float_lanes(s)) begin = cic_floats(s, begin, end, ne, v);
+    if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);
   } else {
-    if (s.vectors) begin = cic_vectors(s, begin, end, ne, v);
+    if (s.vectors && s.cx == nullptr)  // (not for cells: mixed precision's integer grids)
+      begin = s.dim == 3 ? cic3_vectors(s, begin, end, ne, v) : cic_vectors(s, begin, end, ne, v);
   }
-  const Sums rest = range_2d_cic<false>(s, begin, end, ne);
+  const Sums rest = by_shape(s, s.cx, [&](auto dim, auto order, auto cells) {
+    return scalar_range<dim(), order(), cells()>(s, begin, end, ne);
+  });
   return Sums{v.energy + rest.energy, v.momentum + rest.momentum, v.undeposited + rest.undeposited};
 }
 
-template <int Dim, int Order, bool Cells = false, typename R, typename G>
+template <int Dim, int Order, bool Cells, typename R, typename G>
 long long deposit_range(const Step<R>& s, long long begin, long long end, G* ne) {
   long long missed = 0;
   for (long long i = begin; i < end; ++i)
@@ -508,30 +462,14 @@ long long deposit_range_floats(const Step<float>& s, long long begin, long long 
 
 template <typename R, typename G>
 long long deposit_of(const Step<R>& s, long long begin, long long end, G* ne) {
-  // The float step (single and mixed precision): into cell sums in 2D, as its push deposits.
+  // The float step (single and mixed precision): as its loops deposit after the move.
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
     if (float_lanes(s)) return deposit_range_floats<2>(s, begin, end, ne);
     if (float_lanes3(s)) return deposit_range_floats<3>(s, begin, end, ne);
   }
-  if constexpr (std::is_same_v<R, float>)
-    if (s.cx != nullptr) {
-      if (s.dim == 3)
-        return s.order == 1 ? deposit_range<3, 1, true>(s, begin, end, ne)
-                            : deposit_range<3, 2, true>(s, begin, end, ne);
-      if (s.dim == 1)
-        return s.order == 1 ? deposit_range<1, 1, true>(s, begin, end, ne)
-                            : deposit_range<1, 2, true>(s, begin, end, ne);
-      return s.order == 1 ? deposit_range<2, 1, true>(s, begin, end, ne)
-                          : deposit_range<2, 2, true>(s, begin, end, ne);
-    }
-  if (s.dim == 3)
-    return s.order == 1 ? deposit_range<3, 1>(s, begin, end, ne)
-                        : deposit_range<3, 2>(s, begin, end, ne);
-  if (s.dim == 1)
-    return s.order == 1 ? deposit_range<1, 1>(s, begin, end, ne)
-                        : deposit_range<1, 2>(s, begin, end, ne);
-  return s.order == 1 ? deposit_range<2, 1>(s, begin, end, ne)
-                      : deposit_range<2, 2>(s, begin, end, ne);
+  return by_shape(s, s.cx, [&](auto dim, auto order, auto cells) {
+    return deposit_range<dim(), order(), cells()>(s, begin, end, ne);
+  });
 }
 
 int team_size(const ThreadGrids& g) {
