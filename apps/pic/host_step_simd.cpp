@@ -287,28 +287,36 @@ HWY_INLINE void CopyLines(const T* HWY_RESTRICT nodes, const std::int32_t* HWY_R
     }
 }
 
-// 3D CIC: E at x_n from a stencil's eight corners, in kernels::for_each_node's order (offsets
-// 0, 1, col, col + 1, row, ...), each corner's weight (w_x w_y) w_z; load(corner, c0, c1, c2)
-// gives a corner's three components (2 * line along z + node along z).  e0, e1, e2: the sums,
-// from the caller's start.
-template <class V, class Load>
-HWY_INLINE void GatherCorners3(V w00, V w01, V w10, V w11, V az, V fz, const Load& load, V& e0,
-                               V& e1, V& e2) {
+// E at x_n from a stencil's corners (2D: 4, 3D: 8) in kernels::for_each_node's order (offsets
+// 0, col, row, row + col along the lines, two nodes along the last axis each), each corner's
+// weight w_x w_y (3D: (w_x w_y) w_z); load(corner, c0, c1, c2) gives a corner's components
+// (corner 2 * line + node).  e0, e1, e2: the sums, from the caller's start (e2 in 3D alone).
+template <int Dim, class V, class Load>
+HWY_INLINE void GatherCorners(V w00, V w01, V w10, V w11, V az, V fz, const Load& load, V& e0,
+                              V& e1, V& e2) {
   const auto corner = [&](const V w, int line_node) {
     V c0, c1, c2;
     load(line_node, c0, c1, c2);
     e0 = hn::Add(e0, hn::Mul(w, c0));
     e1 = hn::Add(e1, hn::Mul(w, c1));
-    e2 = hn::Add(e2, hn::Mul(w, c2));
+    if constexpr (Dim == 3) e2 = hn::Add(e2, hn::Mul(w, c2));
   };
-  corner(hn::Mul(w00, az), 0);
-  corner(hn::Mul(w00, fz), 1);
-  corner(hn::Mul(w01, az), 2);
-  corner(hn::Mul(w01, fz), 3);
-  corner(hn::Mul(w10, az), 4);
-  corner(hn::Mul(w10, fz), 5);
-  corner(hn::Mul(w11, az), 6);
-  corner(hn::Mul(w11, fz), 7);
+  if constexpr (Dim == 3) {
+    corner(hn::Mul(w00, az), 0);
+    corner(hn::Mul(w00, fz), 1);
+    corner(hn::Mul(w01, az), 2);
+    corner(hn::Mul(w01, fz), 3);
+    corner(hn::Mul(w10, az), 4);
+    corner(hn::Mul(w10, fz), 5);
+    corner(hn::Mul(w11, az), 6);
+    corner(hn::Mul(w11, fz), 7);
+  } else {
+    (void)az, (void)fz;
+    corner(w00, 0);
+    corner(w01, 1);
+    corner(w10, 2);
+    corner(w11, 3);
+  }
 }
 
 // 3D CIC in float lanes: the 2D float loop's scheme with eight corners.  E from the float nodes
@@ -398,7 +406,7 @@ long long FloatsOf(D d, const Step<float>& s, long long begin, long long end,
   if (lanes > kSub) return begin;
   alignas(64) std::int32_t node[kChunk], first[kSub];
   alignas(64) float along_x[kChunk], along_y[kChunk], along_z[Dim == 3 ? kChunk : 1], terms[kChunk];
-  alignas(64) double weights[4 * kChunk];  // 2D: four a particle, add_float_cell's order
+  alignas(64) double weights[Dim == 3 ? 1 : 4 * kChunk];  // 2D: add_float_cell's order
   alignas(64) double share[Dim == 3 ? 8 : 1][kChunk];     // 3D: node (a, b, l) at 4a + 2b + l
   alignas(64) float entries[Dim == 3 ? 1 : 8 * kSub];     // 2D: the copied entries
   alignas(64) float at_node[Dim == 3 ? 8 : 1][4 * kSub];  // 3D: [2 line + node][4 p + axis]
@@ -497,7 +505,7 @@ long long FloatsOf(D d, const Step<float>& s, long long begin, long long end,
       if constexpr (Dim == 3) {
         V e0 = zero, e1 = zero, e2 = zero;
         const long long at = 4 * (k % kSub);
-        GatherCorners3(
+        GatherCorners<3>(
             w00, w01, w10, w11, az, fz,
             [&](int line_node, V& c0, V& c1, V& c2) {
               LoadNodes(d, at_node[line_node] + at, c0, c1, c2, WideLanes<D>());
@@ -881,32 +889,15 @@ long long VectorsOf(const Step<R>& s, long long begin, long long end, G* HWY_RES
               w11 = hn::Mul(fx, fy);
       V e0 = zero, e1 = zero, e2 = zero;
       const long long at = Dim * (k % kSub);
-      const auto corner = [&](const V w, int line_node) {
-        V c0, c1, c2;
-        if constexpr (Dim == 3) {
-          hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
-          e2 = hn::Add(e2, hn::Mul(w, c2));
-        } else {
-          hn::LoadInterleaved2(d, at_node[line_node] + at, c0, c1);
-        }
-        e0 = hn::Add(e0, hn::Mul(w, c0));
-        e1 = hn::Add(e1, hn::Mul(w, c1));
-      };
-      if constexpr (Dim == 3) {
-        corner(hn::Mul(w00, az), 0);
-        corner(hn::Mul(w00, fz), 1);
-        corner(hn::Mul(w01, az), 2);
-        corner(hn::Mul(w01, fz), 3);
-        corner(hn::Mul(w10, az), 4);
-        corner(hn::Mul(w10, fz), 5);
-        corner(hn::Mul(w11, az), 6);
-        corner(hn::Mul(w11, fz), 7);
-      } else {
-        corner(w00, 0);
-        corner(w01, 1);
-        corner(w10, 2);
-        corner(w11, 3);
-      }
+      GatherCorners<Dim>(
+          w00, w01, w10, w11, az, fz,
+          [&](int line_node, V& c0, V& c1, V& c2) {
+            if constexpr (Dim == 3)
+              hn::LoadInterleaved3(d, at_node[line_node] + at, c0, c1, c2);
+            else
+              hn::LoadInterleaved2(d, at_node[line_node] + at, c0, c1);
+          },
+          e0, e1, e2);
       // The push and the move.
       const V ox = LoadP(d, vx + p), oy = LoadP(d, vy + p), oz = Dim == 3 ? LoadP(d, vz + p) : zero;
       const V nx = hn::Add(ox, hn::Mul(dv, e0)), ny = hn::Add(oy, hn::Mul(dv, e1)),
