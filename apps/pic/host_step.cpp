@@ -19,7 +19,7 @@
 #endif
 
 // The scalar loops are compiled for AVX-512, AVX2 and the baseline on x86-64, chosen at run
-// time by the CPU (CUNUMPY_HOST_CLONES; 2D CIC runs whole vectors of particles through
+// time by the CPU (CUNUMPY_HOST_CLONES; 2D and 3D CIC run whole vectors of particles through
 // host_step_simd.cpp first).
 #if defined(__GNUC__)
 #define PIC_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -231,7 +231,7 @@ PIC_ALWAYS_INLINE bool deposit_one(const StepGeometry& s, double px, double py, 
 // Particles [begin, end) in chunks of kChunk: the gather, push and move of a chunk in one plain
 // loop, then its deposit in a second one, while the chunk's positions are in L1 (a deposit
 // inside the first loop would hold it up with the stores and reloads of one node, particle
-// after particle).  Measured by scripts/compare_picksc.sh.
+// after particle).
 constexpr long long kChunk = 2048;
 template <int Dim, int Order, bool Cells, typename R, typename G>
 PIC_ALWAYS_INLINE Sums range(const Step<R>& s, long long begin, long long end, G* __restrict ne) {

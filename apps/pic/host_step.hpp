@@ -22,8 +22,7 @@
 // push, move and stencil of each particle in float lanes (twice double's: cic_floats,
 // cic3_floats), E rounded to float once per step, the kinetic energy's terms in float, the
 // deposit's weights and every sum in double; the deterministic step keeps double's arithmetic
-// (its bits are every backend's).  Measured by scripts/compare_picksc.sh (ns per
-// particle-step).
+// (its bits are every backend's).
 #pragma once
 
 #include <cstddef>

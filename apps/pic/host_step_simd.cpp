@@ -1,9 +1,9 @@
 // host_step's 2D and 3D CIC loops over whole vectors of particles (host_step_simd.hpp), compiled by
 // Google Highway for each instruction set (foreach_target.h includes this file once per target)
-// and chosen at run time.  The double loops: lane by lane the same operations, in the same order,
-// as host_step.cpp's scalar loop, the same bits.  The float loops (float particles on real 2D
-// and 3D grids): their own arithmetic in float, one lane at a time on the baseline target the
-// same bits as their vectors.  Measured by scripts/compare_picksc.sh.
+// and chosen at run time.  The double loop (VectorsOf): lane by lane the same operations, in the
+// same order, as host_step.cpp's scalar loop, the same bits.  The float loop (FloatsOf: float
+// particles on real 2D and 3D grids): its own arithmetic in float, one lane at a time on the
+// baseline target the same bits as its vectors.
 #include <cunumpy/host_targets.hpp>  // first: the library's targets compiled
 
 #undef HWY_TARGET_INCLUDE
