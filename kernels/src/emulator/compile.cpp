@@ -370,9 +370,12 @@ std::vector<std::shared_ptr<EmulatedKernel>> emulate_compile(const CompileReques
   namespace fs = std::filesystem;
   std::vector<std::string> flags = {"-std=c++20",
                                     "-O3",  // kernels are small: -O3's vectoriser costs little
-                                    "-fPIC", "-shared", contraction_flag(r.options),
+                                    "-fPIC",
+                                    "-shared",
+                                    contraction_flag(r.options),
                                     "-march=native",  // this CPU: compiled where it runs, as NVRTC
-                                    "-fvisibility=hidden", "-w"};
+                                    "-fvisibility=hidden",
+                                    "-w"};
   // Debug mode (CUNUMPY_BOUNDS_CHECK): a fault at a guard page is thrown as an exception from
   // the faulting load or store (engine.cpp).  Only then: every load and store a possible
   // throw keeps the compiler from moving stores across loads in the split kernels.
