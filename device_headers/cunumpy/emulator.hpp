@@ -465,6 +465,12 @@ void regions(void (*)(P...), void** args, std::index_sequence<I...>) {
   RegionRun& run = *region_run();
   const dim3 b = ip->block_dim;
   const unsigned threads = b.x * b.y * b.z;
+  // A first call as region -1, which runs none of the kernel's regions: its state's room is
+  // made there, once a block, not tested at every thread.
+  run.region = -1;
+  run.current = 0;
+  ip->thread = uint3{0, 0, 0};
+  Kernel(std::get<I>(a)...);
   run.region = 0;
   for (;;) {
     std::fill(run.nexts, run.nexts + threads, -1L);
@@ -500,11 +506,12 @@ void regions(void (*k)(P...), void** args) {
   return region_run()->region;
 }
 // The calling thread's values that live across regions: made (default-initialised) in the
-// first region, the same object in the later ones.
+// first region, the same object in the later ones; the block's room for them made by the call
+// as region -1 (regions() above).
 template <typename S>
 [[gnu::always_inline]] inline S& region_state() {
   RegionRun& run = *region_run();
-  if (run.region == 0 && run.current == 0) {
+  if (run.region < 0) [[unlikely]] {
     const std::size_t bytes = sizeof(S) * static_cast<std::size_t>(here()->block_dim.x) *
                               here()->block_dim.y * here()->block_dim.z;
     if (bytes > run.state_capacity) hooks->region_state(bytes);

@@ -83,8 +83,15 @@ inline void block_tree(const unsigned long long* values, int threads, Op op, T i
   for (int w = 0; w * 32 < threads; ++w) {
     T v[32];
     const int lanes = threads - 32 * w < 32 ? threads - 32 * w : 32;
-    for (int l = 0; l < 32; ++l)
-      v[l] = l < lanes ? cunumpy_emulator::from_bits<T>(values[32 * w + l]) : identity;
+    bool copied = false;
+    if constexpr (sizeof(T) == 8)  // a whole warp of 8-byte values: one copy
+      if (lanes == 32) {
+        std::memcpy(v, values + 32 * w, sizeof v);
+        copied = true;
+      }
+    if (!copied)
+      for (int l = 0; l < 32; ++l)
+        v[l] = l < lanes ? cunumpy_emulator::from_bits<T>(values[32 * w + l]) : identity;
     butterfly(v, lanes == 32 ? ~0u : (1u << lanes) - 1u, op);
     partial[w] = v[0];
   }
@@ -237,7 +244,9 @@ template <typename T, typename Op>
 void region_block_exchange(cunumpy_emulator::RegionRun& run, unsigned threads) {
   unsigned long long results[32];
   block_tree(run.values, static_cast<int>(threads), Op{}, identity_of<T, Op>(), results);
-  for (unsigned t = 0; t < threads; ++t) run.results[t] = results[t & 31];
+  unsigned t = 0;
+  for (; t + 32 <= threads; t += 32) std::memcpy(run.results + t, results, sizeof results);
+  for (; t < threads; ++t) run.results[t] = results[t & 31];
 }
 template <typename T, typename Op>
 void region_warp_exchange(cunumpy_emulator::RegionRun& run, unsigned threads) {
