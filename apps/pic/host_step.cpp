@@ -344,8 +344,11 @@ template <typename R, typename F>
 decltype(auto) by_shape(const StepGeometry& s, const R* cx, F&& f) {
   using std::integral_constant;
   const auto order = [&](auto dim) -> decltype(auto) {
-    const auto cells = [&](auto o) -> decltype(auto) {
-      return cx != nullptr ? f(dim, o, std::true_type{}) : f(dim, o, std::false_type{});
+    const auto cells = [&](auto o) -> decltype(auto) {  // (double particles have none)
+      if constexpr (std::is_same_v<R, double>)
+        return f(dim, o, std::false_type{});
+      else
+        return cx != nullptr ? f(dim, o, std::true_type{}) : f(dim, o, std::false_type{});
     };
     return s.order == 1 ? cells(integral_constant<int, 1>{}) : cells(integral_constant<int, 2>{});
   };
@@ -371,7 +374,10 @@ template <typename R, typename G>
 Sums range_of(const Step<R>& s, long long begin, long long end, G* ne) {
   Sums v;
   if constexpr (std::is_same_v<R, float> && std::is_same_v<G, double>) {
-    if (float_lanes(s)) begin = cic_floats(s, begin, end, ne, v);
+    if (float_lanes(s)) {
+      begin = cic_floats(s, begin, end, ne, v);
+      assert(begin == end);  // the rest would be deposited into nodes, not cell sums
+    }
     if (float_lanes3(s)) begin = cic3_floats(s, begin, end, ne, v);
   } else {
     if (s.vectors && s.cx == nullptr)  // (not for cells: mixed precision's integer grids)

@@ -17,9 +17,8 @@ void fill_cell_fields(long long nodes, long long row, const double* ex, const do
                       std::vector<float>& cells);
 
 // 2D CIC particles [begin, end) by whole vectors (E from Step::exy): the gather, push and move
-// of a chunk with
-// vector instructions, its deposit (into the thread's guarded grid, double or int64) one
-// particle at a time.  Returns where it stopped (the rest is the scalar loop's); adds to
+// of a chunk with vector instructions, its deposit (into the thread's guarded grid, double or
+// int64) one particle at a time.  Returns where it stopped (the rest is the scalar loop's); adds to
 // `sums`.  Returns begin when the CPU offers no vector target.
 // Double or float particles (loaded as doubles, stored rounded as the scalar loop stores them).
 long long cic_vectors(const Step<double>& s, long long begin, long long end, double* ne,
